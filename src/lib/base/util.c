@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "util.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *errno_name(int err) {
+        const char *n;
+
+        if (err < 0)
+                err = -err;
+        n = strerrorname_np(err);
+        return n ? n : "E?";
+}
+
+char **strv_free(char **l) {
+        if (!l)
+                return NULL;
+        for (char **p = l; *p; p++)
+                free(*p);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l) {
+        size_t n = 0;
+
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+bool strv_contains(char *const *l, const char *s) {
+        if (l)
+                for (char *const *p = l; *p; p++)
+                        if (streq(*p, s))
+                                return true;
+        return false;
+}
+
+int strv_consume(char ***l, char *s) {
+        size_t n = strv_length(*l);
+        char **nl;
+
+        if (!s)
+                return -ENOMEM;
+        nl = realloc(*l, (n + 2) * sizeof(char *));
+        if (!nl) {
+                free(s);
+                return -ENOMEM;
+        }
+        nl[n] = s;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
+int strv_push_dup(char ***l, const char *s) {
+        return strv_consume(l, strdup(s));
+}
+
+int strv_split_ws(const char *s, size_t max_items, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        size_t n = 0;
+
+        if (!l)
+                return -ENOMEM;
+        for (;;) {
+                size_t len;
+                int k;
+
+                while (isspace((unsigned char) *s))
+                        s++;
+                if (!*s)
+                        break;
+                len = 0;
+                while (s[len] && !isspace((unsigned char) s[len]))
+                        len++;
+                if (++n > max_items)
+                        return -E2BIG;
+                k = strv_consume(&l, strndup(s, len));
+                if (k < 0)
+                        return k;
+                s += len;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int strv_join(char *const *l, const char *sep, char **ret) {
+        size_t len = 1, seplen = strlen(sep);
+        char *s, *p;
+
+        for (char *const *i = l; i && *i; i++)
+                len += strlen(*i) + seplen;
+        s = malloc(len);
+        if (!s)
+                return -ENOMEM;
+        p = s;
+        for (char *const *i = l; i && *i; i++) {
+                if (i != l)
+                        p = stpcpy(p, sep);
+                p = stpcpy(p, *i);
+        }
+        *p = '\0';
+        *ret = s;
+        return 0;
+}
+
+char *strstrip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+bool startswith(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}

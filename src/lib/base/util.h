@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+
+/* "EINVAL" for EINVAL or -EINVAL; never NULL. */
+const char *errno_name(int err);
+
+/* NULL-terminated string vectors. */
+char **strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+size_t strv_length(char *const *l);
+bool strv_contains(char *const *l, const char *s);
+/* Takes ownership of s (freed on failure too). */
+int strv_consume(char ***l, char *s);
+int strv_push_dup(char ***l, const char *s);
+/* Split on whitespace. At most max_items items, else -E2BIG. */
+int strv_split_ws(const char *s, size_t max_items, char ***ret);
+/* Join with a separator. */
+int strv_join(char *const *l, const char *sep, char **ret);
+
+/* Remove leading and trailing whitespace in place; returns s. */
+char *strstrip(char *s);
+bool startswith(const char *s, const char *prefix);

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "kernelcaps.h"
+
+#include <fcntl.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include "base/util.h"
+
+#ifndef PR_SCHED_CORE
+#define PR_SCHED_CORE 62
+#endif
+#ifndef PR_SCHED_CORE_GET
+#define PR_SCHED_CORE_GET 0
+#endif
+#ifndef PR_SCHED_CORE_SCOPE_THREAD
+#define PR_SCHED_CORE_SCOPE_THREAD 0
+#endif
+
+/* Limits on what a (possibly fake) tree can make us hold. */
+#define CAPS_TOKENS_MAX 4096
+#define CAPS_TEXT_MAX (1024u * 1024u)
+
+static int host_core_sched_get(void *userdata) {
+        unsigned long cookie = 0;
+
+        (void) userdata;
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, 0, PR_SCHED_CORE_SCOPE_THREAD, (unsigned long) &cookie) < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* Subscribe to the proc connector and wait briefly for the kernel's ack,
+ * which says whether the subscription was accepted; then unsubscribe. */
+static int proc_connector_send(int fd, enum proc_cn_mcast_op op) {
+        struct {
+                struct nlmsghdr nl;
+                struct cn_msg cn;
+                enum proc_cn_mcast_op op;
+        } __attribute__((packed)) req = {
+                .nl.nlmsg_len = sizeof(req),
+                .nl.nlmsg_type = NLMSG_DONE,
+                .nl.nlmsg_pid = 0,
+                .cn.id.idx = CN_IDX_PROC,
+                .cn.id.val = CN_VAL_PROC,
+                .cn.seq = 1,
+                .cn.ack = 0,
+                .cn.len = sizeof(enum proc_cn_mcast_op),
+                .op = op,
+        };
+
+        if (send(fd, &req, sizeof(req), 0) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int host_proc_connector(void *userdata) {
+        struct sockaddr_nl sa = {
+                .nl_family = AF_NETLINK,
+                .nl_groups = CN_IDX_PROC,
+        };
+        _cleanup_close_ int fd = -EBADF;
+        struct pollfd p;
+        int k, result = 0;
+
+        (void) userdata;
+        fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
+        if (fd < 0)
+                return negative_errno();
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return negative_errno();
+        k = proc_connector_send(fd, PROC_CN_MCAST_LISTEN);
+        if (k < 0)
+                return k;
+
+        /* Wait up to 200 ms for the ack (PROC_EVENT_NONE carrying the
+         * subscription's errno). Other events may arrive first. */
+        p = (struct pollfd) { .fd = fd, .events = POLLIN };
+        result = -ETIMEDOUT;
+        for (int tries = 0; tries < 64; tries++) {
+                char buf[4096] __attribute__((aligned(8)));
+                struct nlmsghdr *nl = (struct nlmsghdr *) buf;
+                ssize_t n;
+
+                if (poll(&p, 1, 200) <= 0)
+                        break;
+                n = recv(fd, buf, sizeof(buf), 0);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                continue;
+                        if (errno == ENOBUFS) /* busy machine: events overran us, still works */
+                                continue;
+                        result = negative_errno();
+                        break;
+                }
+                if ((size_t) n < sizeof(struct nlmsghdr) + sizeof(struct cn_msg) + sizeof(struct proc_event) ||
+                    !NLMSG_OK(nl, (size_t) n))
+                        continue;
+                {
+                        struct cn_msg *cn = NLMSG_DATA(nl);
+                        struct proc_event *ev = (struct proc_event *) cn->data;
+
+                        if (ev->what == PROC_EVENT_NONE) {
+                                result = ev->event_data.ack.err ? -(int) ev->event_data.ack.err : 0;
+                                break;
+                        }
+                        result = 0; /* a real event arrived: the subscription works */
+                        break;
+                }
+        }
+        (void) proc_connector_send(fd, PROC_CN_MCAST_IGNORE);
+        return result;
+}
+
+const KernelProbeOps kernel_probe_ops_host = {
+        .core_sched_get = host_core_sched_get,
+        .proc_connector = host_proc_connector,
+};
+
+static void cap_clear(CapStatus *c) {
+        free(c->reason);
+        c->reason = NULL;
+}
+
+KernelCaps *kernelcaps_free(KernelCaps *c) {
+        if (!c)
+                return NULL;
+        CapStatus *all[] = {
+                &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
+                &c->cgroup_mode, &c->sched_ext, &c->proc_connector, &c->avx512_state,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                cap_clear(all[i]);
+        free(c->smt_control);
+        free(c->cgroup2_mount);
+        strv_free(c->cgroup2_controllers);
+        strv_free(c->cgroup2_subtree);
+        strv_free(c->cgroup_v1_controllers);
+        free(c->debugfs_mount);
+        strv_free(c->features);
+        strv_free(c->cgroup_modes);
+        free(c->cgroup_mode_active);
+        free(c->sched_ext_state);
+        free(c->sched_ext_ops);
+        free(c->lockdown);
+        free(c);
+        return NULL;
+}
+
+_printf_(4, 5) static int cap_set(CapStatus *c, bool available, int error, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        free(c->reason);
+        c->reason = s;
+        c->available = available;
+        c->error = error;
+        return 0;
+}
+
+/* Undo mountinfo's octal escapes (\040 for space etc.) in place. */
+static void unescape_octal(char *s) {
+        char *w = s;
+
+        for (char *r = s; *r; r++) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+                    r[3] <= '7') {
+                        *w++ = (char) ((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                        r += 3;
+                } else
+                        *w++ = *r;
+        }
+        *w = '\0';
+}
+
+int kernelcaps_parse_mountinfo(const char *text, char **ret_cgroup2, char **ret_debugfs, bool *ret_has_v1) {
+        _cleanup_free_ char *copy = strdup(text), *cg2 = NULL, *dbg = NULL;
+        bool has_v1 = false;
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char *fields[8] = {};
+                char *sep, *fs, *fsave = NULL;
+                size_t n = 0;
+
+                /* The optional fields end at " - "; fstype follows it. */
+                sep = strstr(line, " - ");
+                if (!sep)
+                        continue;
+                *sep = '\0';
+                fs = strtok_r(sep + 3, " ", &fsave);
+                if (!fs)
+                        continue;
+                for (char *f = strtok_r(line, " ", &fsave); f && n < ELEMENTSOF(fields); f = strtok_r(NULL, " ", &fsave))
+                        fields[n++] = f;
+                if (n < 5)
+                        continue;
+                /* fields[4] is the mount point. */
+                if (streq(fs, "cgroup2") && !cg2) {
+                        cg2 = strdup(fields[4]);
+                        if (!cg2)
+                                return -ENOMEM;
+                        unescape_octal(cg2);
+                } else if (streq(fs, "debugfs") && !dbg) {
+                        dbg = strdup(fields[4]);
+                        if (!dbg)
+                                return -ENOMEM;
+                        unescape_octal(dbg);
+                } else if (streq(fs, "cgroup"))
+                        has_v1 = true;
+        }
+        if (ret_cgroup2)
+                *ret_cgroup2 = TAKE_PTR(cg2);
+        if (ret_debugfs)
+                *ret_debugfs = TAKE_PTR(dbg);
+        if (ret_has_v1)
+                *ret_has_v1 = has_v1;
+        return 0;
+}
+
+int kernelcaps_parse_proc_cgroups(const char *text, char ***ret_v1_bound) {
+        _cleanup_strv_free_ char **bound = calloc(1, sizeof(char *));
+        _cleanup_free_ char *copy = strdup(text);
+        char *save = NULL;
+        int k;
+
+        if (!copy || !bound)
+                return -ENOMEM;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char name[64];
+                unsigned hierarchy, num, enabled;
+
+                if (line[0] == '#')
+                        continue;
+                if (sscanf(line, "%63s %u %u %u", name, &hierarchy, &num, &enabled) != 4)
+                        continue;
+                if (hierarchy == 0 || !enabled)
+                        continue;
+                if (strv_length(bound) >= CAPS_TOKENS_MAX)
+                        return -E2BIG;
+                k = strv_push_dup(&bound, name);
+                if (k < 0)
+                        return k;
+        }
+        *ret_v1_bound = TAKE_PTR(bound);
+        return 0;
+}
+
+int kernelcaps_parse_cgroup_mode(const char *text, char ***ret_modes, char **ret_active) {
+        _cleanup_strv_free_ char **tokens = NULL, **modes = calloc(1, sizeof(char *));
+        _cleanup_free_ char *active = NULL;
+        int k;
+
+        if (!modes)
+                return -ENOMEM;
+        k = strv_split_ws(text, CAPS_TOKENS_MAX, &tokens);
+        if (k < 0)
+                return k;
+        for (char **t = tokens; *t; t++) {
+                size_t len = strlen(*t);
+                char *name = *t;
+
+                if (name[0] == '(' || name[0] == '[') {
+                        char close = name[0] == '(' ? ')' : ']';
+
+                        if (len < 3 || name[len - 1] != close)
+                                return -EINVAL;
+                        if (active) /* two active modes: not the format we know */
+                                return -EINVAL;
+                        name[len - 1] = '\0';
+                        name++;
+                        active = strdup(name);
+                        if (!active)
+                                return -ENOMEM;
+                }
+                for (const char *c = name; *c; c++)
+                        if (!(*c >= 'a' && *c <= 'z') && !(*c >= '0' && *c <= '9') && *c != '_' && *c != '-')
+                                return -EINVAL;
+                k = strv_push_dup(&modes, name);
+                if (k < 0)
+                        return k;
+        }
+        if (strv_length(modes) == 0)
+                return -EINVAL;
+        *ret_modes = TAKE_PTR(modes);
+        if (ret_active)
+                *ret_active = TAKE_PTR(active);
+        return 0;
+}
+
+static const char *errno_hint(int err) {
+        switch (-err) {
+        case EPERM:
+                return "refused by the kernel (lockdown?)";
+        case EACCES:
+                return "permission denied (not root?)";
+        case ENOENT:
+                return "not present";
+        default:
+                return "failed";
+        }
+}
+
+static int probe_core_sched(KernelCaps *c, const KernelProbeOps *ops) {
+        int k = ops->core_sched_get(ops->userdata);
+
+        switch (-k) {
+        case 0:
+                return cap_set(&c->core_sched, true, 0, "usable (PR_SCHED_CORE_GET succeeded)");
+        case EINVAL:
+                /* The prctl option itself is unknown: CONFIG_SCHED_CORE=n. */
+                return cap_set(&c->core_sched, false, k,
+                               "kernel built without core scheduling (CONFIG_SCHED_CORE): PR_SCHED_CORE_GET gave EINVAL");
+        case ENODEV:
+                /* Built in, but sched_smt_present is false. */
+                return cap_set(&c->core_sched, false, k,
+                               "no SMT: core scheduling needs SMT siblings (PR_SCHED_CORE_GET gave ENODEV)");
+        case EPERM:
+                return cap_set(&c->core_sched, false, k, "PR_SCHED_CORE_GET refused (EPERM): seccomp or LSM policy?");
+        default:
+                return cap_set(&c->core_sched, false, k, "PR_SCHED_CORE_GET failed: %s", errno_name(k));
+        }
+}
+
+static int probe_smt(KernelCaps *c, const Root *root) {
+        _cleanup_free_ char *active = NULL;
+        int k;
+
+        k = root_read_line(root, "sys/devices/system/cpu/smt/control", &c->smt_control);
+        if (k < 0 && k != -ENOENT)
+                return cap_set(&c->smt, false, k, "cannot read smt/control: %s", errno_name(k));
+        k = root_read_line(root, "sys/devices/system/cpu/smt/active", &active);
+        if (k == -ENOENT)
+                return cap_set(&c->smt, false, k, "kernel has no SMT control (sys/devices/system/cpu/smt missing)");
+        if (k < 0)
+                return cap_set(&c->smt, false, k, "cannot read smt/active: %s", errno_name(k));
+        c->smt_active = streq(strstrip(active), "1");
+        if (c->smt_active)
+                return cap_set(&c->smt, true, 0, "active (control: %s)", c->smt_control ?: "unknown");
+        return cap_set(&c->smt, false, 0, "inactive (control: %s)", c->smt_control ?: "unknown");
+}
+
+static int read_tokens(const Root *root, const char *path, char ***ret) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(root, path, CAPS_TEXT_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        return strv_split_ws(text, CAPS_TOKENS_MAX, ret);
+}
+
+static int probe_cgroup2(KernelCaps *c, const Root *root, const char *mountinfo) {
+        _cleanup_free_ char *path = NULL, *cgroups = NULL, *have = NULL, *v1 = NULL;
+        bool has_v1 = false;
+        int k;
+
+        k = kernelcaps_parse_mountinfo(mountinfo, &c->cgroup2_mount, NULL, &has_v1);
+        if (k < 0)
+                return k;
+        c->cgroup_hybrid = has_v1 && c->cgroup2_mount;
+        if (root_read_file(root, "proc/cgroups", CAPS_TEXT_MAX, &cgroups, NULL) >= 0) {
+                k = kernelcaps_parse_proc_cgroups(cgroups, &c->cgroup_v1_controllers);
+                if (k < 0 && k != -E2BIG)
+                        return k;
+        }
+        if (!c->cgroup2_mount)
+                return cap_set(&c->cgroup2, false, -ENOENT,
+                               has_v1 ? "cgroup2 not mounted (cgroup v1 only)" : "cgroup2 not mounted");
+
+        if (asprintf(&path, "%s/cgroup.controllers", c->cgroup2_mount) < 0)
+                return -ENOMEM;
+        k = read_tokens(root, path, &c->cgroup2_controllers);
+        if (k < 0)
+                return cap_set(&c->cgroup2, false, k, "mounted at %s, but %s unreadable: %s", c->cgroup2_mount, path,
+                               errno_name(k));
+        free(path);
+        if (asprintf(&path, "%s/cgroup.subtree_control", c->cgroup2_mount) < 0)
+                return -ENOMEM;
+        (void) read_tokens(root, path, &c->cgroup2_subtree);
+
+        k = strv_join(c->cgroup2_controllers, " ", &have);
+        if (k < 0)
+                return k;
+        if (strv_contains(c->cgroup2_controllers, "cpu") && strv_contains(c->cgroup2_controllers, "cpuset"))
+                return cap_set(&c->cgroup2, true, 0, "mounted at %s%s, controllers: %s", c->cgroup2_mount,
+                               c->cgroup_hybrid ? " (hybrid with cgroup v1)" : "", have);
+
+        /* Mounted, but the controllers topod needs are elsewhere. */
+        {
+                _cleanup_strv_free_ char **held = NULL;
+
+                for (const char *const *n = (const char *const[]) { "cpu", "cpuset", NULL }; *n; n++)
+                        if (strv_contains(c->cgroup_v1_controllers, *n) && (k = strv_push_dup(&held, *n)) < 0)
+                                return k;
+                if (held) {
+                        k = strv_join(held, ", ", &v1);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return cap_set(&c->cgroup2, false, -ENODEV, "mounted at %s%s, but without the cpu and cpuset controllers "
+                       "(available: %s)%s%s%s",
+                       c->cgroup2_mount, c->cgroup_hybrid ? " in the hybrid v1+v2 layout" : "",
+                       *have ? have : "none", v1 ? "; " : "", v1 ?: "", v1 ? " bound to cgroup v1" : "");
+}
+
+/* 1 when the file can be opened for writing, else negative errno. Opening
+ * writes nothing. */
+static int probe_writable(const Root *root, const char *path) {
+        int fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
+
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 1;
+}
+
+static int probe_debugfs(KernelCaps *c, const Root *root, const char *mountinfo) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int k, w;
+
+        k = kernelcaps_parse_mountinfo(mountinfo, NULL, &c->debugfs_mount, NULL);
+        if (k < 0)
+                return k;
+        if (!c->debugfs_mount) {
+                k = cap_set(&c->debugfs, false, -ENOENT, "not mounted (mount -t debugfs none /sys/kernel/debug)");
+                if (k >= 0)
+                        k = cap_set(&c->sched_features, false, -ENOENT, "debugfs not mounted");
+                if (k >= 0)
+                        k = cap_set(&c->cgroup_mode, false, -ENOENT, "debugfs not mounted");
+                return k;
+        }
+        k = cap_set(&c->debugfs, true, 0, "mounted at %s", c->debugfs_mount);
+        if (k < 0)
+                return k;
+
+        /* sched/features: read the list; write-open to learn if lockdown refuses. */
+        if (asprintf(&path, "%s/sched/features", c->debugfs_mount) < 0)
+                return -ENOMEM;
+        k = read_tokens(root, path, &c->features);
+        if (k < 0)
+                k = cap_set(&c->sched_features, false, k, "%s: %s (%s)", path, errno_hint(k), errno_name(k));
+        else {
+                c->features_readable = true;
+                w = probe_writable(root, path);
+                c->features_writable = w > 0;
+                c->features_write_error = w > 0 ? 0 : w;
+                if (w > 0)
+                        k = cap_set(&c->sched_features, true, 0, "%zu features, readable and writable",
+                                    strv_length(c->features));
+                else
+                        k = cap_set(&c->sched_features, true, w, "%zu features, read-only: write %s (%s)",
+                                    strv_length(c->features), errno_hint(w), errno_name(w));
+        }
+        if (k < 0)
+                return k;
+
+        free(path);
+        if (asprintf(&path, "%s/sched/cgroup_mode", c->debugfs_mount) < 0)
+                return -ENOMEM;
+        k = root_read_file(root, path, CAPS_TEXT_MAX, &text, NULL);
+        if (k == -ENOENT)
+                return cap_set(&c->cgroup_mode, false, k, "absent: kernel without flattened-pick cgroup modes (before 7.3)");
+        if (k < 0)
+                return cap_set(&c->cgroup_mode, false, k, "%s: %s (%s)", path, errno_hint(k), errno_name(k));
+        k = kernelcaps_parse_cgroup_mode(text, &c->cgroup_modes, &c->cgroup_mode_active);
+        if (k < 0)
+                return cap_set(&c->cgroup_mode, false, k, "%s: unexpected format", path);
+        w = probe_writable(root, path);
+        c->cgroup_mode_writable = w > 0;
+        {
+                _cleanup_free_ char *list = NULL;
+
+                k = strv_join(c->cgroup_modes, " ", &list);
+                if (k < 0)
+                        return k;
+                return cap_set(&c->cgroup_mode, true, w > 0 ? 0 : w, "modes: %s; active: %s%s%s", list,
+                               c->cgroup_mode_active ?: "none", w > 0 ? "" : "; read-only: ",
+                               w > 0 ? "" : errno_hint(w));
+        }
+}
+
+static int probe_sched_ext(KernelCaps *c, const Root *root) {
+        int k;
+
+        k = root_read_line(root, "sys/kernel/sched_ext/state", &c->sched_ext_state);
+        if (k == -ENOENT)
+                return cap_set(&c->sched_ext, false, k, "kernel built without sched_ext (CONFIG_SCHED_CLASS_EXT)");
+        if (k < 0)
+                return cap_set(&c->sched_ext, false, k, "cannot read sched_ext/state: %s", errno_name(k));
+        strstrip(c->sched_ext_state);
+        (void) root_read_line(root, "sys/kernel/sched_ext/root/ops", &c->sched_ext_ops);
+        c->sched_ext_active = !streq(c->sched_ext_state, "disabled");
+        if (c->sched_ext_active)
+                return cap_set(&c->sched_ext, true, 0,
+                               "a BPF scheduler is %s (%s): topod will not set core-scheduling cookies beside it",
+                               c->sched_ext_state, c->sched_ext_ops ?: "unknown");
+        return cap_set(&c->sched_ext, true, 0, "built in, no BPF scheduler loaded");
+}
+
+static int probe_proc_connector(KernelCaps *c, const KernelProbeOps *ops) {
+        int k = ops->proc_connector(ops->userdata);
+
+        switch (-k) {
+        case 0:
+                return cap_set(&c->proc_connector, true, 0, "usable (subscription acknowledged)");
+        case EPROTONOSUPPORT:
+                return cap_set(&c->proc_connector, false, k, "kernel built without the connector (CONFIG_CONNECTOR)");
+        case EPERM:
+        case EACCES:
+                return cap_set(&c->proc_connector, false, k, "subscription refused (%s): needs CAP_NET_ADMIN",
+                               errno_name(k));
+        case ETIMEDOUT:
+                return cap_set(&c->proc_connector, false, k,
+                               "no acknowledgement: kernel without process events (CONFIG_PROC_EVENTS)?");
+        default:
+                return cap_set(&c->proc_connector, false, k, "failed: %s", errno_name(k));
+        }
+}
+
+static int probe_arch_status(KernelCaps *c, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(root, "proc/self/arch_status", 64 * 1024, &text, NULL);
+        if (k == -ENOENT)
+                return cap_set(&c->avx512_state, false, k,
+                               "no /proc/<pid>/arch_status (not x86, or CONFIG_PROC_PID_ARCH_STATUS off)");
+        if (k < 0)
+                return cap_set(&c->avx512_state, false, k, "arch_status unreadable: %s", errno_name(k));
+        if (strstr(text, "AVX512_elapsed_ms:"))
+                return cap_set(&c->avx512_state, true, 0, "arch_status reports AVX512_elapsed_ms");
+        return cap_set(&c->avx512_state, false, -ENODATA,
+                       "arch_status has no AVX512_elapsed_ms line: CPU without AVX-512 (AVX classes need explicit rules)");
+}
+
+static void probe_lockdown(KernelCaps *c, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        char *open, *close;
+
+        if (root_read_line(root, "sys/kernel/security/lockdown", &text) < 0)
+                return;
+        open = strchr(text, '[');
+        close = open ? strchr(open, ']') : NULL;
+        if (!open || !close)
+                return;
+        c->lockdown = strndup(open + 1, (size_t) (close - open - 1));
+}
+
+int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **ret) {
+        _cleanup_(kernelcaps_freep) KernelCaps *c = calloc(1, sizeof(KernelCaps));
+        _cleanup_free_ char *mountinfo = NULL;
+        int k;
+
+        if (!c)
+                return -ENOMEM;
+        if (!ops)
+                ops = &kernel_probe_ops_host;
+        c->syscalls_from_host = ops == &kernel_probe_ops_host && !root_is_host(root);
+
+        probe_lockdown(c, root);
+        k = root_read_file(root, "proc/self/mountinfo", CAPS_TEXT_MAX, &mountinfo, NULL);
+        if (k < 0) {
+                /* Without mountinfo neither cgroup2 nor debugfs can be found. */
+                mountinfo = strdup("");
+                if (!mountinfo)
+                        return -ENOMEM;
+        }
+        if ((k = probe_core_sched(c, ops)) < 0 || (k = probe_smt(c, root)) < 0 ||
+            (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
+            (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
+            (k = probe_arch_status(c, root)) < 0)
+                return k;
+        *ret = TAKE_PTR(c);
+        return 0;
+}

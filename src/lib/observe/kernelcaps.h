@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What the running kernel lets topod do, found by reading only.
+ *
+ * Every capability says whether it is usable and, in one line, why or why
+ * not, with the errno that decided where there was one. File-based probes go
+ * through the Root; the two that need a syscall (PR_SCHED_CORE_GET on
+ * ourselves, a proc-connector socket) go through KernelProbeOps, so tests
+ * can stand in for them. */
+
+#include <stdbool.h>
+
+#include "base/macro.h"
+#include "base/root.h"
+
+typedef struct CapStatus {
+        bool available;
+        int error;    /* negative errno that decided, 0 if none */
+        char *reason; /* one line for humans, never NULL after a probe */
+} CapStatus;
+
+typedef struct KernelCaps {
+        CapStatus core_sched;
+
+        CapStatus smt;
+        bool smt_active;
+        char *smt_control; /* "on", "off", "forceoff", "notsupported", … or NULL */
+
+        CapStatus cgroup2;
+        char *cgroup2_mount;        /* path as the kernel sees it, or NULL */
+        bool cgroup_hybrid;         /* cgroup v1 hierarchies mounted beside it */
+        char **cgroup2_controllers; /* cgroup.controllers of the mount */
+        char **cgroup2_subtree;     /* cgroup.subtree_control of the mount */
+        char **cgroup_v1_controllers; /* controllers bound to v1 hierarchies */
+
+        CapStatus debugfs;
+        char *debugfs_mount;
+
+        CapStatus sched_features;
+        bool features_readable;
+        bool features_writable;
+        int features_write_error; /* negative errno from the write-open, or 0 */
+        char **features;          /* tokens as listed: "TTWU_QUEUE", "NO_HRTICK", … */
+
+        CapStatus cgroup_mode;
+        char **cgroup_modes;      /* as listed by the kernel, never hard-coded */
+        char *cgroup_mode_active; /* the parenthesised one, or NULL */
+        bool cgroup_mode_writable;
+
+        CapStatus sched_ext;
+        char *sched_ext_state; /* "disabled", "enabled", … or NULL */
+        char *sched_ext_ops;   /* name of the loaded scheduler, or NULL */
+        bool sched_ext_active;
+
+        CapStatus proc_connector;
+        CapStatus avx512_state;
+
+        char *lockdown; /* "none", "integrity", "confidentiality", or NULL when unknown */
+        bool syscalls_from_host; /* the syscall probes ran on this kernel, not the root's */
+} KernelCaps;
+
+typedef struct KernelProbeOps {
+        /* prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET) on ourselves: 0 or negative errno. */
+        int (*core_sched_get)(void *userdata);
+        /* Open, bind and subscribe a proc-connector socket: 0 or negative errno. */
+        int (*proc_connector)(void *userdata);
+        void *userdata;
+} KernelProbeOps;
+
+/* The real syscalls. */
+extern const KernelProbeOps kernel_probe_ops_host;
+
+int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **ret);
+KernelCaps *kernelcaps_free(KernelCaps *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(KernelCaps *, kernelcaps_free);
+
+/* Parse the text of sched/cgroup_mode ("up smp (concur) max tasks "). */
+int kernelcaps_parse_cgroup_mode(const char *text, char ***ret_modes, char **ret_active);
+
+/* Parse /proc/self/mountinfo text: the first cgroup2 and debugfs mount points
+ * (unescaped) and whether any cgroup v1 hierarchy is mounted. Outputs may be
+ * NULL; missing mounts give NULL strings. */
+int kernelcaps_parse_mountinfo(const char *text, char **ret_cgroup2, char **ret_debugfs, bool *ret_has_v1);
+
+/* Parse /proc/cgroups text: the controllers bound to a cgroup v1 hierarchy
+ * (hierarchy id != 0) and enabled. */
+int kernelcaps_parse_proc_cgroups(const char *text, char ***ret_v1_bound);

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* topoctl: ask topod, or the machine, what it sees and what it would do. */
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/macro.h"
+#include "base/root.h"
+#include "base/util.h"
+#include "observe/kernelcaps.h"
+#include "observe/observe-print.h"
+#include "observe/topology.h"
+
+#define EXIT_USAGE 2
+
+typedef struct Args {
+        const char *root;
+        const char *xml;
+        const char *synthetic;
+        bool json;
+        int argc;      /* positional arguments after the verb */
+        char **argv;
+} Args;
+
+_printf_(1, 2) static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("topoctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nTry 'topoctl --help' for more information.\n", stderr);
+        return EXIT_USAGE;
+}
+
+static void help(void) {
+        printf("Usage: topoctl [OPTIONS] VERB [ARGS]\n"
+               "\n"
+               "Ask the machine (and topod) what topology and kernel facilities it has.\n"
+               "\n"
+               "Verbs:\n"
+               "  topology        Print packages, NUMA nodes, LLCs, cores, PUs, SMT siblings\n"
+               "  status          Print the kernel capability probe, one line per capability\n"
+               "\n"
+               "Options:\n"
+               "      --json            Print JSON instead of text\n"
+               "      --root DIR        Read /proc and /sys below DIR instead of /\n"
+               "      --xml FILE        topology: read an hwloc XML export\n"
+               "      --synthetic DESC  topology: use an hwloc synthetic description\n"
+               "  -h, --help            Show this help\n"
+               "      --version         Show the version\n"
+               "\n"
+               "Exit status: 0 success, 1 failure, 2 usage error. See topoctl(8).\n");
+}
+
+static int verb_topology(const Args *a) {
+        _cleanup_(topology_freep) Topology *t = NULL;
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = a->root };
+        int k;
+
+        if (a->argc > 0)
+                return usage_error("topology takes no arguments, got '%s'", a->argv[0]);
+        if (!!a->xml + !!a->synthetic + !!a->root > 1)
+                return usage_error("%s", "--xml, --synthetic and --root exclude each other");
+        if (a->xml)
+                src = (TopologySource) { .kind = TOPOLOGY_SOURCE_XML, .arg = a->xml };
+        else if (a->synthetic)
+                src = (TopologySource) { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = a->synthetic };
+
+        if (src.kind == TOPOLOGY_SOURCE_ROOT && a->root) {
+                /* Fail on a missing directory here, with a clear message,
+                 * rather than letting hwloc fall back to something else. */
+                _cleanup_(root_freep) Root *r = NULL;
+
+                k = root_open(a->root, &r);
+                if (k < 0) {
+                        fprintf(stderr, "topoctl: cannot open root %s: %s\n", a->root, strerror(-k));
+                        return EXIT_FAILURE;
+                }
+        }
+
+        k = topology_load(&src, &t);
+        if (k < 0) {
+                fprintf(stderr, "topoctl: cannot load the topology from %s%s%s: %s\n",
+                        src.kind == TOPOLOGY_SOURCE_XML ? "XML " : src.kind == TOPOLOGY_SOURCE_SYNTHETIC ? "synthetic " : "",
+                        src.arg ?: "the live machine", src.kind == TOPOLOGY_SOURCE_SYNTHETIC ? " (bad description?)" : "",
+                        strerror(-k));
+                return EXIT_FAILURE;
+        }
+        if (a->json) {
+                _cleanup_(json_freep) Json *j = json_new(stdout, true);
+
+                if (!j)
+                        return EXIT_FAILURE;
+                k = topology_print_json(j, t);
+        } else
+                k = topology_print_text(stdout, t);
+        if (k < 0) {
+                fprintf(stderr, "topoctl: cannot print the topology: %s\n", strerror(-k));
+                return EXIT_FAILURE;
+        }
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static int verb_status(const Args *a) {
+        _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
+        _cleanup_(root_freep) Root *r = NULL;
+        int k;
+
+        if (a->argc > 0)
+                return usage_error("status takes no arguments, got '%s'", a->argv[0]);
+        if (a->xml || a->synthetic)
+                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
+        k = root_open(a->root, &r);
+        if (k < 0) {
+                fprintf(stderr, "topoctl: cannot open root %s: %s\n", a->root ?: "/", strerror(-k));
+                return EXIT_FAILURE;
+        }
+        k = kernelcaps_probe(r, NULL, &c);
+        if (k < 0) {
+                fprintf(stderr, "topoctl: kernel capability probe failed: %s\n", strerror(-k));
+                return EXIT_FAILURE;
+        }
+        if (a->json) {
+                _cleanup_(json_freep) Json *j = json_new(stdout, true);
+
+                if (!j)
+                        return EXIT_FAILURE;
+                k = kernelcaps_print_json(j, c, root_path(r));
+        } else
+                k = kernelcaps_print_text(stdout, c, root_path(r));
+        if (k < 0)
+                return EXIT_FAILURE;
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static const struct {
+        const char *name;
+        int (*run)(const Args *a);
+} verbs[] = {
+        { "topology", verb_topology },
+        { "status", verb_status },
+};
+
+int main(int argc, char *argv[]) {
+        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "xml", required_argument, NULL, ARG_XML },
+                { "synthetic", required_argument, NULL, ARG_SYNTHETIC },
+                {},
+        };
+        Args a = {};
+        int c;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        puts("topoctl " TOPOD_VERSION);
+                        return EXIT_SUCCESS;
+                case ARG_JSON:
+                        a.json = true;
+                        break;
+                case ARG_ROOT:
+                        a.root = optarg;
+                        break;
+                case ARG_XML:
+                        a.xml = optarg;
+                        break;
+                case ARG_SYNTHETIC:
+                        a.synthetic = optarg;
+                        break;
+                case '?':
+                        if (optopt)
+                                return usage_error("option '-%c' is unknown or needs an argument", optopt);
+                        return usage_error("option '%s' is unknown or needs an argument", argv[optind - 1]);
+                default:
+                        return usage_error("%s", "internal option parsing error");
+                }
+
+        if (optind >= argc)
+                return usage_error("%s", "missing verb");
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[optind], verbs[i].name)) {
+                        a.argc = argc - optind - 1;
+                        a.argv = argv + optind + 1;
+                        return verbs[i].run(&a);
+                }
+        return usage_error("unknown verb '%s'", argv[optind]);
+}
