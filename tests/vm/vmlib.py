@@ -144,15 +144,17 @@ def find_kernel():
         "Fix, either:",
         "  export TOPOD_VM_KERNEL=/path/to/bzImage   (x86_64, CONFIG_SCHED_CORE=y,",
         "        9p/virtio built in; e.g. /work/shared/vm/bzImage-6.12.95-topod)",
-        "  or run once:  " + os.path.relpath(BUILD_KERNEL) +
+        "  or run once:  " + BUILD_KERNEL +
         "   (apt-get installs linux-source-6.12 etc.; ~11 min on 2 cores)",
     ]))
 
 
 def find_qemu():
-    q = os.environ.get("TOPOD_VM_QEMU") or shutil.which("qemu-system-x86_64")
+    env = os.environ.get("TOPOD_VM_QEMU")
+    q = env or shutil.which("qemu-system-x86_64")
     if not q or not os.access(q, os.X_OK):
-        raise Skip(("qemu-system-x86_64 not found", [
+        raise Skip(("qemu-system-x86_64 not found" + (
+            " (TOPOD_VM_QEMU=%s is not executable)" % env if env else " on PATH"), [
             "Fix: apt-get install qemu-system-x86   (or set TOPOD_VM_QEMU=PATH)"]))
     return q
 
@@ -303,6 +305,7 @@ OUT=/host/out
 if ! mkdir -p "$OUT" 2>/dev/null || ! touch "$OUT/.probe" 2>/dev/null; then
     fail "9p share not writable"; OUT=/tmp/out; mkdir -p "$OUT"
 fi
+rm -f "$OUT/.probe"
 echo "TOPOD-VM-BOOTED uptime=$(cut -d' ' -f1 /proc/uptime)"
 """
 
@@ -485,12 +488,12 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
     tmp = tempfile.mkdtemp(prefix="topod-vm-")
     try:
         initrd = os.path.join(tmp, "initramfs.cpio.gz")
-        size = ird.write(initrd, int(os.environ.get("TOPOD_VM_GZIP", "1")))
+        size = ird.write(initrd)
         t_build = time.monotonic() - t0
         append = BASE_APPEND + (" " + append_extra if append_extra else "")
         argv = [qemu] + QEMU_MACHINE + [
-            ] + os.environ.get("TOPOD_VM_XARGS", "-nographic -monitor none").split() + [
-            "-serial", "stdio", "-no-reboot",
+            # -nodefaults: no NIC (iPXE ROM), no VGA, no monitor on stdio
+            "-nodefaults", "-display", "none", "-serial", "stdio", "-no-reboot",
             "-kernel", kernel, "-initrd", initrd, "-append", append,
             "-virtfs", "local,path=%s,mount_tag=host,security_model=none" % run_dir,
         ]
@@ -561,13 +564,32 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
     if trouble and not allow_kernel_trouble:
         problems.append("kernel trouble on the console:\n  " + "\n  ".join(trouble[:20]))
     if problems:
-        raise VMFailure("\n".join(problems) + "\n--- console tail (%s) ---\n%s" % (
-            console_path, _tail(clean, 60)))
+        raise VMFailure("\n".join(problems) + "\n--- console tail (%s) ---\n%s"
+                        "--- per-command outputs so far: %s/out/\n" % (
+                            console_path, _tail(clean, 60), run_dir))
     return res
 
 
 # --------------------------------------------------------------------------
 # checks and the test entry point
+
+class Missing:
+    """What Checks.get returns for an absent key: equal to nothing."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __repr__(self):
+        return "<missing: %s>" % self.path
+
+    def __eq__(self, other):
+        return False
+
+    def __bool__(self):
+        return False
+
+    __hash__ = None
+
 
 class Checks:
     """Soft assertions: record every mismatch, report them all, exit 0/1."""
@@ -609,16 +631,23 @@ class Checks:
             self._fail(what, "expected to contain: %r\nactual: %r" % (item, container))
         return ok
 
-    def get(self, obj, path, what=None):
-        """obj['a']['b'][0] for path 'a.b.0'; records a failure if absent."""
+    def get(self, obj, path):
+        """obj['a']['b'][0] for path 'a.b.0', or a Missing that fails checks."""
         cur = obj
         for part in path.split("."):
             try:
                 cur = cur[int(part)] if isinstance(cur, list) else cur[part]
             except (KeyError, IndexError, ValueError, TypeError):
-                self._fail(what or path, "missing key %r (at %r)" % (path, part))
-                return None
+                return Missing(path)
         return cur
+
+    def json(self, result, i, what=None):
+        """Command i's stdout as JSON (rc 0 required); {} and a failure if not."""
+        try:
+            return result.json(i)
+        except VMFailure as e:
+            self._fail(what or "command %d output" % i, str(e))
+            return {}
 
     def finish(self):
         if self.failed:

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -409,6 +410,9 @@ static int load_hwloc(const TopologySource *source, hwloc_topology_t topo) {
                 break;
         case TOPOLOGY_SOURCE_ROOT:
                 if (source->arg && !streq(source->arg, "/")) {
+                        /* hwloc would only print a warning and fall back. */
+                        if (access(source->arg, R_OK | X_OK) < 0)
+                                return negative_errno();
                         if ((k = env_push(&fsroot, "HWLOC_FSROOT", source->arg)) < 0 ||
                             (k = env_push(&comps, "HWLOC_COMPONENTS", "linux,stop")) < 0) {
                                 env_pop(&fsroot);
