@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Cost of one full /proc scan (tasks_scan) with N extra idle threads on the
+ * machine, and the scanner's memory. Prints figures; asserts nothing.
+ *
+ *   bench-scan [--threads N] [--rounds R]
+ *
+ * The idle threads live in child processes (100 threads each) that block in
+ * pause(); they are killed at the end. */
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/root.h"
+#include "observe/tasks.h"
+
+#define THREADS_PER_CHILD 100
+
+static void *idle_thread(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static pid_t spawn_idle(unsigned n_threads, int ready_fd) {
+        pid_t pid = fork();
+
+        if (pid != 0)
+                return pid;
+        for (unsigned i = 1; i < n_threads; i++) {
+                pthread_t t;
+                pthread_attr_t a;
+
+                pthread_attr_init(&a);
+                pthread_attr_setstacksize(&a, 64 * 1024);
+                if (pthread_create(&t, &a, idle_thread, NULL) != 0)
+                        _exit(1);
+        }
+        (void) !write(ready_fd, "x", 1);
+        for (;;)
+                pause();
+}
+
+static double cpu_seconds(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static double wall_seconds(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static long status_kib(const char *key) {
+        char line[256];
+        long v = -1;
+        FILE *f = fopen("/proc/self/status", "re");
+
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, key, strlen(key)) == 0)
+                        v = strtol(line + strlen(key), NULL, 10);
+        fclose(f);
+        return v;
+}
+
+int main(int argc, char *argv[]) {
+        unsigned threads = 1000, rounds = 10, n_children;
+        pid_t *children;
+        int pipefd[2], c, k;
+        _cleanup_(root_freep) Root *root = NULL;
+        double cpu_min = 1e9, cpu_sum = 0, wall_sum = 0;
+        size_t seen = 0;
+
+        while ((c = getopt(argc, argv, "t:r:")) >= 0)
+                switch (c) {
+                case 't':
+                        threads = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                case 'r':
+                        rounds = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
+                default:
+                        fprintf(stderr, "usage: bench-scan [-t THREADS] [-r ROUNDS]\n");
+                        return 2;
+                }
+        if (rounds == 0)
+                rounds = 1;
+
+        n_children = (threads + THREADS_PER_CHILD - 1) / THREADS_PER_CHILD;
+        children = calloc(n_children + 1, sizeof(pid_t));
+        if (!children || pipe(pipefd) < 0)
+                return 1;
+        for (unsigned i = 0; i < n_children; i++) {
+                unsigned n = MIN(THREADS_PER_CHILD, threads - i * THREADS_PER_CHILD);
+                children[i] = spawn_idle(n, pipefd[1]);
+        }
+        for (unsigned i = 0; i < n_children; i++) {
+                char x;
+                if (read(pipefd[0], &x, 1) != 1)
+                        return 1;
+        }
+
+        k = root_open("/", &root);
+        if (k < 0)
+                return 1;
+        for (unsigned r = 0; r < rounds; r++) {
+                _cleanup_(task_snapshot_freep) TaskSnapshot *s = NULL;
+                double c0 = cpu_seconds(), w0 = wall_seconds(), dc;
+
+                k = tasks_scan(root, NULL, &s);
+                dc = cpu_seconds() - c0;
+                wall_sum += wall_seconds() - w0;
+                if (k < 0) {
+                        fprintf(stderr, "scan failed: %s\n", strerror(-k));
+                        break;
+                }
+                cpu_sum += dc;
+                cpu_min = MIN(cpu_min, dc);
+                seen = s->n_tasks;
+        }
+
+        printf("bench-scan: extra idle threads %u, threads seen %zu, rounds %u\n", threads, seen, rounds);
+        printf("bench-scan: full scan CPU mean %.2f ms, min %.2f ms; wall mean %.2f ms; %.2f us CPU per thread\n",
+               cpu_sum / rounds * 1e3, cpu_min * 1e3, wall_sum / rounds * 1e3,
+               seen ? cpu_sum / rounds / (double) seen * 1e6 : 0.0);
+        printf("bench-scan: RSS now %ld KiB, peak %ld KiB\n", status_kib("VmRSS:"), status_kib("VmHWM:"));
+
+        for (unsigned i = 0; i < n_children; i++)
+                kill(children[i], SIGKILL);
+        for (unsigned i = 0; i < n_children; i++)
+                waitpid(children[i], NULL, 0);
+        free(children);
+        return 0;
+}

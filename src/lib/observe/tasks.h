@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Every thread on the machine as plain values: one scan of /proc through the
+ * Root gives a TaskSnapshot, sorted by tid, stamped with the monotonic time
+ * it was taken. Reads only. A task that exits while it is being read is left
+ * out and counted, never an error. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/macro.h"
+#include "base/root.h"
+#include "observe/procfs.h"
+
+/* Limits on what the machine can make us hold. */
+#define TASKS_CMDLINE_MAX 4096u
+#define TASKS_PATH_MAX 4096u
+#define TASKS_MAX 1000000u
+
+/* What is shared by the threads of one process (thread group). */
+typedef struct ProcessFacts {
+        pid_t tgid;
+        uint64_t start_time;
+        char *exe;     /* NULL: kernel thread, exited, or not readable */
+        char *cmdline; /* "" for kernel threads */
+        char *cgroup;  /* the cgroup v2 path, or NULL */
+        unsigned refs; /* threads in the snapshot pointing here */
+} ProcessFacts;
+
+typedef struct TaskFacts {
+        pid_t tid, tgid, ppid;
+        uint64_t start_time; /* with tid: the task's identity across pid reuse */
+        char comm[PROCFS_COMM_MAX];
+        char state;
+        bool kernel_thread;
+        int nice;
+        unsigned policy, rt_priority;
+        uint64_t utime, stime; /* clock ticks */
+
+        bool has_uid;
+        uid_t uid;
+        gid_t gid;
+
+        bool has_ctxt;
+        uint64_t voluntary_ctxt, nonvoluntary_ctxt;
+
+        bool has_schedstat;
+        ProcSchedstat sched;
+
+        ProcAvx avx;
+        uint64_t avx_elapsed_ms;
+
+        int cookie_error;   /* 0 when cookie is valid, else negative errno (not asked: -ENODATA) */
+        uint64_t cookie;
+
+        const ProcessFacts *process; /* never NULL */
+        const char *parent_comm;     /* comm of the parent process's leader, or NULL */
+} TaskFacts;
+
+typedef struct TaskSnapshot {
+        uint64_t timestamp_usec; /* CLOCK_MONOTONIC when the scan started */
+        TaskFacts *tasks;        /* sorted by tid */
+        size_t n_tasks;
+        ProcessFacts **processes;
+        size_t n_processes;
+        unsigned vanished;       /* tasks that exited while being read */
+        unsigned unreadable;     /* tasks whose files could not be read for another reason */
+} TaskSnapshot;
+
+typedef struct TaskScanOps {
+        /* PR_SCHED_CORE_GET for one thread: 0 and the cookie, or negative
+         * errno. NULL: cookies are not asked. */
+        int (*get_cookie)(pid_t tid, uint64_t *ret_cookie, void *userdata);
+        void *userdata;
+} TaskScanOps;
+
+/* The real prctl. */
+int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata);
+
+int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
+TaskSnapshot *task_snapshot_free(TaskSnapshot *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(TaskSnapshot *, task_snapshot_free);
+
+/* Binary search by tid; NULL when absent. */
+const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid);
