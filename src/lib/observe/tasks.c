@@ -74,8 +74,8 @@ static bool parse_pid(const char *s, pid_t *ret) {
         return true;
 }
 
-static ProcessFacts *process_facts_free(ProcessFacts *p) {
-        if (!p)
+static ProcessFacts *process_facts_unref(ProcessFacts *p) {
+        if (!p || --p->refs > 0)
                 return NULL;
         free(p->exe);
         free(p->cmdline);
@@ -83,24 +83,55 @@ static ProcessFacts *process_facts_free(ProcessFacts *p) {
         free(p);
         return NULL;
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessFacts *, process_facts_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessFacts *, process_facts_unref);
 
 TaskSnapshot *task_snapshot_free(TaskSnapshot *s) {
         if (!s)
                 return NULL;
         for (size_t i = 0; i < s->n_processes; i++)
-                process_facts_free(s->processes[i]);
+                process_facts_unref(s->processes[i]);
         free(s->processes);
         free(s->tasks);
         free(s);
         return NULL;
 }
 
+/* A thread's schedstat, kept open between scans. */
+typedef struct Held {
+        pid_t tid;
+        int fd;
+} Held;
+
+struct TaskScanner {
+        const Root *root;
+        TaskScanOps ops;
+        bool has_ops;
+        TaskSnapshot *prev;
+        Held *held; /* sorted by tid */
+        size_t n_held;
+        TaskScanStats stats;
+};
+
 typedef struct Builder {
+        TaskScanner *scanner;
         TaskSnapshot *snap;
         size_t tasks_cap, procs_cap;
-        const TaskScanOps *ops;
+        Held *held; /* the new held set, appended unsorted */
+        size_t n_held, held_cap;
+        bool full;
 } Builder;
+
+static int compare_held(const void *a, const void *b) {
+        const Held *x = a, *y = b;
+
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static Held *find_held(const TaskScanner *s, pid_t tid) {
+        Held key = { .tid = tid };
+
+        return s->n_held ? bsearch(&key, s->held, s->n_held, sizeof(Held), compare_held) : NULL;
+}
 
 static int push_task(Builder *b, const TaskFacts *t) {
         if (b->snap->n_tasks >= TASKS_MAX)
@@ -118,6 +149,7 @@ static int push_task(Builder *b, const TaskFacts *t) {
         return 0;
 }
 
+/* Takes a reference. */
 static int push_process(Builder *b, ProcessFacts *p) {
         if (b->snap->n_processes == b->procs_cap) {
                 size_t n = b->procs_cap ? b->procs_cap * 2 : 256;
@@ -128,20 +160,37 @@ static int push_process(Builder *b, ProcessFacts *p) {
                 b->snap->processes = np;
                 b->procs_cap = n;
         }
+        p->refs++;
+        p->n_threads = 0;
         b->snap->processes[b->snap->n_processes++] = p;
+        return 0;
+}
+
+static int push_held(Builder *b, pid_t tid, int fd) {
+        if (b->n_held == b->held_cap) {
+                size_t n = b->held_cap ? b->held_cap * 2 : 1024;
+                Held *nh = realloc(b->held, n * sizeof(Held));
+
+                if (!nh)
+                        return -ENOMEM;
+                b->held = nh;
+                b->held_cap = n;
+        }
+        b->held[b->n_held++] = (Held) { tid, fd };
         return 0;
 }
 
 /* Per-process facts from /proc/<tgid>. Missing pieces stay NULL: a process
  * may exit, or hide its exe from us, between any two reads. */
 static int read_process(int pfd, pid_t tgid, const ProcStat *leader, ProcessFacts **ret) {
-        _cleanup_(process_facts_freep) ProcessFacts *p = calloc(1, sizeof(ProcessFacts));
+        _cleanup_(process_facts_unrefp) ProcessFacts *p = calloc(1, sizeof(ProcessFacts));
         char buf[TASKS_CMDLINE_MAX + 1];
         ssize_t n;
         int k;
 
         if (!p)
                 return -ENOMEM;
+        p->refs = 1;
         p->tgid = tgid;
         p->start_time = leader->start_time;
 
@@ -173,10 +222,20 @@ static int read_process(int pfd, pid_t tgid, const ProcStat *leader, ProcessFact
         return 0;
 }
 
-/* One thread from its /proc/<tgid>/task/<tid> directory. Returns 1 when
- * read, 0 when it vanished, negative errno otherwise. */
-static int read_thread(Builder *b, int tfd, pid_t tid, const ProcessFacts *proc, TaskFacts *ret) {
-        TaskFacts t = { .tid = tid, .tgid = proc->tgid, .process = proc, .cookie_error = -ENODATA };
+/* Read a held schedstat again. */
+static int pread_schedstat(int fd, ProcSchedstat *ret) {
+        char buf[128];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        return procfs_parse_schedstat(buf, (size_t) n, ret);
+}
+
+/* Everything of one thread but its schedstat. Returns 1 when read, 0 when
+ * it vanished, negative errno otherwise. */
+static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
         char buf[4096];
         ProcStat st;
         ssize_t n;
@@ -188,82 +247,172 @@ static int read_thread(Builder *b, int tfd, pid_t tid, const ProcessFacts *proc,
         k = procfs_parse_stat(buf, (size_t) n, &st);
         if (k < 0)
                 return n == 0 ? 0 : k; /* an exiting task can give an empty file */
-        memcpy(t.comm, st.comm, sizeof(t.comm));
-        t.ppid = st.ppid;
-        t.start_time = st.start_time;
-        t.state = st.state;
-        t.kernel_thread = st.flags & PROCFS_PF_KTHREAD;
-        t.nice = st.nice;
-        t.policy = st.policy;
-        t.rt_priority = st.rt_priority;
-        t.utime = st.utime;
-        t.stime = st.stime;
+        memcpy(t->comm, st.comm, sizeof(t->comm));
+        t->ppid = st.ppid;
+        t->start_time = st.start_time;
+        t->state = st.state;
+        t->kernel_thread = st.flags & PROCFS_PF_KTHREAD;
+        t->nice = st.nice;
+        t->policy = st.policy;
+        t->rt_priority = st.rt_priority;
+        t->utime = st.utime;
+        t->stime = st.stime;
+        if (t->kernel_thread)
+                return 1;
 
-        if (!t.kernel_thread) {
+        {
                 ProcStatus ps;
-                ProcSchedstat ss;
 
                 n = read_small_at(tfd, "status", buf, sizeof(buf));
                 if (n >= 0 && procfs_parse_status(buf, (size_t) n, &ps) >= 0) {
-                        t.has_uid = ps.has_uid;
-                        t.uid = ps.uid;
-                        t.gid = ps.gid;
-                        t.has_ctxt = ps.has_ctxt;
-                        t.voluntary_ctxt = ps.voluntary_ctxt;
-                        t.nonvoluntary_ctxt = ps.nonvoluntary_ctxt;
+                        t->has_uid = ps.has_uid;
+                        t->uid = ps.uid;
+                        t->gid = ps.gid;
+                        t->has_ctxt = ps.has_ctxt;
+                        t->voluntary_ctxt = ps.voluntary_ctxt;
+                        t->nonvoluntary_ctxt = ps.nonvoluntary_ctxt;
                 } else if (n < 0 && is_vanished((int) n))
                         return 0;
-
-                n = read_small_at(tfd, "schedstat", buf, sizeof(buf));
-                if (n >= 0 && procfs_parse_schedstat(buf, (size_t) n, &ss) >= 0) {
-                        t.has_schedstat = true;
-                        t.sched = ss;
-                }
-
-                n = read_small_at(tfd, "arch_status", buf, sizeof(buf));
-                if (n < 0 || procfs_parse_arch_status(buf, (size_t) n, &t.avx, &t.avx_elapsed_ms) < 0)
-                        t.avx = PROC_AVX_NO_LINE;
-
-                if (b->ops && b->ops->get_cookie)
-                        t.cookie_error = b->ops->get_cookie(tid, &t.cookie, b->ops->userdata);
         }
-        *ret = t;
+        n = read_small_at(tfd, "arch_status", buf, sizeof(buf));
+        if (n < 0 || procfs_parse_arch_status(buf, (size_t) n, &t->avx, &t->avx_elapsed_ms) < 0)
+                t->avx = PROC_AVX_NO_LINE;
+        t->cookie_error = -ENODATA;
+        if (b->scanner->has_ops && b->scanner->ops.get_cookie)
+                t->cookie_error = b->scanner->ops.get_cookie(t->tid, &t->cookie, b->scanner->ops.userdata);
         return 1;
 }
 
+/* One thread. Returns 1 when added, 0 when it vanished, negative errno. */
+static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, ProcessFacts *proc) {
+        TaskScanner *s = b->scanner;
+        Held *h = find_held(s, tid);
+        const TaskFacts *prev = s->prev ? task_snapshot_find(s->prev, tid) : NULL;
+        TaskFacts t = { .tid = tid, .tgid = proc->tgid, .process = proc, .cookie_error = -ENODATA };
+        ProcSchedstat ss;
+        int fd = -EBADF, k;
+
+        if (h) {
+                fd = h->fd;
+                h->fd = -EBADF; /* moves to the new held set, or is closed below */
+                if (pread_schedstat(fd, &ss) < 0) {
+                        /* The thread is gone (ESRCH); the tid may be a new thread's. */
+                        close(fd);
+                        fd = -EBADF;
+                        prev = NULL;
+                }
+        }
+        if (fd < 0) {
+                char path[64];
+
+                prev = NULL;
+                if ((size_t) snprintf(path, sizeof(path), "%s/schedstat", name) >= sizeof(path))
+                        return -EINVAL;
+                fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        if (is_vanished(negative_errno()))
+                                return 0;
+                        if (errno == EMFILE || errno == ENFILE)
+                                s->stats.fd_limit_hit = true;
+                } else if (pread_schedstat(fd, &ss) < 0) {
+                        close(fd);
+                        return 0;
+                }
+        }
+        if (fd >= 0) {
+                t.has_schedstat = true;
+                t.sched = ss;
+        }
+
+        if (prev && prev->tgid == proc->tgid && !b->full && prev->has_schedstat &&
+            prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices) {
+                /* Has not run since: nothing it can change itself has changed. */
+                t = *prev;
+                t.process = proc;
+                t.parent_comm = NULL;
+                s->stats.threads_reused++;
+        } else {
+                _cleanup_close_ int tfd = openat(taskfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+                if (tfd < 0)
+                        k = is_vanished(negative_errno()) ? 0 : negative_errno();
+                else
+                        k = read_thread_files(b, tfd, &t);
+                if (k <= 0) {
+                        if (fd >= 0)
+                                close(fd);
+                        return k;
+                }
+                s->stats.threads_reread++;
+        }
+
+        k = push_task(b, &t);
+        if (k >= 0 && fd >= 0) {
+                k = push_held(b, tid, fd);
+                if (k >= 0)
+                        fd = -EBADF;
+        }
+        if (fd >= 0)
+                close(fd);
+        if (k < 0)
+                return k;
+        proc->n_threads++;
+        return 1;
+}
+
+/* The previous scan's facts of this process, when it is the same process. */
+static ProcessFacts *find_prev_process(const TaskScanner *s, pid_t tgid) {
+        const TaskFacts *leader;
+
+        if (!s->prev)
+                return NULL;
+        leader = task_snapshot_find(s->prev, tgid);
+        return leader ? (ProcessFacts *) leader->process : NULL;
+}
+
 static int scan_process(Builder *b, int procfd, pid_t tgid) {
-        _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF, leaderfd = -EBADF;
-        _cleanup_(process_facts_freep) ProcessFacts *proc = NULL;
+        _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF;
+        _cleanup_(process_facts_unrefp) ProcessFacts *fresh = NULL;
+        ProcessFacts *proc = NULL;
         char name[16], buf[4096];
         ProcStat leader;
-        ProcessFacts *owned;
         DIR *d;
         ssize_t n;
         int k;
 
         snprintf(name, sizeof(name), "%d", (int) tgid);
         pfd = openat(procfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (pfd < 0)
-                return is_vanished(negative_errno()) ? 0 : negative_errno();
-        n = read_small_at(pfd, "stat", buf, sizeof(buf));
-        if (n < 0) {
-                if (is_vanished((int) n))
+        if (pfd < 0) {
+                b->snap->vanished++;
+                return 0;
+        }
+
+        /* Same process as last time when its leader is the same task: the
+         * leader's held schedstat still answers. exe, cmdline and cgroup
+         * change by exec or by a move, which the caller learns of by events
+         * or a full scan. */
+        proc = b->full ? NULL : find_prev_process(b->scanner, tgid);
+        if (proc) {
+                Held *h = find_held(b->scanner, tgid);
+                ProcSchedstat ss;
+
+                if (!h || h->fd < 0 || pread_schedstat(h->fd, &ss) < 0)
+                        proc = NULL;
+        }
+        if (!proc) {
+                n = read_small_at(pfd, "stat", buf, sizeof(buf));
+                if (n < 0 || procfs_parse_stat(buf, (size_t) n, &leader) < 0) {
                         b->snap->vanished++;
-                else
-                        b->snap->unreadable++;
-                return 0;
+                        return 0;
+                }
+                k = read_process(pfd, tgid, &leader, &fresh);
+                if (k < 0)
+                        return k;
+                proc = fresh;
         }
-        if (procfs_parse_stat(buf, (size_t) n, &leader) < 0) {
-                b->snap->vanished++; /* empty stat: exiting */
-                return 0;
-        }
-        k = read_process(pfd, tgid, &leader, &proc);
-        if (k < 0)
-                return k;
         k = push_process(b, proc);
         if (k < 0)
                 return k;
-        owned = TAKE_PTR(proc);
 
         taskfd = openat(pfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (taskfd < 0) {
@@ -275,36 +424,19 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                 return negative_errno();
         taskfd = -EBADF; /* owned by d now */
         for (struct dirent *de; (de = readdir(d));) {
-                _cleanup_close_ int tfd = -EBADF;
-                TaskFacts t;
                 pid_t tid;
 
                 if (!parse_pid(de->d_name, &tid))
                         continue;
-                tfd = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (tfd < 0) {
-                        b->snap->vanished++;
-                        continue;
+                k = scan_thread(b, dirfd(d), de->d_name, tid, proc);
+                if (k == -ENOMEM || k == -E2BIG) {
+                        closedir(d);
+                        return k;
                 }
-                k = read_thread(b, tfd, tid, owned, &t);
-                if (k < 0 && k != -ENOMEM && k != -E2BIG) {
+                if (k < 0)
                         b->snap->unreadable++;
-                        continue;
-                }
-                if (k < 0) {
-                        closedir(d);
-                        return k;
-                }
-                if (k == 0) {
+                else if (k == 0)
                         b->snap->vanished++;
-                        continue;
-                }
-                k = push_task(b, &t);
-                if (k < 0) {
-                        closedir(d);
-                        return k;
-                }
-                owned->refs++;
         }
         closedir(d);
         return 0;
@@ -324,33 +456,66 @@ const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid) {
         return bsearch(&key, s->tasks, s->n_tasks, sizeof(TaskFacts), compare_tid);
 }
 
-int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {
+int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret) {
+        TaskScanner *s = calloc(1, sizeof(TaskScanner));
+
+        if (!s)
+                return -ENOMEM;
+        s->root = root;
+        if (ops) {
+                s->ops = *ops;
+                s->has_ops = true;
+        }
+        *ret = s;
+        return 0;
+}
+
+static void close_held(Held *h, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (h[i].fd >= 0)
+                        close(h[i].fd);
+}
+
+TaskScanner *task_scanner_free(TaskScanner *s) {
+        if (!s)
+                return NULL;
+        close_held(s->held, s->n_held);
+        free(s->held);
+        task_snapshot_free(s->prev);
+        free(s);
+        return NULL;
+}
+
+void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret) {
+        *ret = s->stats;
+        ret->held_fds = (unsigned) s->n_held;
+}
+
+int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
         _cleanup_(task_snapshot_freep) TaskSnapshot *snap = calloc(1, sizeof(TaskSnapshot));
         _cleanup_close_ int procfd = -EBADF;
-        Builder b = { .ops = ops };
+        Builder b = { .scanner = s, .full = full };
         struct timespec ts;
         DIR *d;
-        int k = 0;
+        int k = 0, dupfd;
 
         if (!snap)
                 return -ENOMEM;
         b.snap = snap;
+        s->stats = (TaskScanStats) {};
         clock_gettime(CLOCK_MONOTONIC, &ts);
         snap->timestamp_usec = (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 
-        procfd = root_openat(root, "proc", O_RDONLY | O_DIRECTORY);
+        procfd = root_openat(s->root, "proc", O_RDONLY | O_DIRECTORY);
         if (procfd < 0)
                 return procfd;
-        {
-                int dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
-
-                if (dupfd < 0)
-                        return negative_errno();
-                d = fdopendir(dupfd);
-                if (!d) {
-                        close(dupfd);
-                        return negative_errno();
-                }
+        dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
+        if (dupfd < 0)
+                return negative_errno();
+        d = fdopendir(dupfd);
+        if (!d) {
+                close(dupfd);
+                return negative_errno();
         }
         for (struct dirent *de; (de = readdir(d));) {
                 pid_t tgid;
@@ -362,9 +527,23 @@ int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {
                         break;
         }
         closedir(d);
-        if (k < 0)
-                return k;
 
+        /* Threads not seen again have exited: close what is left of the old
+         * held set, keep the new one. */
+        close_held(s->held, s->n_held);
+        free(s->held);
+        s->held = b.held;
+        s->n_held = b.n_held;
+        if (k < 0) {
+                /* Keep nothing half-built. */
+                close_held(s->held, s->n_held);
+                free(s->held);
+                s->held = NULL;
+                s->n_held = 0;
+                s->prev = task_snapshot_free(s->prev);
+                return k;
+        }
+        qsort(s->held, s->n_held, sizeof(Held), compare_held);
         qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
         /* The parent's comm, for [match] parent = … */
         for (size_t i = 0; i < snap->n_tasks; i++) {
@@ -372,6 +551,40 @@ int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {
 
                 snap->tasks[i].parent_comm = p ? p->comm : NULL;
         }
+
+        /* The scanner keeps its own reference to compare against next time. */
+        {
+                TaskSnapshot *keep = calloc(1, sizeof(TaskSnapshot));
+
+                if (!keep)
+                        return -ENOMEM;
+                *keep = *snap;
+                keep->tasks = malloc(MAX(snap->n_tasks, (size_t) 1) * sizeof(TaskFacts));
+                keep->processes = malloc(MAX(snap->n_processes, (size_t) 1) * sizeof(ProcessFacts *));
+                if (!keep->tasks || !keep->processes) {
+                        free(keep->tasks);
+                        free(keep->processes);
+                        free(keep);
+                        return -ENOMEM;
+                }
+                memcpy(keep->tasks, snap->tasks, snap->n_tasks * sizeof(TaskFacts));
+                for (size_t i = 0; i < keep->n_tasks; i++)
+                        keep->tasks[i].parent_comm = NULL; /* pointed into the caller's copy */
+                memcpy(keep->processes, snap->processes, snap->n_processes * sizeof(ProcessFacts *));
+                for (size_t i = 0; i < snap->n_processes; i++)
+                        snap->processes[i]->refs++;
+                task_snapshot_free(s->prev);
+                s->prev = keep;
+        }
         *ret = TAKE_PTR(snap);
         return 0;
+}
+
+int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {
+        _cleanup_(task_scanner_freep) TaskScanner *s = NULL;
+        int k = task_scanner_new(root, ops, &s);
+
+        if (k < 0)
+                return k;
+        return task_scanner_scan(s, true, ret);
 }

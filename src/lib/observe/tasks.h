@@ -27,7 +27,8 @@ typedef struct ProcessFacts {
         char *exe;     /* NULL: kernel thread, exited, or not readable */
         char *cmdline; /* "" for kernel threads */
         char *cgroup;  /* the cgroup v2 path, or NULL */
-        unsigned refs; /* threads in the snapshot pointing here */
+        unsigned n_threads; /* threads of it in the snapshot */
+        unsigned refs;      /* snapshots holding it: facts are shared from scan to scan */
 } ProcessFacts;
 
 typedef struct TaskFacts {
@@ -80,6 +81,33 @@ typedef struct TaskScanOps {
 /* The real prctl. */
 int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata);
 
+/* A scanner remembers the last snapshot and keeps each thread's schedstat
+ * open, so a later scan reads one small file per thread (pread) and reads
+ * the rest only for threads that ran since: an idle thread cannot have
+ * changed its AVX state, switch counts or times. What a thread can have
+ * changed without running (comm written from outside, nice, cgroup, cookie
+ * set by another task) is caught by a full scan, by proc-connector events,
+ * or by the caller's own writes. Without file descriptors to spare (EMFILE)
+ * it falls back to reading by path. */
+typedef struct TaskScanner TaskScanner;
+
+int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret);
+TaskScanner *task_scanner_free(TaskScanner *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(TaskScanner *, task_scanner_free);
+
+/* full: read every file of every thread. The snapshot is the caller's. */
+int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
+
+/* Counters of the last scan, for benchmarks and status. */
+typedef struct TaskScanStats {
+        unsigned threads_reread; /* stat/status/arch_status read */
+        unsigned threads_reused; /* unchanged since the last scan */
+        unsigned held_fds;
+        bool fd_limit_hit;
+} TaskScanStats;
+void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
+
+/* One full scan without keeping anything. */
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
 TaskSnapshot *task_snapshot_free(TaskSnapshot *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TaskSnapshot *, task_snapshot_free);
