@@ -2,18 +2,15 @@
 #include "kernelcaps.h"
 
 #include <fcntl.h>
-#include <linux/cn_proc.h>
-#include <linux/connector.h>
-#include <linux/netlink.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 
 #include "base/util.h"
+#include "observe/events.h"
 
 #ifndef PR_SCHED_CORE
 #define PR_SCHED_CORE 62
@@ -38,86 +35,35 @@ static int host_core_sched_get(void *userdata) {
         return 0;
 }
 
-/* Subscribe to the proc connector and wait briefly for the kernel's ack,
- * which says whether the subscription was accepted; then unsubscribe. */
-static int proc_connector_send(int fd, enum proc_cn_mcast_op op) {
-        struct {
-                struct nlmsghdr nl;
-                struct cn_msg cn;
-                enum proc_cn_mcast_op op;
-        } __attribute__((packed)) req = {
-                .nl.nlmsg_len = sizeof(req),
-                .nl.nlmsg_type = NLMSG_DONE,
-                .nl.nlmsg_pid = 0,
-                .cn.id.idx = CN_IDX_PROC,
-                .cn.id.val = CN_VAL_PROC,
-                .cn.seq = 1,
-                .cn.ack = 0,
-                .cn.len = sizeof(enum proc_cn_mcast_op),
-                .op = op,
-        };
-
-        if (send(fd, &req, sizeof(req), 0) < 0)
-                return negative_errno();
-        return 0;
-}
-
+/* Subscribe and wait up to 200 ms for the kernel's acknowledgement, which
+ * says whether the subscription was accepted. Any real event also proves it
+ * works. */
 static int host_proc_connector(void *userdata) {
-        struct sockaddr_nl sa = {
-                .nl_family = AF_NETLINK,
-                .nl_groups = CN_IDX_PROC,
-        };
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_(proc_events_freep) ProcEvents *e = NULL;
         struct pollfd p;
-        int k, result = 0;
+        int k;
 
         (void) userdata;
-        fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
-        if (fd < 0)
-                return negative_errno();
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return negative_errno();
-        k = proc_connector_send(fd, PROC_CN_MCAST_LISTEN);
+        k = proc_events_open(&e);
         if (k < 0)
                 return k;
-
-        /* Wait up to 200 ms for the ack (PROC_EVENT_NONE carrying the
-         * subscription's errno). Other events may arrive first. */
-        p = (struct pollfd) { .fd = fd, .events = POLLIN };
-        result = -ETIMEDOUT;
-        for (int tries = 0; tries < 64; tries++) {
-                char buf[4096] __attribute__((aligned(8)));
-                struct nlmsghdr *nl = (struct nlmsghdr *) buf;
-                ssize_t n;
+        p = (struct pollfd) { .fd = proc_events_fd(e), .events = POLLIN };
+        for (int tries = 0; tries < 16; tries++) {
+                TaskEvent ev[16];
+                size_t n;
 
                 if (poll(&p, 1, 200) <= 0)
-                        break;
-                n = recv(fd, buf, sizeof(buf), 0);
-                if (n < 0) {
-                        if (errno == EAGAIN || errno == EINTR)
-                                continue;
-                        if (errno == ENOBUFS) /* busy machine: events overran us, still works */
-                                continue;
-                        result = negative_errno();
-                        break;
-                }
-                if ((size_t) n < sizeof(struct nlmsghdr) + sizeof(struct cn_msg) + sizeof(struct proc_event) ||
-                    !NLMSG_OK(nl, (size_t) n))
-                        continue;
-                {
-                        struct cn_msg *cn = NLMSG_DATA(nl);
-                        struct proc_event *ev = (struct proc_event *) cn->data;
-
-                        if (ev->what == PROC_EVENT_NONE) {
-                                result = ev->event_data.ack.err ? -(int) ev->event_data.ack.err : 0;
-                                break;
-                        }
-                        result = 0; /* a real event arrived: the subscription works */
-                        break;
-                }
+                        return -ETIMEDOUT;
+                k = proc_events_read(e, ev, ELEMENTSOF(ev), &n);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++)
+                        if (ev[i].type == TASK_EVENT_ACK)
+                                return ev[i].error;
+                if (n > 0)
+                        return 0;
         }
-        (void) proc_connector_send(fd, PROC_CN_MCAST_IGNORE);
-        return result;
+        return -ETIMEDOUT;
 }
 
 const KernelProbeOps kernel_probe_ops_host = {
