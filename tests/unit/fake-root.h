@@ -37,7 +37,7 @@ static inline void mkdir_parents(const char *path) {
                 }
 }
 
-static inline void fake_write(const char *root, const char *rel, const char *content) {
+static inline void fake_write_n(const char *root, const char *rel, const char *content, size_t len) {
         char path[PATH_MAX];
         FILE *f;
 
@@ -46,8 +46,13 @@ static inline void fake_write(const char *root, const char *rel, const char *con
         f = fopen(path, "we");
         if (!f)
                 TEST_FAIL("fopen %s: %s", path, strerror(errno));
-        fputs(content, f);
+        if (len > 0 && fwrite(content, 1, len, f) != len)
+                TEST_FAIL("write %s: %s", path, strerror(errno));
         fclose(f);
+}
+
+static inline void fake_write(const char *root, const char *rel, const char *content) {
+        fake_write_n(root, rel, content, strlen(content));
 }
 
 static inline void fake_mkdir(const char *root, const char *rel) {

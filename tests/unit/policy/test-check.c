@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The reader and `topoctl check` against committed files (run from the
+ * source tree): shipped policies pass --strict --offline; each broken file
+ * gives exactly the one error its first line announces; warnings fail only
+ * with --strict; topod.conf checks clean. */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "decide/policy-check.h"
+#include "decide/policy-read.h"
+#include "policy-tests.h"
+
+/* Run topoctl_check with stdout captured; returns the exit code. */
+static int run_check(char **out, char *const *paths, size_t n, bool strict, bool offline, bool json) {
+        FILE *tmp = tmpfile();
+        int saved, rc;
+        long len;
+
+        ASSERT_TRUE(tmp);
+        fflush(stdout);
+        saved = dup(STDOUT_FILENO);
+        ASSERT_TRUE(saved >= 0);
+        ASSERT_TRUE(dup2(fileno(tmp), STDOUT_FILENO) >= 0);
+        rc = topoctl_check(paths, n, strict, offline, json, NULL);
+        fflush(stdout);
+        ASSERT_TRUE(dup2(saved, STDOUT_FILENO) >= 0);
+        close(saved);
+        len = ftell(tmp);
+        ASSERT_TRUE(len >= 0);
+        *out = calloc(1, (size_t) len + 1);
+        ASSERT_TRUE(*out);
+        rewind(tmp);
+        ASSERT_EQ(fread(*out, 1, (size_t) len, tmp), len);
+        fclose(tmp);
+        fprintf(stderr, "%s", *out);
+        return rc;
+}
+
+static size_t count_lines(const char *s) {
+        size_t n = 0;
+
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+TEST(shipped_policies_strict_offline) {
+        char *paths[] = { (char *) "policies" };
+        _cleanup_free_ char *out = NULL;
+
+        ASSERT_EQ(run_check(&out, paths, 1, true, true, false), 0);
+        ASSERT_STREQ(out, "");
+}
+
+TEST(shipped_policies_all_enabled) {
+        /* Turned on together, the shipped set still has no conflicts or
+         * shadowing: their bands and classes keep them apart. */
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = NULL;
+        char *paths[] = { (char *) "policies" };
+
+        ASSERT_OK(policy_read_paths(paths, 1, d, &s));
+        ASSERT_EQ(s->n, 4);
+        for (size_t i = 0; i < s->n; i++)
+                s->policies[i]->enabled = true;
+        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
+        DUMP_DIAG(d);
+        ASSERT_EQ(d->n, 0);
+        /* precedence: avx-isolation, latency-services, throughput-batch, shared-runqueue-light */
+        ASSERT_STREQ(s->policies[0]->name, "avx-isolation");
+        ASSERT_STREQ(s->policies[3]->name, "shared-runqueue-light");
+}
+
+TEST(valid_dir) {
+        char *paths[] = { (char *) "tests/data/policies/valid", (char *) "conf/topod.conf" };
+        _cleanup_free_ char *out = NULL;
+
+        ASSERT_EQ(run_check(&out, paths, 2, true, true, false), 0);
+}
+
+/* "# expect: ID LINE" or "# expect: none" on the first line of each file. */
+TEST(broken_dir_one_error_each) {
+        static const char dir[] = "tests/data/policies/broken";
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = NULL;
+        char *paths[] = { (char *) dir };
+        _cleanup_free_ char *out = NULL;
+        size_t n_expected = 0;
+        struct dirent *de;
+        DIR *dp;
+
+        ASSERT_EQ(policy_read_paths(paths, 1, d, &s), -EINVAL);
+        DUMP_DIAG(d);
+        ASSERT_EQ(d->n_warnings, 0);
+        dp = opendir(dir);
+        ASSERT_TRUE(dp);
+        while ((de = readdir(dp))) {
+                char path[512], first[128] = "", id[64] = "";
+                unsigned line = 0;
+                size_t found = 0;
+                FILE *f;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                f = fopen(path, "re");
+                ASSERT_TRUE(f);
+                ASSERT_TRUE(fgets(first, sizeof first, f));
+                fclose(f);
+                for (size_t i = 0; i < d->n; i++)
+                        if (strcmp(d->items[i].file, path) == 0)
+                                found++;
+                if (strncmp(first, "# expect: none", 14) == 0) {
+                        ASSERT_EQ(found, 0);
+                        continue;
+                }
+                ASSERT_EQ(sscanf(first, "# expect: %63s %u", id, &line), 2);
+                fprintf(stderr, "   %s: %s at %u\n", path, id, line);
+                ASSERT_EQ(found, 1);
+                for (size_t i = 0; i < d->n; i++)
+                        if (strcmp(d->items[i].file, path) == 0) {
+                                ASSERT_STREQ(d->items[i].id, id);
+                                ASSERT_EQ(d->items[i].line, line);
+                                ASSERT_EQ(d->items[i].severity, DIAG_ERROR);
+                        }
+                n_expected++;
+        }
+        closedir(dp);
+        ASSERT_EQ(d->n_errors, n_expected);
+        ASSERT_TRUE(n_expected >= 12);
+
+        /* the CLI: one "file:line: error:" line per error, exit 1 */
+        ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
+        ASSERT_EQ(count_lines(out), n_expected);
+        for (char *l = out; *l; l = strchr(l, '\n') + 1)
+                ASSERT_TRUE(strncmp(l, "tests/data/policies/broken/", 27) == 0 && strstr(l, ": error: "));
+}
+
+TEST(warning_only) {
+        char *paths[] = { (char *) "tests/data/policies/warning-only" };
+        _cleanup_free_ char *out = NULL, *out2 = NULL, *json = NULL;
+
+        ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 0);
+        ASSERT_EQ(count_lines(out), 3);
+        ASSERT_TRUE(strstr(out, "comm-too-long.ini:6: warning: unknown CPU vendor 'GenuineIntle'; did you mean 'GenuineIntel'?"));
+        ASSERT_EQ(run_check(&out2, paths, 1, true, true, false), 1);
+        ASSERT_TRUE(strstr(out2, ": error: "));
+        ASSERT_EQ(run_check(&json, paths, 1, true, true, true), 1);
+        ASSERT_TRUE(strstr(json, "\"valid\": false"));
+        ASSERT_TRUE(strstr(json, "\"id\": \"comm-too-long\""));
+        ASSERT_TRUE(strstr(json, "\"line\": 12"));
+}
+
+TEST(missing_path) {
+        char *paths[] = { (char *) "tests/data/policies/does-not-exist.ini" };
+        char *empty[] = { (char *) "" };
+        _cleanup_free_ char *out = NULL;
+
+        ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
+        ASSERT_TRUE(strstr(out, "does-not-exist.ini: error: cannot read"));
+        ASSERT_EQ(topoctl_check(empty, 1, false, true, false, NULL), 2);
+}
+
+TEST(bad_conf) {
+        char *paths[] = { (char *) "tests/data/policies/bad-topod.conf" };
+        _cleanup_free_ char *out = NULL;
+
+        ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
+        ASSERT_TRUE(strstr(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?"));
+}
+
+int main(void) {
+        RUN(shipped_policies_strict_offline);
+        RUN(shipped_policies_all_enabled);
+        RUN(valid_dir);
+        RUN(broken_dir_one_error_each);
+        RUN(warning_only);
+        RUN(missing_path);
+        RUN(bad_conf);
+        return 0;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The task scanner against fake /proc trees. */
+
+#include "fake-root.h"
+#include "observe/tasks.h"
+
+static void fake_thread(const char *root, int tgid, int tid, const char *comm, unsigned flags, const char *sched,
+                        const char *arch) {
+        char rel[256], text[1024];
+
+        snprintf(text, sizeof(text),
+                 "%d (%s) S 1 %d %d 0 -1 %u 0 0 0 0 10 5 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 tid, comm, tgid, tgid, flags, 1000 + tid);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", tgid, tid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", tgid, tid);
+        snprintf(text, sizeof(text),
+                 "Name:\t%s\nTgid:\t%d\nPid:\t%d\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n"
+                 "voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t2\n",
+                 comm, tgid, tid, tid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", tgid, tid);
+        fake_write(root, rel, sched);
+        if (arch) {
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d/arch_status", tgid, tid);
+                fake_write(root, rel, arch);
+        }
+        if (tid == tgid) { /* the leader's stat is also the process's */
+                snprintf(rel, sizeof(rel), "proc/%d/stat", tgid);
+                snprintf(text, sizeof(text),
+                         "%d (%s) S 1 %d %d 0 -1 %u 0 0 0 0 10 5 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                         tid, comm, tgid, tgid, flags, 1000 + tid);
+                fake_write(root, rel, text);
+        }
+}
+
+static char *make_tree(void) {
+        char *d = fake_root_new();
+        char path[PATH_MAX];
+
+        /* A process with three threads, one with an odd comm. */
+        fake_thread(d, 100, 100, "server", 0, "1000 0 1\n", "AVX512_elapsed_ms:\t-1\n");
+        fake_thread(d, 100, 101, "io worker", 0, "2000 0 2\n", "AVX512_elapsed_ms:\t5\n");
+        fake_thread(d, 100, 102, "a) (b", 0, "3000 0 3\n", NULL); /* no arch_status: not x86 */
+        fake_write_n(d, "proc/100/cmdline", "server\0--port\0" "80\0", 17);
+        fake_write(d, "proc/100/cgroup", "0::/system.slice/server.service\n");
+        snprintf(path, sizeof(path), "%s/proc/100/exe", d);
+        ASSERT_TRUE(symlink("/usr/bin/server", path) == 0);
+
+        /* A kernel thread. */
+        fake_thread(d, 2, 2, "kthreadd", PROCFS_PF_KTHREAD, "0 0 0\n", NULL);
+        fake_write(d, "proc/2/cmdline", "");
+
+        /* A process whose thread vanished: listed, but its files are gone. */
+        fake_thread(d, 300, 300, "dying", 0, "1 0 1\n", NULL);
+        fake_mkdir(d, "proc/300/task/301");
+        fake_write_n(d, "proc/300/cmdline", "dying\0", 6);
+
+        /* A process that vanished entirely: only an empty directory left. */
+        fake_mkdir(d, "proc/400");
+        /* Not processes. */
+        fake_write(d, "proc/meminfo", "MemTotal: 1 kB\n");
+        fake_mkdir(d, "proc/sys");
+        return d;
+}
+
+static TaskSnapshot *scan(TaskScanner *s, bool full) {
+        TaskSnapshot *snap = NULL;
+
+        ASSERT_OK(task_scanner_scan(s, full, &snap));
+        return snap;
+}
+
+static void test_scan(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_snapshot_freep) TaskSnapshot *s = NULL;
+        const TaskFacts *t;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(tasks_scan(r, NULL, &s));
+        ASSERT_EQ(s->n_tasks, 5); /* 100, 101, 102, 2, 300 */
+        ASSERT_EQ(s->vanished, 2);  /* 301 and process 400 */
+        ASSERT_EQ(s->tasks[0].tid, 2); /* sorted */
+
+        t = task_snapshot_find(s, 100);
+        ASSERT_TRUE(t);
+        ASSERT_STREQ(t->comm, "server");
+        ASSERT_EQ(t->tgid, 100);
+        ASSERT_STREQ(t->process->exe, "/usr/bin/server");
+        ASSERT_STREQ(t->process->cmdline, "server --port 80");
+        ASSERT_STREQ(t->process->cgroup, "/system.slice/server.service");
+        ASSERT_EQ(t->process->n_threads, 3);
+        ASSERT_EQ(t->avx, PROC_AVX_NEVER);
+        ASSERT_TRUE(t->has_uid);
+        ASSERT_EQ(t->uid, 1000);
+        ASSERT_EQ(t->voluntary_ctxt, 100);
+        ASSERT_EQ(t->sched.run_ns, 1000);
+        ASSERT_EQ(t->start_time, 1100);
+        ASSERT_EQ(t->cookie_error, -ENODATA);
+
+        t = task_snapshot_find(s, 101);
+        ASSERT_STREQ(t->comm, "io worker");
+        ASSERT_EQ(t->avx, PROC_AVX_ELAPSED);
+        ASSERT_EQ(t->avx_elapsed_ms, 5);
+        ASSERT_TRUE(t->process == task_snapshot_find(s, 100)->process);
+
+        t = task_snapshot_find(s, 102);
+        ASSERT_STREQ(t->comm, "a) (b");
+        ASSERT_EQ(t->avx, PROC_AVX_NO_LINE);
+
+        t = task_snapshot_find(s, 2);
+        ASSERT_TRUE(t->kernel_thread);
+        ASSERT_NULL(t->process->exe);
+        ASSERT_STREQ(t->process->cmdline, "");
+        ASSERT_FALSE(t->has_uid); /* kernel threads: stat only */
+
+        ASSERT_NULL(task_snapshot_find(s, 301));
+        ASSERT_NULL(task_snapshot_find(s, 400));
+        fake_root_remove(d);
+}
+
+/* The scanner rereads only threads whose schedstat moved. */
+static void test_incremental(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        TaskScanStats st;
+        TaskSnapshot *s;
+        const TaskFacts *t;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.threads_reread, 5);
+        ASSERT_EQ(st.threads_reused, 0);
+        ASSERT_EQ(st.held_fds, 5);
+        task_snapshot_free(s);
+
+        /* Nothing ran: everything reused, even what changed on disk
+         * without schedstat moving (the full scan catches that). */
+        fake_write(d, "proc/100/task/101/status", "Uid:\t5\t5\t5\t5\n");
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.threads_reread, 0);
+        ASSERT_EQ(st.threads_reused, 5);
+        ASSERT_EQ(task_snapshot_find(s, 101)->uid, 1000);
+        ASSERT_STREQ(task_snapshot_find(s, 101)->comm, "io worker");
+        ASSERT_STREQ(task_snapshot_find(s, 101)->process->cmdline, "server --port 80");
+        task_snapshot_free(s);
+
+        /* 101 ran: only it is reread. The held fd sees the new content:
+         * rewrite in place so the same inode changes. */
+        {
+                char path[PATH_MAX];
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/proc/100/task/101/schedstat", d);
+                f = fopen(path, "r+e");
+                ASSERT_TRUE(f);
+                fputs("9000 0 9\n", f);
+                fclose(f);
+        }
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.threads_reread, 1);
+        ASSERT_EQ(st.threads_reused, 4);
+        t = task_snapshot_find(s, 101);
+        ASSERT_EQ(t->sched.run_ns, 9000);
+        ASSERT_EQ(t->uid, 5);
+        task_snapshot_free(s);
+
+        /* A full scan rereads everyone. */
+        s = scan(sc, true);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.threads_reread, 5);
+        task_snapshot_free(s);
+
+        /* A thread that exits is forgotten; its held fd is closed. */
+        {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/proc/100/task/102", d);
+                fake_root_remove(strdup(path));
+        }
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(s->n_tasks, 4);
+        ASSERT_EQ(st.held_fds, 4);
+        ASSERT_EQ(task_snapshot_find(s, 100)->process->n_threads, 2);
+        task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
+/* A scan of the real /proc finds ourselves, with a parent comm. */
+static void test_live(void) {
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_snapshot_freep) TaskSnapshot *s = NULL;
+        const TaskFacts *t;
+
+        ASSERT_OK(root_open("/", &r));
+        ASSERT_OK(tasks_scan(r, NULL, &s));
+        t = task_snapshot_find(s, getpid());
+        ASSERT_TRUE(t);
+        ASSERT_STREQ(t->comm, "test-tasks");
+        ASSERT_TRUE(t->process->exe && strstr(t->process->exe, "test-tasks"));
+        ASSERT_TRUE(t->has_schedstat);
+        ASSERT_TRUE(t->parent_comm != NULL);
+}
+
+int main(void) {
+        RUN(test_scan);
+        RUN(test_incremental);
+        RUN(test_live);
+        return 0;
+}
