@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "classify.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void classify_params_default(ClassifyParams *ret) {
+        *ret = (ClassifyParams) {
+                .window_usec = 5000000,
+                .min_samples = 3,
+                .majority_pct = 60,
+                .dwell_usec = 2000000,
+                .avx_recent_ms = 200,
+                .avx_busy_min_pct = 10,
+                .throughput_cpu_min_pct = 80,
+                .throughput_burst_min_usec = 2000,
+                .throughput_voluntary_max_pct = 50,
+                .latency_wakeups_min = 100,
+                .latency_burst_max_usec = 500,
+                .latency_voluntary_min_pct = 80,
+                .latency_cpu_max_pct = 20,
+        };
+}
+
+int classifier_new(const ClassifyParams *params, Classifier **ret) {
+        Classifier *c = calloc(1, sizeof(Classifier));
+
+        if (!c)
+                return -ENOMEM;
+        if (params)
+                c->params = *params;
+        else
+                classify_params_default(&c->params);
+        if (c->params.min_samples == 0)
+                c->params.min_samples = 1;
+        *ret = c;
+        return 0;
+}
+
+Classifier *classifier_free(Classifier *c) {
+        if (!c)
+                return NULL;
+        free(c->threads);
+        free(c);
+        return NULL;
+}
+
+static int compare_thread(const void *a, const void *b) {
+        const ThreadClass *x = a, *y = b;
+
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+const ThreadClass *classifier_find(const Classifier *c, pid_t tid) {
+        ThreadClass key = { .tid = tid };
+
+        return c->n_threads ? bsearch(&key, c->threads, c->n_threads, sizeof(ThreadClass), compare_thread) : NULL;
+}
+
+static uint64_t sub_or_zero(uint64_t a, uint64_t b) {
+        return a > b ? a - b : 0;
+}
+
+static const ClassSample *ring_at(const ThreadClass *t, unsigned i) {
+        /* i = 0 is the newest. */
+        return &t->ring[(t->ring_head + CLASSIFY_RING_MAX - 1 - i) % CLASSIFY_RING_MAX];
+}
+
+/* Figures of a run of samples, in the units of ClassifyEvidence. */
+typedef struct Figures {
+        unsigned cpu_permille;
+        uint64_t burst_usec;
+        uint64_t wakeups_per_sec;
+        unsigned voluntary_permille;
+} Figures;
+
+static void figures(uint64_t dt_usec, uint64_t run_ns, uint64_t slices, uint64_t vol, uint64_t invol, Figures *ret) {
+        *ret = (Figures) {
+                /* ns of run time per us of wall time is permille of a CPU */
+                .cpu_permille = dt_usec ? (unsigned) MIN(run_ns / dt_usec, (uint64_t) 1000000) : 0,
+                .wakeups_per_sec = dt_usec ? vol * 1000000u / dt_usec : 0,
+                /* no switch at all while running: one unbroken burst */
+                .burst_usec = slices ? run_ns / 1000u / slices : (run_ns ? UINT64_MAX : 0),
+                .voluntary_permille = vol + invol ? (unsigned) (vol * 1000u / (vol + invol)) : 0,
+        };
+}
+
+PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s) {
+        Figures f;
+
+        figures(s->dt_usec, s->run_ns, s->slices, s->voluntary, s->involuntary, &f);
+        if (s->avx_line && s->avx_used && f.cpu_permille >= p->avx_busy_min_pct * 10u)
+                return POLICY_CLASS_AVX;
+        if (f.cpu_permille >= p->throughput_cpu_min_pct * 10u && f.burst_usec >= p->throughput_burst_min_usec &&
+            f.voluntary_permille <= p->throughput_voluntary_max_pct * 10u)
+                return POLICY_CLASS_THROUGHPUT;
+        if (s->has_ctxt && f.wakeups_per_sec >= p->latency_wakeups_min && f.burst_usec <= p->latency_burst_max_usec &&
+            f.voluntary_permille >= p->latency_voluntary_min_pct * 10u && f.cpu_permille <= p->latency_cpu_max_pct * 10u)
+                return POLICY_CLASS_LATENCY;
+        return POLICY_CLASS_OTHER;
+}
+
+void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_thread, ClassifyEvidence *ret) {
+        ClassifyEvidence e = { .rule = CLASSIFY_RULE_NONE, .verdict = t->class };
+        uint64_t dt = 0, run_ns = 0, slices = 0, vol = 0, invol = 0;
+        unsigned avx = 0, n = 0, votes[_POLICY_CLASS_MAX] = {};
+        Figures f;
+
+        /* Samples newest first, as many as fit the window. */
+        for (unsigned i = 0; i < t->ring_n; i++) {
+                const ClassSample *s = ring_at(t, i);
+
+                if (n > 0 && dt + s->dt_usec > p->window_usec)
+                        break;
+                dt += s->dt_usec;
+                run_ns += s->run_ns;
+                slices += s->slices;
+                vol += s->voluntary;
+                invol += s->involuntary;
+                avx += s->avx_used;
+                if ((unsigned) s->verdict < _POLICY_CLASS_MAX)
+                        votes[s->verdict]++;
+                n++;
+        }
+        figures(dt, run_ns, slices, vol, invol, &f);
+        e.samples = n;
+        e.window_usec = dt;
+        e.has_ctxt = t->last_has_ctxt;
+        e.avx_line = t->evidence.avx_line;
+        e.cpu_permille = f.cpu_permille;
+        e.wakeups_per_sec = f.wakeups_per_sec;
+        e.burst_usec = f.burst_usec;
+        e.voluntary_permille = f.voluntary_permille;
+        e.avx_permille = n ? avx * 1000u / n : 0;
+        for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
+                e.votes_permille[c] = n ? votes[c] * 1000u / n : 0;
+
+        if (kernel_thread) {
+                e.rule = CLASSIFY_RULE_KERNEL;
+                e.verdict = POLICY_CLASS_OTHER;
+        } else if (n < p->min_samples) {
+                e.rule = CLASSIFY_RULE_WARMING_UP;
+                e.verdict = t->class;
+        } else {
+                static const ClassifyRule rules[_POLICY_CLASS_MAX] = {
+                        [POLICY_CLASS_AVX] = CLASSIFY_RULE_AVX,
+                        [POLICY_CLASS_LATENCY] = CLASSIFY_RULE_LATENCY,
+                        [POLICY_CLASS_THROUGHPUT] = CLASSIFY_RULE_THROUGHPUT,
+                        [POLICY_CLASS_OTHER] = CLASSIFY_RULE_OTHER,
+                };
+
+                e.rule = CLASSIFY_RULE_OTHER;
+                e.verdict = POLICY_CLASS_OTHER;
+                for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
+                        if (c != POLICY_CLASS_OTHER && e.votes_permille[c] >= p->majority_pct * 10u) {
+                                e.rule = rules[c];
+                                e.verdict = (PolicyClass) c;
+                                break;
+                        }
+        }
+        *ret = e;
+}
+
+static void thread_init(ThreadClass *t, const TaskFacts *f, uint64_t now) {
+        *t = (ThreadClass) {
+                .tid = f->tid,
+                .start_time = f->start_time,
+                .last_usec = now,
+                .last_sched = f->sched,
+                .last_has_ctxt = f->has_ctxt,
+                .last_voluntary = f->voluntary_ctxt,
+                .last_involuntary = f->nonvoluntary_ctxt,
+                .class = POLICY_CLASS_OTHER,
+                .class_since_usec = now,
+                .candidate = POLICY_CLASS_OTHER,
+                .candidate_since_usec = now,
+        };
+        t->evidence.avx_line = f->avx != PROC_AVX_NO_LINE;
+}
+
+static void thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFacts *f, uint64_t now) {
+        ClassSample s = {
+                .dt_usec = sub_or_zero(now, t->last_usec),
+                .run_ns = sub_or_zero(f->sched.run_ns, t->last_sched.run_ns),
+                .slices = sub_or_zero(f->sched.timeslices, t->last_sched.timeslices),
+                .voluntary = f->has_ctxt && t->last_has_ctxt ? sub_or_zero(f->voluntary_ctxt, t->last_voluntary) : 0,
+                .involuntary =
+                        f->has_ctxt && t->last_has_ctxt ? sub_or_zero(f->nonvoluntary_ctxt, t->last_involuntary) : 0,
+                /* elapsed_ms is the time since the last use at the moment of
+                 * reading: in use during this sample if within the window. */
+                .avx_used = f->avx == PROC_AVX_ELAPSED && f->avx_elapsed_ms <= p->avx_recent_ms,
+                .has_ctxt = f->has_ctxt && t->last_has_ctxt,
+                .avx_line = f->avx != PROC_AVX_NO_LINE,
+        };
+        bool kernel = f->kernel_thread;
+        ClassifyEvidence e;
+
+        if (s.dt_usec > 0) {
+                s.verdict = classify_sample(p, &s);
+                t->ring[t->ring_head] = s;
+                t->ring_head = (t->ring_head + 1) % CLASSIFY_RING_MAX;
+                if (t->ring_n < CLASSIFY_RING_MAX)
+                        t->ring_n++;
+        }
+        t->last_usec = now;
+        t->last_sched = f->sched;
+        t->last_has_ctxt = f->has_ctxt;
+        t->last_voluntary = f->voluntary_ctxt;
+        t->last_involuntary = f->nonvoluntary_ctxt;
+
+        t->evidence.avx_line = f->avx != PROC_AVX_NO_LINE;
+        classify_window(p, t, kernel, &e);
+        t->evidence = e;
+
+        if (kernel) {
+                t->class = t->candidate = POLICY_CLASS_OTHER;
+                return;
+        }
+        /* Hysteresis: a new verdict must hold for the dwell time. */
+        if (e.verdict == t->class) {
+                t->candidate = t->class;
+                t->candidate_since_usec = now;
+                return;
+        }
+        if (e.verdict != t->candidate) {
+                t->candidate = e.verdict;
+                t->candidate_since_usec = now;
+        }
+        if (now - t->candidate_since_usec >= p->dwell_usec) {
+                t->class = e.verdict;
+                t->class_since_usec = now;
+        }
+}
+
+int classifier_update(Classifier *c, const TaskSnapshot *snap) {
+        ThreadClass *next;
+        size_t i = 0, n = 0;
+        uint64_t now = snap->timestamp_usec;
+
+        if (now < c->now_usec)
+                return -EINVAL;
+        next = calloc(MAX(snap->n_tasks, (size_t) 1), sizeof(ThreadClass));
+        if (!next)
+                return -ENOMEM;
+        /* Merge join: both sorted by tid. */
+        for (size_t j = 0; j < snap->n_tasks; j++) {
+                const TaskFacts *f = &snap->tasks[j];
+                ThreadClass *t = &next[n++];
+
+                while (i < c->n_threads && c->threads[i].tid < f->tid)
+                        i++;
+                if (i < c->n_threads && c->threads[i].tid == f->tid && c->threads[i].start_time == f->start_time &&
+                    f->has_schedstat) {
+                        *t = c->threads[i];
+                        thread_sample(&c->params, t, f, now);
+                } else {
+                        thread_init(t, f, now);
+                        if (f->kernel_thread) {
+                                classify_window(&c->params, t, true, &t->evidence);
+                        }
+                }
+        }
+        free(c->threads);
+        c->threads = next;
+        c->n_threads = n;
+        c->now_usec = now;
+        return 0;
+}
+
+const char *classify_rule_to_string(ClassifyRule r) {
+        static const char *const names[_CLASSIFY_RULE_MAX] = {
+                [CLASSIFY_RULE_NONE] = "not evaluated",   [CLASSIFY_RULE_KERNEL] = "kernel thread",
+                [CLASSIFY_RULE_WARMING_UP] = "warming up", [CLASSIFY_RULE_AVX] = "avx",
+                [CLASSIFY_RULE_THROUGHPUT] = "throughput", [CLASSIFY_RULE_LATENCY] = "latency",
+                [CLASSIFY_RULE_OTHER] = "no heuristic held",
+        };
+        return (unsigned) r < _CLASSIFY_RULE_MAX ? names[r] : "?";
+}
+
+static void fmt_permille(FILE *f, unsigned v) {
+        fprintf(f, "%u.%u%%", v / 10, v % 10);
+}
+
+int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p, char **ret) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s: ", classify_rule_to_string(e->rule));
+        switch (e->rule) {
+        case CLASSIFY_RULE_KERNEL:
+                fputs("topod never touches kernel threads", f);
+                break;
+        case CLASSIFY_RULE_WARMING_UP:
+                fprintf(f, "%u of %u samples", e->samples, p->min_samples);
+                break;
+        case CLASSIFY_RULE_NONE:
+                break;
+        default:
+                fputs("cpu ", f);
+                fmt_permille(f, e->cpu_permille);
+                if (e->burst_usec == UINT64_MAX)
+                        fputs(", burst unbroken", f);
+                else
+                        fprintf(f, ", burst %" PRIu64 " us", e->burst_usec);
+                if (e->has_ctxt) {
+                        fprintf(f, ", %" PRIu64 " wakeups/s, voluntary ", e->wakeups_per_sec);
+                        fmt_permille(f, e->voluntary_permille);
+                } else
+                        fputs(", switch counts unknown", f);
+                if (e->avx_line) {
+                        fputs(", AVX-512 in ", f);
+                        fmt_permille(f, e->avx_permille);
+                        fputs(" of samples", f);
+                } else
+                        fputs(", no AVX-512 state", f);
+                fprintf(f, " (%u samples over %" PRIu64 " ms; votes:", e->samples, e->window_usec / 1000);
+                for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++) {
+                        fprintf(f, " %s ", policy_class_to_string((PolicyClass) c));
+                        fmt_permille(f, e->votes_permille[c]);
+                }
+                fprintf(f, ", %u%% decides)", p->majority_pct);
+                if (e->rule == CLASSIFY_RULE_AVX)
+                        fprintf(f, "; a sample votes avx with AVX-512 used within %" PRIu64 " ms and cpu >= %u%%",
+                                p->avx_recent_ms, p->avx_busy_min_pct);
+                else if (e->rule == CLASSIFY_RULE_THROUGHPUT)
+                        fprintf(f, "; a sample votes throughput with cpu >= %u%%, burst >= %" PRIu64 " us, voluntary <= %u%%",
+                                p->throughput_cpu_min_pct, p->throughput_burst_min_usec,
+                                p->throughput_voluntary_max_pct);
+                else if (e->rule == CLASSIFY_RULE_LATENCY)
+                        fprintf(f, "; a sample votes latency with >= %u wakeups/s, burst <= %" PRIu64
+                                   " us, voluntary >= %u%%, cpu <= %u%%",
+                                p->latency_wakeups_min, p->latency_burst_max_usec, p->latency_voluntary_min_pct,
+                                p->latency_cpu_max_pct);
+        }
+        if (fclose(f) != 0 || !buf) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}

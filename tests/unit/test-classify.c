@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The classifier on synthetic sample sequences: what must and must not
+ * change class, flapping held back by hysteresis, kernel threads left alone,
+ * the glibc AVX-512 memcpy false positive. */
+
+#include "decide/classify.h"
+#include "tests.h"
+
+/* A thread's counters, advanced one sample at a time. */
+typedef struct Sim {
+        TaskFacts f;
+        ProcessFacts p;
+} Sim;
+
+static void sim_init(Sim *s, pid_t tid, bool avx_line) {
+        *s = (Sim) {};
+        s->f.tid = s->f.tgid = tid;
+        s->f.start_time = 100;
+        s->f.has_schedstat = true;
+        s->f.has_ctxt = true;
+        s->f.avx = avx_line ? PROC_AVX_NEVER : PROC_AVX_NO_LINE;
+        s->f.process = &s->p;
+        snprintf(s->f.comm, sizeof(s->f.comm), "t%d", (int) tid);
+}
+
+/* One second of behaviour: cpu in permille, timeslices, switches, AVX. */
+static void sim_step(Sim *s, unsigned cpu_permille, uint64_t slices, uint64_t vol, uint64_t invol, int avx_ms) {
+        s->f.sched.run_ns += (uint64_t) cpu_permille * 1000000u;
+        s->f.sched.timeslices += slices;
+        s->f.voluntary_ctxt += vol;
+        s->f.nonvoluntary_ctxt += invol;
+        if (s->f.avx != PROC_AVX_NO_LINE) {
+                if (avx_ms >= 0) {
+                        s->f.avx = PROC_AVX_ELAPSED;
+                        s->f.avx_elapsed_ms = (uint64_t) avx_ms;
+                } else if (s->f.avx == PROC_AVX_ELAPSED)
+                        s->f.avx_elapsed_ms += 1000;
+        }
+}
+
+static void feed(Classifier *c, Sim *sims, size_t n, uint64_t t_sec) {
+        TaskFacts tasks[8];
+        TaskSnapshot snap = { .timestamp_usec = t_sec * 1000000u, .tasks = tasks, .n_tasks = n };
+
+        for (size_t i = 0; i < n; i++)
+                tasks[i] = sims[i].f;
+        ASSERT_OK(classifier_update(c, &snap));
+}
+
+static PolicyClass class_of(const Classifier *c, pid_t tid) {
+        const ThreadClass *t = classifier_find(c, tid);
+
+        ASSERT_TRUE(t);
+        return t->class;
+}
+
+static Classifier *new_classifier(void) {
+        Classifier *c = NULL;
+        ClassifyParams p;
+
+        classify_params_default(&p); /* window 5 s, 3 samples, dwell 2 s */
+        ASSERT_OK(classifier_new(&p, &c));
+        return c;
+}
+
+static void test_classes(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s[4];
+
+        sim_init(&s[0], 10, true);  /* busy loop: 100% CPU, rarely preempted */
+        sim_init(&s[1], 11, true);  /* ping-pong: 2000 wakeups/s, 4% CPU */
+        sim_init(&s[2], 12, true);  /* AVX-512 crunching at 90% */
+        sim_init(&s[3], 13, true);  /* idle */
+        feed(c, s, 4, 0);
+        for (uint64_t t = 1; t <= 10; t++) {
+                sim_step(&s[0], 1000, 1, 0, 1, -1);
+                sim_step(&s[1], 40, 2000, 2000, 10, -1);
+                sim_step(&s[2], 900, 100, 5, 95, 3);
+                sim_step(&s[3], 0, 0, 0, 0, -1);
+                feed(c, s, 4, t);
+                if (t == 2) {
+                        /* Warming up: fewer than three samples, nothing yet. */
+                        ASSERT_EQ(class_of(c, 10), POLICY_CLASS_OTHER);
+                        ASSERT_EQ(classifier_find(c, 10)->evidence.rule, CLASSIFY_RULE_WARMING_UP);
+                }
+                if (t == 4) {
+                        /* The verdict is there, the dwell (2 s) is not. */
+                        ASSERT_EQ(classifier_find(c, 10)->evidence.verdict, POLICY_CLASS_THROUGHPUT);
+                        ASSERT_EQ(class_of(c, 10), POLICY_CLASS_OTHER);
+                }
+        }
+        ASSERT_EQ(class_of(c, 10), POLICY_CLASS_THROUGHPUT);
+        ASSERT_EQ(class_of(c, 11), POLICY_CLASS_LATENCY);
+        ASSERT_EQ(class_of(c, 12), POLICY_CLASS_AVX);
+        ASSERT_EQ(class_of(c, 13), POLICY_CLASS_OTHER);
+
+        /* The evidence carries the figures. */
+        {
+                const ClassifyEvidence *e = &classifier_find(c, 11)->evidence;
+                _cleanup_free_ char *line = NULL;
+
+                ASSERT_EQ(e->rule, CLASSIFY_RULE_LATENCY);
+                ASSERT_EQ(e->samples, 5);
+                ASSERT_EQ(e->cpu_permille, 40);
+                ASSERT_EQ(e->wakeups_per_sec, 2000);
+                ASSERT_EQ(e->burst_usec, 20);
+                ASSERT_EQ(e->voluntary_permille, 995);
+                ASSERT_OK(classify_evidence_format(e, &c->params, &line));
+                ASSERT_TRUE(strstr(line, "latency: cpu 4.0%, burst 20 us, 2000 wakeups/s, voluntary 99.5%"));
+                ASSERT_TRUE(strstr(line, "a sample votes latency with >= 100 wakeups/s"));
+                ASSERT_TRUE(strstr(line, "votes: avx 0.0% latency 100.0%"));
+        }
+}
+
+/* glibc's AVX-512 memcpy: AVX-512 state seen in every sample, but the
+ * thread is nearly idle. Not avx. */
+static void test_avx_false_positive(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s;
+
+        sim_init(&s, 20, true);
+        feed(c, &s, 1, 0);
+        for (uint64_t t = 1; t <= 10; t++) {
+                sim_step(&s, 5, 20, 20, 0, 1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 20), POLICY_CLASS_OTHER);
+        ASSERT_EQ(classifier_find(c, 20)->evidence.avx_permille, 1000);
+}
+
+/* No arch_status line (a CPU without AVX-512): never avx, whatever. */
+static void test_no_avx_line(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s;
+
+        sim_init(&s, 21, false);
+        feed(c, &s, 1, 0);
+        for (uint64_t t = 1; t <= 10; t++) {
+                sim_step(&s, 950, 1, 0, 1, 1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 21), POLICY_CLASS_THROUGHPUT);
+}
+
+/* A thread alternating busy and idle seconds: the verdict flips, the class
+ * must not follow every flip. */
+static void test_flapping(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        unsigned changes = 0;
+        PolicyClass last;
+        Sim s;
+
+        sim_init(&s, 30, true);
+        feed(c, &s, 1, 0);
+        last = POLICY_CLASS_OTHER;
+        for (uint64_t t = 1; t <= 40; t++) {
+                /* 2 s busy, 1 s idle: the 5 s window hovers around 60-100%. */
+                if (t % 3 == 0)
+                        sim_step(&s, 0, 0, 0, 0, -1);
+                else
+                        sim_step(&s, 1000, 1, 0, 1, -1);
+                feed(c, &s, 1, t);
+                if (class_of(c, 30) != last) {
+                        changes++;
+                        last = class_of(c, 30);
+                }
+        }
+        ASSERT_TRUE(changes <= 1);
+
+        /* Then it settles into sleeping: after the window and dwell it leaves
+         * throughput once, and stays out. */
+        for (uint64_t t = 41; t <= 60; t++) {
+                sim_step(&s, 10, 10, 10, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 30), POLICY_CLASS_OTHER);
+}
+
+/* A short blip of the other behaviour does not change a settled class. */
+static void test_blip(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s;
+
+        sim_init(&s, 31, true);
+        feed(c, &s, 1, 0);
+        for (uint64_t t = 1; t <= 10; t++) {
+                sim_step(&s, 40, 2000, 2000, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 31), POLICY_CLASS_LATENCY);
+        sim_step(&s, 1000, 1, 0, 0, -1); /* one busy second */
+        feed(c, &s, 1, 11);
+        ASSERT_EQ(class_of(c, 31), POLICY_CLASS_LATENCY);
+        for (uint64_t t = 12; t <= 13; t++) {
+                sim_step(&s, 40, 2000, 2000, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 31), POLICY_CLASS_LATENCY);
+}
+
+static void test_kernel_and_reuse(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s[2];
+
+        sim_init(&s[0], 2, false);
+        s[0].f.kernel_thread = true;
+        sim_init(&s[1], 40, true);
+        feed(c, s, 2, 0);
+        ASSERT_EQ(classifier_find(c, 2)->evidence.rule, CLASSIFY_RULE_KERNEL);
+        for (uint64_t t = 1; t <= 10; t++) {
+                sim_step(&s[0], 1000, 1, 0, 0, -1);
+                sim_step(&s[1], 1000, 1, 0, 0, -1);
+                feed(c, s, 2, t);
+        }
+        ASSERT_EQ(class_of(c, 2), POLICY_CLASS_OTHER);
+        ASSERT_EQ(classifier_find(c, 2)->evidence.rule, CLASSIFY_RULE_KERNEL);
+        ASSERT_EQ(class_of(c, 40), POLICY_CLASS_THROUGHPUT);
+
+        /* Same tid, new start time: a new thread, starting over. */
+        s[1].f.start_time = 999;
+        feed(c, s, 2, 11);
+        ASSERT_EQ(class_of(c, 40), POLICY_CLASS_OTHER);
+        ASSERT_EQ(classifier_find(c, 40)->ring_n, 0);
+
+        /* Gone from the snapshot: forgotten. */
+        feed(c, s, 1, 12);
+        ASSERT_NULL(classifier_find(c, 40));
+
+        /* Time going back is refused. */
+        {
+                TaskSnapshot snap = { .timestamp_usec = 1 };
+                ASSERT_ERROR(classifier_update(c, &snap), EINVAL);
+        }
+}
+
+/* Same inputs, same outputs. */
+static void test_deterministic(void) {
+        _cleanup_(classifier_freep) Classifier *a = new_classifier(), *b = new_classifier();
+        Sim sa, sb;
+
+        sim_init(&sa, 50, true);
+        sim_init(&sb, 50, true);
+        for (uint64_t t = 0; t <= 12; t++) {
+                sim_step(&sa, (unsigned) (t * 77 % 1000), t % 5, t * 3, t % 2, (int) (t % 3) - 1);
+                sim_step(&sb, (unsigned) (t * 77 % 1000), t % 5, t * 3, t % 2, (int) (t % 3) - 1);
+                feed(a, &sa, 1, t);
+                feed(b, &sb, 1, t);
+        }
+        ASSERT_TRUE(memcmp(classifier_find(a, 50), classifier_find(b, 50), sizeof(ThreadClass)) == 0);
+}
+
+int main(void) {
+        RUN(test_classes);
+        RUN(test_avx_false_positive);
+        RUN(test_no_avx_line);
+        RUN(test_flapping);
+        RUN(test_blip);
+        RUN(test_kernel_and_reuse);
+        RUN(test_deterministic);
+        return 0;
+}
