@@ -12,6 +12,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/util.h"
+#include "check.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
@@ -23,6 +24,8 @@ typedef struct Args {
         const char *xml;
         const char *synthetic;
         bool json;
+        bool strict;
+        bool offline;
         int argc;      /* positional arguments after the verb */
         char **argv;
 } Args;
@@ -46,12 +49,15 @@ static void help(void) {
                "Verbs:\n"
                "  topology        Print packages, NUMA nodes, LLCs, cores, PUs, SMT siblings\n"
                "  status          Print the kernel capability probe, one line per capability\n"
+               "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
                "\n"
                "Options:\n"
                "      --json            Print JSON instead of text\n"
                "      --root DIR        Read /proc and /sys below DIR instead of /\n"
                "      --xml FILE        topology: read an hwloc XML export\n"
                "      --synthetic DESC  topology: use an hwloc synthetic description\n"
+               "      --strict          check: warnings are errors\n"
+               "      --offline         check: no warnings against this machine\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
                "\n"
@@ -139,16 +145,23 @@ static int verb_status(const Args *a) {
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+static int verb_check(const Args *a) {
+        if (a->xml || a->synthetic)
+                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
+        return topoctl_check(a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root);
+}
+
 static const struct {
         const char *name;
         int (*run)(const Args *a);
 } verbs[] = {
         { "topology", verb_topology },
         { "status", verb_status },
+        { "check", verb_check },
 };
 
 int main(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION };
+        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION, ARG_STRICT, ARG_OFFLINE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -156,6 +169,8 @@ int main(int argc, char *argv[]) {
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "xml", required_argument, NULL, ARG_XML },
                 { "synthetic", required_argument, NULL, ARG_SYNTHETIC },
+                { "strict", no_argument, NULL, ARG_STRICT },
+                { "offline", no_argument, NULL, ARG_OFFLINE },
                 {},
         };
         Args a = {};
@@ -181,6 +196,12 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_SYNTHETIC:
                         a.synthetic = optarg;
+                        break;
+                case ARG_STRICT:
+                        a.strict = true;
+                        break;
+                case ARG_OFFLINE:
+                        a.offline = true;
                         break;
                 case '?':
                         if (optopt)

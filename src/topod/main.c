@@ -14,6 +14,7 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "check.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
@@ -34,7 +35,10 @@ static void help(void) {
                "      --root DIR   Read and write /proc, /sys below DIR instead of /\n"
                "      --oneshot    Run the pipeline once and exit\n"
                "      --dry-run    Change nothing; print what was observed and decided\n"
-               "      --json       With --dry-run: print JSON\n"
+               "      --json       With --dry-run or --check: print JSON\n"
+               "      --check [PATH…]  Validate topod.conf and policies and exit (see topoctl check)\n"
+               "      --strict     With --check: warnings are errors\n"
+               "      --offline    With --check: no warnings against this machine\n"
                "  -h, --help       Show this help\n"
                "      --version    Show the version\n"
                "\n"
@@ -87,7 +91,7 @@ static int observe_once(const char *root_dir, bool json) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION };
+        enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION, ARG_CHECK, ARG_STRICT, ARG_OFFLINE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -95,10 +99,13 @@ int main(int argc, char *argv[]) {
                 { "oneshot", no_argument, NULL, ARG_ONESHOT },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "check", no_argument, NULL, ARG_CHECK },
+                { "strict", no_argument, NULL, ARG_STRICT },
+                { "offline", no_argument, NULL, ARG_OFFLINE },
                 {},
         };
         const char *root = NULL;
-        bool oneshot = false, dry_run = false, json = false;
+        bool oneshot = false, dry_run = false, json = false, check = false, strict = false, offline = false;
         int c;
 
         opterr = 0;
@@ -122,13 +129,26 @@ int main(int argc, char *argv[]) {
                 case ARG_JSON:
                         json = true;
                         break;
+                case ARG_CHECK:
+                        check = true;
+                        break;
+                case ARG_STRICT:
+                        strict = true;
+                        break;
+                case ARG_OFFLINE:
+                        offline = true;
+                        break;
                 default:
                         return usage_error("unknown option or missing argument");
                 }
+        if (check)
+                return topoctl_check(argv + optind, (size_t) (argc - optind), strict, offline, json, root);
+        if (strict || offline)
+                return usage_error("--strict and --offline go with --check");
         if (optind < argc)
                 return usage_error("unexpected argument");
         if (json && !dry_run)
-                return usage_error("--json goes with --dry-run");
+                return usage_error("--json goes with --dry-run or --check");
         if (!oneshot || !dry_run) {
                 /* Said plainly rather than pretending: the plan/apply stages
                  * and the event loop are not built yet. */

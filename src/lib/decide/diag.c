@@ -111,31 +111,29 @@ const char *diag_severity_to_string(DiagSeverity s) {
         return s == DIAG_ERROR ? "error" : "warning";
 }
 
+/* Optimal string alignment distance: insertions, deletions, substitutions
+ * and transpositions of neighbours ("plcae") each count one. */
 unsigned diag_edit_distance(const char *a, const char *b, unsigned cap) {
-        unsigned row[65], la = strlen(a), lb = strlen(b);
+        unsigned m[65][65], la = strlen(a), lb = strlen(b);
 
         if (la > 64 || lb > 64)
                 return cap + 1;
+        for (unsigned i = 0; i <= la; i++)
+                m[i][0] = i;
         for (unsigned j = 0; j <= lb; j++)
-                row[j] = j;
+                m[0][j] = j;
         for (unsigned i = 1; i <= la; i++) {
-                unsigned diag = row[0], best;
-
-                row[0] = i;
-                best = row[0];
                 for (unsigned j = 1; j <= lb; j++) {
-                        unsigned up = row[j];
-                        unsigned cost = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
-                        unsigned v = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+                        int ca = tolower((unsigned char) a[i - 1]), cb = tolower((unsigned char) b[j - 1]);
+                        unsigned v = MIN(MIN(m[i - 1][j] + 1, m[i][j - 1] + 1), m[i - 1][j - 1] + (ca != cb));
 
-                        row[j] = v;
-                        diag = up;
-                        best = MIN(best, v);
+                        if (i > 1 && j > 1 && ca == tolower((unsigned char) b[j - 2]) &&
+                            tolower((unsigned char) a[i - 2]) == cb)
+                                v = MIN(v, m[i - 2][j - 2] + 1);
+                        m[i][j] = v;
                 }
-                if (best > cap)
-                        return cap + 1;
         }
-        return MIN(row[lb], cap + 1);
+        return MIN(m[la][lb], cap + 1);
 }
 
 const char *diag_closest(const char *word, const char *const *candidates) {

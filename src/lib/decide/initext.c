@@ -36,9 +36,13 @@ static const char *find_chars_or_comment(const char *s, const char *chars) {
         return s;
 }
 
-static void syntax_error(IniText *t, const char *fmt, const char *arg) {
+static void syntax_error(IniText *t, const char *what, const char *got) {
         t->error_line = t->line;
-        note(t, diag_add(t->d, DIAG_ERROR, t->file, t->line, "syntax", fmt, arg));
+        if (got)
+                note(t, diag_add(t->d, DIAG_ERROR, t->file, t->line, "syntax", "%s, got '%s'%s", what, got,
+                                 strpbrk(got, "<>") ? " (write comparisons as 'llcs >= 4' or 'llcs = > 4')" : ""));
+        else
+                note(t, diag_add(t->d, DIAG_ERROR, t->file, t->line, "syntax", "%s", what));
 }
 
 /* Look at one line (NUL-terminated, without the newline, leading blanks
@@ -54,7 +58,7 @@ static void inspect_line(IniText *t, const char *s) {
 
                 e = find_chars_or_comment(s + 1, "]");
                 if (*e != ']') {
-                        syntax_error(t, "%s", "section header without a closing ']'");
+                        syntax_error(t, "section header without a closing ']'", NULL);
                         strcpy(t->section, "\x01"); /* keys below belong to no valid section */
                         return;
                 }
@@ -75,10 +79,7 @@ static void inspect_line(IniText *t, const char *s) {
         }
         e = find_chars_or_comment(s, "=:");
         if (*e != '=' && *e != ':') {
-                if (strpbrk(s, "<>"))
-                        syntax_error(t, "expected 'key = value', got '%s' (write comparisons as 'llcs >= 4' or 'llcs = > 4')", s);
-                else
-                        syntax_error(t, "expected 'key = value', got '%s'", s);
+                syntax_error(t, "expected 'key = value'", s);
         }
 }
 
@@ -110,7 +111,7 @@ static char *reader(char *buf, int num, void *stream) {
         /* Leave room for "\r\n\0", as inih's buffer rule says. */
         max = (size_t) num - 3;
         if (memchr(start, '\0', n)) {
-                syntax_error(t, "%s", "line contains a NUL byte");
+                syntax_error(t, "line contains a NUL byte", NULL);
                 strcpy(buf, "\n");
                 return buf;
         }

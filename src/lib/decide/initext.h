@@ -16,6 +16,13 @@
 
 #include "diag.h"
 
+/* One file's text in memory; text need not be NUL-terminated. */
+typedef struct IniSource {
+        const char *file;
+        const char *text;
+        size_t len;
+} IniSource;
+
 typedef struct IniTextCallbacks {
         /* A "[name]" line; name is stripped of surrounding blanks. */
         int (*section)(void *userdata, const char *name, unsigned line);

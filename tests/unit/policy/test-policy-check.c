@@ -67,8 +67,8 @@ TEST(shadowing_when) {
 TEST(conflict_warnings) {
         static const char *const files[] = { "hi.ini", "lo.ini", "apart.ini" };
         static const char *const texts[] = {
-                "[policy]\nname = hi\npriority = 60\n[when]\nload = 50-100%\n[kernel]\ncgroup_mode = concur\n"
-                "[features]\nSHARED_RUNQ = off\n",
+                ("[policy]\nname = hi\npriority = 60\n[when]\nload = 50-100%\n[kernel]\ncgroup_mode = concur\n"
+                 "[features]\nSHARED_RUNQ = off\n"),
                 "[policy]\nname = lo\npriority = 50\n[kernel]\ncgroup_mode = smp\n[features]\nSHARED_RUNQ = on\n",
                 /* never in force together with hi: no warning against hi */
                 "[policy]\nname = apart\npriority = 55\n[when]\nload = 0-40%\n[features]\nSHARED_RUNQ = on\n",

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The policy model: the *.ini files of policies.d as plain C values.
+ *
+ * One file holds one policy. A PolicySet holds all of them sorted by
+ * precedence: priority (higher first), then file name (byte order, the
+ * first name wins a tie), then the full path. The classifier and planner
+ * walk it in that order: a task gets the [place] of the first policy that
+ * is in force and matches it; when that policy leaves force the task falls
+ * to the next one that matches, or to no policy (topod lets go of it).
+ * Kernel-wide settings ([kernel] cgroup_mode, [features]) of every in-force
+ * policy apply; where two set the same thing differently, the one earlier in
+ * precedence wins and the loser is recorded (policy_set_resolve_kernel()).
+ *
+ * Everything here is pure: text in, values and diagnostics out. Reading
+ * files lives in policy-read.h. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/bitmap.h"
+#include "base/macro.h"
+#include "diag.h"
+#include "initext.h"
+
+/* Limits on what an outsider controls. Exceeding one is an error. */
+#define POLICY_FILE_SIZE_MAX   (64u * 1024u) /* bytes per policy file */
+#define POLICY_COUNT_MAX       256u          /* policies (files) per set */
+#define POLICY_RULES_MAX       64u           /* [match] patterns per policy, all keys together */
+#define POLICY_WHEN_MAX        16u           /* [when] lines per policy */
+#define POLICY_FEATURES_MAX    64u           /* [features] lines per policy */
+#define POLICY_VENDORS_MAX     8u            /* words in [when] vendor */
+#define POLICY_NAME_MAX        64u           /* name, group, cgroup_mode, feature names */
+#define POLICY_STRING_MAX      160u          /* description, match patterns */
+#define POLICY_PRIORITY_MIN    0
+#define POLICY_PRIORITY_MAX    1000
+#define POLICY_PRIORITY_DEFAULT 100
+#define POLICY_WEIGHT_MIN      1u
+#define POLICY_WEIGHT_MAX      10000u
+#define POLICY_WEIGHT_DEFAULT  100u
+#define POLICY_LOAD_MAX        1000u         /* percent; load counts runnable threads per PU */
+#define TASK_COMM_MAX          15u           /* TASK_COMM_LEN - 1 */
+
+typedef enum PolicyCmp {
+        POLICY_CMP_EQ,
+        POLICY_CMP_NE,
+        POLICY_CMP_LT,
+        POLICY_CMP_LE,
+        POLICY_CMP_GT,
+        POLICY_CMP_GE,
+        _POLICY_CMP_MAX,
+} PolicyCmp;
+
+/* What a [when] line compares. Counts are of the machine's topology. */
+typedef enum PolicyWhenKind {
+        POLICY_WHEN_LLCS,
+        POLICY_WHEN_NODES,
+        POLICY_WHEN_PACKAGES,
+        POLICY_WHEN_CPUS,
+        POLICY_WHEN_KERNEL, /* value is a version: major << 32 | minor << 16 | patch */
+        _POLICY_WHEN_KIND_MAX,
+} PolicyWhenKind;
+
+typedef struct PolicyCondition {
+        PolicyWhenKind kind;
+        PolicyCmp cmp;
+        uint64_t value;
+        unsigned line;
+} PolicyCondition;
+
+typedef enum PolicySmt {
+        POLICY_SMT_ANY,
+        POLICY_SMT_ON,
+        POLICY_SMT_OFF,
+} PolicySmt;
+
+typedef struct PolicyWhen {
+        PolicySmt smt;
+        unsigned smt_line;
+        PolicyCondition *conditions; /* all must hold */
+        size_t n_conditions;
+        char **vendors;              /* NULL = any; else one must equal the CPU vendor */
+        unsigned vendor_line;
+        bool has_load;
+        unsigned load_low, load_high; /* percent, inclusive */
+        unsigned load_line;
+} PolicyWhen;
+
+typedef enum PolicyClass {
+        POLICY_CLASS_AVX,
+        POLICY_CLASS_LATENCY,
+        POLICY_CLASS_THROUGHPUT,
+        POLICY_CLASS_OTHER,
+        _POLICY_CLASS_MAX,
+} PolicyClass;
+
+typedef enum PolicyMatchField {
+        POLICY_MATCH_COMM,
+        POLICY_MATCH_EXE,
+        POLICY_MATCH_CMDLINE,
+        POLICY_MATCH_CGROUP,
+        POLICY_MATCH_USER,
+        POLICY_MATCH_PARENT,
+        _POLICY_MATCH_FIELD_MAX,
+} PolicyMatchField;
+
+typedef struct PolicyPattern {
+        char *glob; /* fnmatch(3) pattern */
+        unsigned line;
+} PolicyPattern;
+
+typedef struct PolicyPatterns {
+        PolicyPattern *items; /* any one may match (a repeated key is OR) */
+        size_t n;
+} PolicyPatterns;
+
+typedef struct PolicyMatch {
+        unsigned classes; /* bit (1u << PolicyClass) per allowed class; 0 = any */
+        unsigned class_line;
+        PolicyPatterns fields[_POLICY_MATCH_FIELD_MAX]; /* every non-empty field must match */
+} PolicyMatch;
+
+typedef enum PolicyCookie {
+        POLICY_COOKIE_NONE,
+        POLICY_COOKIE_GROUP,   /* one core-scheduling cookie shared by the whole group */
+        POLICY_COOKIE_PROCESS, /* one cookie per process (thread group) */
+        _POLICY_COOKIE_MAX,
+} PolicyCookie;
+
+typedef enum PolicyCpus {
+        POLICY_CPUS_LLC,
+        POLICY_CPUS_NODE,
+        POLICY_CPUS_PACKAGE,
+        POLICY_CPUS_ALL,
+        POLICY_CPUS_EXPLICIT,
+        _POLICY_CPUS_MAX,
+} PolicyCpus;
+
+typedef enum PolicySpread {
+        POLICY_SPREAD_PACK,
+        POLICY_SPREAD_SPREAD,
+        _POLICY_SPREAD_MAX,
+} PolicySpread;
+
+typedef struct PolicyPlace {
+        bool present;      /* the file has a [place] section */
+        unsigned line;     /* of the [place] header */
+        char *group;       /* cgroup directory name below topod's root; default: the policy name */
+        unsigned group_line;
+        PolicyCookie cookie;
+        unsigned cookie_line;
+        PolicyCpus cpus;
+        Bitmap *cpu_list;  /* POLICY_CPUS_EXPLICIT only */
+        unsigned cpus_line;
+        PolicySpread spread;
+        unsigned spread_line;
+        bool exclusive;
+        unsigned exclusive_line;
+        unsigned weight;
+        unsigned weight_line;
+} PolicyPlace;
+
+typedef struct PolicyFeature {
+        char *name; /* as the kernel lists it, without NO_ */
+        bool on;
+        unsigned line;
+} PolicyFeature;
+
+typedef struct Policy {
+        char *file;           /* path as given */
+        const char *file_name; /* points into file: the part after the last '/' */
+
+        char *name;
+        unsigned name_line;
+        int priority;
+        unsigned priority_line;
+        char *description;
+        bool enabled;
+        unsigned enabled_line;
+
+        bool has_when, has_match;
+        unsigned when_line, match_line;
+        PolicyWhen when;
+        PolicyMatch match;
+        PolicyPlace place;
+
+        char *cgroup_mode; /* NULL = keep */
+        unsigned cgroup_mode_line;
+        PolicyFeature *features;
+        size_t n_features;
+} Policy;
+
+Policy *policy_free(Policy *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Policy *, policy_free);
+
+/* Parse one policy file's text (need not be NUL-terminated). Findings go to
+ * d. Returns 0 and the policy; -EINVAL when the text had errors (they are in
+ * d); -EFBIG past POLICY_FILE_SIZE_MAX; -ENOMEM. */
+int policy_parse(const char *text, size_t len, const char *file, Diagnostics *d, Policy **ret);
+
+/* A policy in force that lost a kernel-wide setting to one ahead of it. */
+typedef struct PolicyConflict {
+        char *what;    /* "cgroup_mode" or "feature TTWU_QUEUE" */
+        size_t winner; /* indexes into PolicySet.policies */
+        size_t loser;
+} PolicyConflict;
+
+typedef struct PolicySet {
+        Policy **policies; /* precedence order once finalized */
+        size_t n;
+} PolicySet;
+
+PolicySet *policy_set_new(void);
+PolicySet *policy_set_free(PolicySet *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PolicySet *, policy_set_free);
+
+/* Takes ownership of p, also on failure. -E2BIG past POLICY_COUNT_MAX. */
+int policy_set_add(PolicySet *s, Policy *p);
+/* Sort into precedence order and report duplicate names (an error at each
+ * later definition). Returns 0, or -EINVAL when names clash. */
+int policy_set_finalize(PolicySet *s, Diagnostics *d);
+
+/* Parse several files into a finalized set. Files with errors are left out
+ * of the set; their errors are in d. Returns 0 when everything parsed
+ * cleanly, -EINVAL when some file had errors (the set is still returned
+ * with the good ones), -E2BIG when there are too many, -ENOMEM. *ret is set
+ * for 0 and -EINVAL. */
+int policy_set_parse(const IniSource *texts, size_t n, Diagnostics *d, PolicySet **ret);
+
+/* Precedence: < 0 when a comes first. */
+int policy_compare(const Policy *a, const Policy *b);
+
+/* ── Evaluation helpers for the classifier and planner (pure) ── */
+
+/* What a [when] needs to know of the machine and the moment. */
+typedef struct PolicyMachine {
+        bool smt;                  /* SMT present and active */
+        unsigned n_llcs, n_nodes, n_packages, n_cpus;
+        const char *vendor;        /* NULL when unknown */
+        uint64_t kernel;           /* POLICY_KERNEL_VERSION(); 0 when unknown */
+        bool has_load;
+        unsigned load;             /* percent */
+} PolicyMachine;
+
+#define POLICY_KERNEL_VERSION(a, b, c) (((uint64_t) (a) << 32) | ((uint64_t) (b) << 16) | (uint64_t) (c))
+
+/* Parse "6.6", "6.6.12", "6.8.0-31-generic" (suffix ignored). */
+int policy_parse_kernel_version(const char *s, uint64_t *ret);
+
+bool policy_cmp_holds(PolicyCmp cmp, uint64_t lhs, uint64_t rhs);
+
+/* Does every [when] line hold? Unknown facts (vendor NULL, kernel 0,
+ * has_load false) make the lines about them fail. Load is the raw band
+ * test; hysteresis and dwell time are the planner's (topod.conf [load]). */
+bool policy_when_holds(const PolicyWhen *w, const PolicyMachine *m);
+
+/* The facts of one task that [match] looks at. NULL strings never match a
+ * pattern for them. */
+typedef struct PolicyTask {
+        PolicyClass class;
+        const char *comm, *exe, *cmdline, *cgroup, *user, *parent;
+        uint32_t uid;
+} PolicyTask;
+
+bool policy_match_task(const PolicyMatch *m, const PolicyTask *t);
+
+/* The first policy in precedence order that is in force (in_force[i]) and
+ * has a [place] and matches the task; -1 when none. */
+int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask *t);
+
+/* The kernel-wide outcome of the in-force policies. */
+typedef struct PolicyKernelPlan {
+        const char *cgroup_mode;    /* NULL = keep; points into the winning policy */
+        int cgroup_mode_policy;     /* index, -1 */
+        PolicyFeature *features;    /* winners, in first-seen order; names point into policies */
+        int *feature_policy;        /* index of the policy that set each */
+        size_t n_features;
+        PolicyConflict *conflicts;
+        size_t n_conflicts;
+} PolicyKernelPlan;
+
+PolicyKernelPlan *policy_kernel_plan_free(PolicyKernelPlan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyKernelPlan *, policy_kernel_plan_free);
+
+int policy_set_resolve_kernel(const PolicySet *s, const bool *in_force, PolicyKernelPlan **ret);
+
+/* Two [when]s that can hold at the same time, as far as their lines tell. */
+bool policy_when_may_overlap(const PolicyWhen *a, const PolicyWhen *b);
+/* Can a [when] hold at all (no contradiction between its own lines)? */
+bool policy_when_satisfiable(const PolicyWhen *w);
+/* Same tasks: equal classes and equal pattern sets per field. */
+bool policy_match_equal(const PolicyMatch *a, const PolicyMatch *b);
+
+/* Names for printing and parsing. */
+const char *policy_cmp_to_string(PolicyCmp c);
+const char *policy_when_kind_to_string(PolicyWhenKind k);
+const char *policy_class_to_string(PolicyClass c);
+const char *policy_match_field_to_string(PolicyMatchField f);
+const char *policy_cookie_to_string(PolicyCookie c);
+const char *policy_cpus_to_string(PolicyCpus c);
+const char *policy_spread_to_string(PolicySpread s);
+
+/* cgroup_mode words topod knows of (the kernel's list decides; see
+ * policy-check.h). NULL-terminated. */
+extern const char *const policy_known_cgroup_modes[];

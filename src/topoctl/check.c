@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/json.h"
+#include "base/macro.h"
+#include "base/root.h"
+#include "base/util.h"
+#include "decide/config.h"
+#include "decide/diag.h"
+#include "decide/policy-check.h"
+#include "decide/policy-read.h"
+#include "decide/policy.h"
+#include "observe/kernelcaps.h"
+#include "observe/topology.h"
+
+#define EXIT_USAGE 2
+
+static bool endswith(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+
+        return a >= b && streq(s + a - b, suffix);
+}
+
+static int prefixed(const char *root_dir, const char *path, char **ret) {
+        size_t n;
+
+        if (!root_dir || streq(root_dir, "/"))
+                return (*ret = strdup(path)) ? 0 : -ENOMEM;
+        n = strlen(root_dir);
+        while (n > 0 && root_dir[n - 1] == '/')
+                n--;
+        return asprintf(ret, "%.*s/%s", (int) n, root_dir, path + (path[0] == '/')) < 0 ? -ENOMEM : 0;
+}
+
+/* The machine: topology and kernel caps below root_dir. What cannot be
+ * loaded is said on stderr and left NULL, and its checks are skipped. */
+static void load_machine(const char *root_dir, Topology **ret_t, KernelCaps **ret_c, uint64_t *ret_kernel) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_free_ char *release = NULL;
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = root_dir };
+        int k;
+
+        *ret_t = NULL;
+        *ret_c = NULL;
+        *ret_kernel = 0;
+        k = root_open(root_dir, &root);
+        if (k < 0) {
+                fprintf(stderr, "topoctl: cannot open root %s: %s; machine checks skipped\n", root_dir ?: "/", strerror(-k));
+                return;
+        }
+        k = topology_load(&src, ret_t);
+        if (k < 0)
+                fprintf(stderr, "topoctl: cannot load the topology: %s; topology checks skipped\n", strerror(-k));
+        k = kernelcaps_probe(root, NULL, ret_c);
+        if (k < 0)
+                fprintf(stderr, "topoctl: kernel capability probe failed: %s; kernel checks skipped\n", strerror(-k));
+        if (root_read_line(root, "proc/sys/kernel/osrelease", &release) >= 0 &&
+            policy_parse_kernel_version(release, ret_kernel) < 0)
+                *ret_kernel = 0;
+}
+
+static void print_text(const Diagnostics *d, bool strict) {
+        for (size_t i = 0; i < d->n; i++) {
+                const Diagnostic *x = &d->items[i];
+                bool as_error = x->severity == DIAG_ERROR || strict;
+
+                if (x->line > 0)
+                        printf("%s:%u: %s: %s%s\n", x->file, x->line, as_error ? "error" : "warning", x->message,
+                               x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
+                else
+                        printf("%s: %s: %s%s\n", x->file, as_error ? "error" : "warning", x->message,
+                               x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
+        }
+        if (d->truncated)
+                printf("topoctl: error: more than %u findings; the rest are not shown\n", DIAG_MAX);
+}
+
+static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c, char *const *checked, bool strict,
+                       bool offline, bool ok) {
+        _cleanup_(json_freep) Json *j = json_new(stdout, true);
+
+        if (!j)
+                return;
+        json_object_begin(j);
+        json_kv_bool(j, "valid", ok);
+        json_kv_bool(j, "strict", strict);
+        json_kv_bool(j, "offline", offline);
+        json_kv_uint(j, "errors", d->n_errors);
+        json_kv_uint(j, "warnings", d->n_warnings);
+        json_kv_bool(j, "truncated", d->truncated);
+        json_key(j, "checked");
+        json_array_begin(j);
+        for (char *const *p = checked; p && *p; p++)
+                json_string(j, *p);
+        json_array_end(j);
+        json_key(j, "diagnostics");
+        json_array_begin(j);
+        for (size_t i = 0; i < d->n; i++) {
+                const Diagnostic *x = &d->items[i];
+
+                json_object_begin(j);
+                json_kv_string(j, "file", x->file);
+                json_kv_uint(j, "line", x->line);
+                json_kv_string(j, "severity", diag_severity_to_string(x->severity));
+                json_kv_string(j, "id", x->id);
+                json_kv_string(j, "message", x->message);
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_key(j, "policies");
+        json_array_begin(j);
+        for (size_t i = 0; s && i < s->n; i++) {
+                const Policy *p = s->policies[i];
+
+                json_object_begin(j);
+                json_kv_string(j, "name", p->name);
+                json_kv_string(j, "file", p->file);
+                json_kv_int(j, "priority", p->priority);
+                json_kv_bool(j, "enabled", p->enabled);
+                json_kv_string(j, "group", p->place.present ? p->place.group : NULL);
+                json_kv_string(j, "cookie", p->place.present ? policy_cookie_to_string(p->place.cookie) : NULL);
+                json_kv_string(j, "cgroup_mode", p->cgroup_mode ?: "keep");
+                json_object_end(j);
+        }
+        json_array_end(j);
+        if (c) {
+                json_key(j, "config");
+                json_object_begin(j);
+                json_kv_string(j, "policies_dir", c->policies_dir);
+                json_kv_string(j, "cgroup_root", c->cgroup_root);
+                json_kv_string(j, "hierarchy", config_hierarchy_to_string(c->hierarchy));
+                json_kv_string(j, "seccomp", config_seccomp_to_string(c->seccomp));
+                json_kv_string(j, "log_level", config_log_level_to_string(c->log_level));
+                json_kv_uint(j, "sample_interval_usec", c->sample_interval_usec);
+                json_kv_uint(j, "rescan_interval_usec", c->rescan_interval_usec);
+                json_kv_bool(j, "restore_on_exit", c->restore_on_exit);
+                json_object_end(j);
+        }
+        json_object_end(j);
+}
+
+int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *set = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_strv_free_ char **policy_paths = calloc(1, sizeof(char *));
+        _cleanup_strv_free_ char **checked = calloc(1, sizeof(char *));
+        _cleanup_(topology_freep) Topology *topology = NULL;
+        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
+        uint64_t kernel = 0;
+        bool ok;
+        int k;
+
+        if (!d || !policy_paths || !checked)
+                goto oom;
+        for (size_t i = 0; i < n_paths; i++)
+                if (!paths[i] || !*paths[i]) {
+                        fputs("topoctl: check: empty path\nTry 'topoctl --help' for more information.\n", stderr);
+                        return EXIT_USAGE;
+                }
+
+        if (n_paths == 0) {
+                _cleanup_free_ char *conf = NULL, *dir = NULL;
+                struct stat st;
+
+                if (prefixed(root_dir, CONFIG_DEFAULT_PATH, &conf) < 0)
+                        goto oom;
+                k = config_read(conf, false, d, &config);
+                if (k == -ENOMEM)
+                        goto oom;
+                if (strv_push_dup(&checked, conf) < 0)
+                        goto oom;
+                if (prefixed(root_dir, config ? config->policies_dir : CONFIG_DEFAULT_POLICIES_DIR, &dir) < 0)
+                        goto oom;
+                if (stat(dir, &st) < 0 && errno == ENOENT) {
+                        if (diag_add(d, DIAG_WARNING, dir, 0, "io", "%s", "no policies directory: topod would apply no policy") < 0)
+                                goto oom;
+                } else if (strv_push_dup(&policy_paths, dir) < 0)
+                        goto oom;
+        } else
+                for (size_t i = 0; i < n_paths; i++) {
+                        struct stat st;
+
+                        if (strv_push_dup(&checked, paths[i]) < 0)
+                                goto oom;
+                        if (endswith(paths[i], ".conf") && stat(paths[i], &st) >= 0 && !S_ISDIR(st.st_mode)) {
+                                _cleanup_(config_freep) Config *c = NULL;
+
+                                k = config_read(paths[i], true, d, &c);
+                                if (k == -ENOMEM)
+                                        goto oom;
+                                if (!config)
+                                        config = TAKE_PTR(c);
+                                continue;
+                        }
+                        if (strv_push_dup(&policy_paths, paths[i]) < 0)
+                                goto oom;
+                }
+
+        if (policy_paths[0]) {
+                k = policy_read_paths(policy_paths, strv_length(policy_paths), d, &set);
+                if (k == -ENOMEM)
+                        goto oom;
+        }
+        if (set) {
+                if (!offline)
+                        load_machine(root_dir, &topology, &caps, &kernel);
+                k = check_policy_set(set, topology, caps, kernel, d);
+                if (k < 0)
+                        goto oom;
+        }
+
+        diag_sort(d);
+        ok = d->n_errors == 0 && (!strict || d->n_warnings == 0);
+        if (json)
+                print_json(d, set, config, checked, strict, offline, ok);
+        else
+                print_text(d, strict);
+        if (d->n_errors + d->n_warnings > 0)
+                fprintf(stderr, "topoctl: %zu error%s, %zu warning%s%s\n", d->n_errors, d->n_errors == 1 ? "" : "s",
+                        d->n_warnings, d->n_warnings == 1 ? "" : "s",
+                        strict && d->n_warnings > 0 ? " (warnings count as errors with --strict)" : "");
+        if (fflush(stdout) != 0)
+                return EXIT_FAILURE;
+        return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+
+oom:
+        fputs("topoctl: out of memory\n", stderr);
+        return EXIT_FAILURE;
+}
