@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "check.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,15 +51,15 @@ static void load_machine(const char *root_dir, Topology **ret_t, KernelCaps **re
         *ret_kernel = 0;
         k = root_open(root_dir, &root);
         if (k < 0) {
-                fprintf(stderr, "topoctl: cannot open root %s: %s; machine checks skipped\n", root_dir ?: "/", strerror(-k));
+                fprintf(stderr, "%s: cannot open root %s: %s; machine checks skipped\n", program_invocation_short_name, root_dir ?: "/", strerror(-k));
                 return;
         }
         k = topology_load(&src, ret_t);
         if (k < 0)
-                fprintf(stderr, "topoctl: cannot load the topology: %s; topology checks skipped\n", strerror(-k));
+                fprintf(stderr, "%s: cannot load the topology: %s; topology checks skipped\n", program_invocation_short_name, strerror(-k));
         k = kernelcaps_probe(root, NULL, ret_c);
         if (k < 0)
-                fprintf(stderr, "topoctl: kernel capability probe failed: %s; kernel checks skipped\n", strerror(-k));
+                fprintf(stderr, "%s: kernel capability probe failed: %s; kernel checks skipped\n", program_invocation_short_name, strerror(-k));
         if (root_read_line(root, "proc/sys/kernel/osrelease", &release) >= 0 &&
             policy_parse_kernel_version(release, ret_kernel) < 0)
                 *ret_kernel = 0;
@@ -77,7 +78,7 @@ static void print_text(const Diagnostics *d, bool strict) {
                                x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
         }
         if (d->truncated)
-                printf("topoctl: error: more than %u findings; the rest are not shown\n", DIAG_MAX);
+                printf("%s: error: more than %u findings; the rest are not shown\n", program_invocation_short_name, DIAG_MAX);
 }
 
 static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c, char *const *checked, bool strict,
@@ -160,7 +161,7 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
                 goto oom;
         for (size_t i = 0; i < n_paths; i++)
                 if (!paths[i] || !*paths[i]) {
-                        fputs("topoctl: check: empty path\nTry 'topoctl --help' for more information.\n", stderr);
+                        fprintf(stderr, "%s: check: empty path\nTry '%s --help' for more information.\n", program_invocation_short_name, program_invocation_short_name);
                         return EXIT_USAGE;
                 }
 
@@ -222,7 +223,7 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
         else
                 print_text(d, strict);
         if (d->n_errors + d->n_warnings > 0)
-                fprintf(stderr, "topoctl: %zu error%s, %zu warning%s%s\n", d->n_errors, d->n_errors == 1 ? "" : "s",
+                fprintf(stderr, "%s: %zu error%s, %zu warning%s%s\n", program_invocation_short_name, d->n_errors, d->n_errors == 1 ? "" : "s",
                         d->n_warnings, d->n_warnings == 1 ? "" : "s",
                         strict && d->n_warnings > 0 ? " (warnings count as errors with --strict)" : "");
         if (fflush(stdout) != 0)
@@ -230,6 +231,6 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
         return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 
 oom:
-        fputs("topoctl: out of memory\n", stderr);
+        fprintf(stderr, "%s: out of memory\n", program_invocation_short_name);
         return EXIT_FAILURE;
 }

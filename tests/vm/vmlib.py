@@ -210,7 +210,7 @@ class Initramfs:
 
     def dir(self, path, mode=0o755):
         self._parents(path)
-        self.entries.setdefault(path, ("dir", None, mode))
+        self.entries[path] = ("dir", None, mode)
 
     def file(self, path, host_path=None, data=None, mode=None):
         self._parents(path)
