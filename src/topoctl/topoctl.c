@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* topoctl: ask topod, or the machine, what it sees and what it would do. */
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 #include "base/root.h"
 #include "base/util.h"
 #include "check.h"
+#include "classify-verb.h"
+#include "decide/config.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
@@ -26,6 +30,7 @@ typedef struct Args {
         bool json;
         bool strict;
         bool offline;
+        ClassifyVerbArgs classify;
         int argc;      /* positional arguments after the verb */
         char **argv;
 } Args;
@@ -50,6 +55,7 @@ static void help(void) {
                "  topology        Print packages, NUMA nodes, LLCs, cores, PUs, SMT siblings\n"
                "  status          Print the kernel capability probe, one line per capability\n"
                "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
+               "  classify        Watch threads for a while; print class, evidence, policy\n"
                "\n"
                "Options:\n"
                "      --json            Print JSON instead of text\n"
@@ -58,6 +64,13 @@ static void help(void) {
                "      --synthetic DESC  topology: use an hwloc synthetic description\n"
                "      --strict          check: warnings are errors\n"
                "      --offline         check: no warnings against this machine\n"
+               "      --samples N       classify: scans after the first (default: window + dwell)\n"
+               "      --interval TIME   classify: time between scans (default: sample_interval)\n"
+               "      --pid PID         classify: only this process or thread\n"
+               "      --all             classify: kernel threads too\n"
+               "      --events          classify: list proc-connector events seen meanwhile\n"
+               "      --config FILE     classify: topod.conf to read (default /etc/topod/topod.conf)\n"
+               "      --policies PATH   classify: policies to match (default: the config's policies_dir)\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
                "\n"
@@ -151,6 +164,18 @@ static int verb_check(const Args *a) {
         return topoctl_check(a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root);
 }
 
+static int verb_classify(const Args *a) {
+        ClassifyVerbArgs c = a->classify;
+
+        if (a->argc > 0)
+                return usage_error("classify takes no arguments, got '%s'", a->argv[0]);
+        if (a->xml || a->synthetic)
+                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
+        c.root = a->root;
+        c.json = a->json;
+        return topoctl_classify(&c);
+}
+
 static const struct {
         const char *name;
         int (*run)(const Args *a);
@@ -158,10 +183,12 @@ static const struct {
         { "topology", verb_topology },
         { "status", verb_status },
         { "check", verb_check },
+        { "classify", verb_classify },
 };
 
 int main(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION, ARG_STRICT, ARG_OFFLINE };
+        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION, ARG_STRICT, ARG_OFFLINE,
+               ARG_SAMPLES, ARG_INTERVAL, ARG_PID, ARG_ALL, ARG_EVENTS, ARG_CONFIG, ARG_POLICIES };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -171,6 +198,13 @@ int main(int argc, char *argv[]) {
                 { "synthetic", required_argument, NULL, ARG_SYNTHETIC },
                 { "strict", no_argument, NULL, ARG_STRICT },
                 { "offline", no_argument, NULL, ARG_OFFLINE },
+                { "samples", required_argument, NULL, ARG_SAMPLES },
+                { "interval", required_argument, NULL, ARG_INTERVAL },
+                { "pid", required_argument, NULL, ARG_PID },
+                { "all", no_argument, NULL, ARG_ALL },
+                { "events", no_argument, NULL, ARG_EVENTS },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "policies", required_argument, NULL, ARG_POLICIES },
                 {},
         };
         Args a = {};
@@ -202,6 +236,46 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_OFFLINE:
                         a.offline = true;
+                        break;
+                case ARG_SAMPLES: {
+                        char *end;
+                        unsigned long v;
+
+                        errno = 0;
+                        v = strtoul(optarg, &end, 10);
+                        if (errno || *end || end == optarg || v < 1 || v > 3600)
+                                return usage_error("--samples takes a number from 1 to 3600, got '%s'", optarg);
+                        a.classify.samples = (unsigned) v;
+                        break;
+                }
+                case ARG_INTERVAL:
+                        if (config_parse_duration(optarg, &a.classify.interval_usec) < 0 ||
+                            a.classify.interval_usec < 10000 || a.classify.interval_usec > 3600000000u)
+                                return usage_error("--interval takes a time from 10ms to 1h (e.g. 500ms, 2s), got '%s'",
+                                                   optarg);
+                        break;
+                case ARG_PID: {
+                        char *end;
+                        long v;
+
+                        errno = 0;
+                        v = strtol(optarg, &end, 10);
+                        if (errno || *end || end == optarg || v <= 0 || v > INT32_MAX)
+                                return usage_error("--pid takes a process or thread id, got '%s'", optarg);
+                        a.classify.pid = (pid_t) v;
+                        break;
+                }
+                case ARG_ALL:
+                        a.classify.all = true;
+                        break;
+                case ARG_EVENTS:
+                        a.classify.events = true;
+                        break;
+                case ARG_CONFIG:
+                        a.classify.config = optarg;
+                        break;
+                case ARG_POLICIES:
+                        a.classify.policies = optarg;
                         break;
                 case '?':
                         if (optopt)

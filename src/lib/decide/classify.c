@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide/config.h"
+
 void classify_params_default(ClassifyParams *ret) {
         *ret = (ClassifyParams) {
                 .window_usec = 5000000,
@@ -22,6 +24,15 @@ void classify_params_default(ClassifyParams *ret) {
                 .latency_voluntary_min_pct = 80,
                 .latency_cpu_max_pct = 20,
         };
+}
+
+void classify_params_from_config(const Config *c, ClassifyParams *ret) {
+        classify_params_default(ret);
+        ret->window_usec = c->classify_window_usec;
+        ret->avx_recent_ms = c->avx512_recent_usec / 1000u;
+        ret->latency_voluntary_min_pct = c->latency_voluntary_min;
+        ret->latency_cpu_max_pct = c->latency_cpu_max;
+        ret->throughput_cpu_min_pct = c->throughput_cpu_min;
 }
 
 int classifier_new(const ClassifyParams *params, Classifier **ret) {
@@ -190,7 +201,9 @@ static void thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFac
                         f->has_ctxt && t->last_has_ctxt ? sub_or_zero(f->nonvoluntary_ctxt, t->last_involuntary) : 0,
                 /* elapsed_ms is the time since the last use at the moment of
                  * reading: in use during this sample if within the window. */
-                .avx_used = f->avx == PROC_AVX_ELAPSED && f->avx_elapsed_ms <= p->avx_recent_ms,
+                .avx_used = f->avx == PROC_AVX_ELAPSED && f->avx_elapsed_ms <= p->avx_recent_ms &&
+                            f->sched.run_ns > t->last_sched.run_ns, /* an idle thread used nothing; its
+                                                                       elapsed_ms may be stale */
                 .has_ctxt = f->has_ctxt && t->last_has_ctxt,
                 .avx_line = f->avx != PROC_AVX_NO_LINE,
         };

@@ -59,6 +59,9 @@ typedef struct ClassifyParams {
 } ClassifyParams;
 
 void classify_params_default(ClassifyParams *ret);
+/* The defaults with topod.conf's [classifier] keys over them. */
+struct Config;
+void classify_params_from_config(const struct Config *c, ClassifyParams *ret);
 
 /* The figures over the window and the rule that decided. Percentages are in
  * tenths of a percent (permille) to stay integral and reproducible. */

@@ -292,7 +292,7 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
         ProcSchedstat ss;
         int fd = -EBADF, k;
 
-        if (h) {
+        if (h && h->fd >= 0) {
                 fd = h->fd;
                 h->fd = -EBADF; /* moves to the new held set, or is closed below */
                 if (pread_schedstat(fd, &ss) < 0) {
@@ -484,6 +484,17 @@ TaskScanner *task_scanner_free(TaskScanner *s) {
         task_snapshot_free(s->prev);
         free(s);
         return NULL;
+}
+
+void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
+        Held *h = find_held(s, tid);
+
+        /* Without its held schedstat the thread is new to the next scan,
+         * and when it is a leader, so is its process. */
+        if (h && h->fd >= 0) {
+                close(h->fd);
+                h->fd = -EBADF;
+        }
 }
 
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret) {

@@ -95,6 +95,11 @@ int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret
 TaskScanner *task_scanner_free(TaskScanner *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TaskScanner *, task_scanner_free);
 
+/* Forget what is known of this task, so the next scan reads it afresh (a
+ * proc-connector EXEC or COMM said it changed). Pass the tgid of an exec:
+ * the process's facts are read again too. */
+void task_scanner_invalidate(TaskScanner *s, pid_t tid);
+
 /* full: read every file of every thread. The snapshot is the caller's. */
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
 
