@@ -19,6 +19,7 @@ Environment:
     TOPOD_VM_LOGDIR   where run directories (console log, outputs) go
     TOPOD_VM_VERBOSE  1 = copy the guest console to stdout after each run
     TOPOD_VM_QEMU     qemu binary (default: qemu-system-x86_64 on PATH)
+    TOPOD_VM_REQUIRED 1 = a skip is a failure (CI sets it: the tier must run)
 
 Run it directly for ad-hoc experiments:
     TOPOD_VM_KERNEL=... python3 tests/vm/vmlib.py [--bin name=PATH]... \
@@ -674,6 +675,10 @@ def main(fn, args=None):
         rc = fn(args)
     except Skip as e:
         title, lines = e.args[0] if e.args and isinstance(e.args[0], tuple) else (str(e), [])
+        if os.environ.get("TOPOD_VM_REQUIRED") == "1":
+            # CI promises this tier runs: a skip there is a failure.
+            loud("topod VM test FAILED: TOPOD_VM_REQUIRED=1 but the tier cannot run: " + title, lines)
+            sys.exit(1)
         loud("topod VM test SKIPPED (exit 77): " + title, lines)
         sys.exit(SKIP)
     except VMFailure as e:
