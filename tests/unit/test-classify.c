@@ -4,6 +4,7 @@
  * the glibc AVX-512 memcpy false positive. */
 
 #include "decide/classify.h"
+#include "decide/config.h"
 #include "tests.h"
 
 /* A thread's counters, advanced one sample at a time. */
@@ -249,7 +250,62 @@ static void test_deterministic(void) {
         ASSERT_TRUE(memcmp(classifier_find(a, 50), classifier_find(b, 50), sizeof(ThreadClass)) == 0);
 }
 
+/* topod.conf's [classifier] keys reach the classifier; the defaults of both
+ * are one. */
+static void test_params_from_config(void) {
+        static const char text[] = "[classifier]\ndwell = 500ms\nmajority = 50%\nmin_samples = 2\n"
+                                   "latency_wakeups_min = 40\nlatency_burst_max = 1ms\nthroughput_burst_min = 0\n"
+                                   "throughput_voluntary_max = 30%\navx_busy_min = 25%\nwindow = 2s\n"
+                                   "min_task_age = 0\n";
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        ClassifyParams p, def;
+
+        ASSERT_OK(config_new(&c));
+        classify_params_default(&def);
+        classify_params_from_config(c, &p);
+        ASSERT_TRUE(memcmp(&p, &def, sizeof(p)) == 0);
+
+        ASSERT_OK(config_parse(c, text, sizeof(text) - 1, "t.conf", d));
+        classify_params_from_config(c, &p);
+        ASSERT_EQ(p.dwell_usec, 500000);
+        ASSERT_EQ(p.majority_pct, 50);
+        ASSERT_EQ(p.min_samples, 2);
+        ASSERT_EQ(p.latency_wakeups_min, 40);
+        ASSERT_EQ(p.latency_burst_max_usec, 1000);
+        ASSERT_EQ(p.throughput_burst_min_usec, 0);
+        ASSERT_EQ(p.throughput_voluntary_max_pct, 30);
+        ASSERT_EQ(p.avx_busy_min_pct, 25);
+        ASSERT_EQ(p.window_usec, 2000000);
+        ASSERT_EQ(p.min_age_usec, 0);
+}
+
+/* A thread seen for less than min_age is not classified, whatever it does. */
+static void test_min_age(void) {
+        _cleanup_(classifier_freep) Classifier *c = NULL;
+        ClassifyParams p;
+        Sim s;
+
+        classify_params_default(&p);
+        p.min_age_usec = 8000000;
+        p.dwell_usec = 0;
+        ASSERT_OK(classifier_new(&p, &c));
+        sim_init(&s, 60, false);
+        feed(c, &s, 1, 0);
+        for (uint64_t t = 1; t <= 7; t++) {
+                sim_step(&s, 1000, 1, 0, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 60), POLICY_CLASS_OTHER);
+        ASSERT_EQ(classifier_find(c, 60)->evidence.rule, CLASSIFY_RULE_WARMING_UP);
+        sim_step(&s, 1000, 1, 0, 0, -1);
+        feed(c, &s, 1, 8);
+        ASSERT_EQ(class_of(c, 60), POLICY_CLASS_THROUGHPUT);
+}
+
 int main(void) {
+        RUN(test_params_from_config);
+        RUN(test_min_age);
         RUN(test_classes);
         RUN(test_avx_false_positive);
         RUN(test_no_avx_line);

@@ -11,6 +11,7 @@
 void classify_params_default(ClassifyParams *ret) {
         *ret = (ClassifyParams) {
                 .window_usec = 5000000,
+                .min_age_usec = 1000000,
                 .min_samples = 3,
                 .majority_pct = 60,
                 .dwell_usec = 2000000,
@@ -33,6 +34,15 @@ void classify_params_from_config(const Config *c, ClassifyParams *ret) {
         ret->latency_voluntary_min_pct = c->latency_voluntary_min;
         ret->latency_cpu_max_pct = c->latency_cpu_max;
         ret->throughput_cpu_min_pct = c->throughput_cpu_min;
+        ret->min_age_usec = c->min_task_age_usec;
+        ret->dwell_usec = c->classify_dwell_usec;
+        ret->majority_pct = c->classify_majority;
+        ret->min_samples = c->classify_min_samples;
+        ret->avx_busy_min_pct = c->avx_busy_min;
+        ret->latency_wakeups_min = c->latency_wakeups_min;
+        ret->latency_burst_max_usec = c->latency_burst_max_usec;
+        ret->throughput_burst_min_usec = c->throughput_burst_min_usec;
+        ret->throughput_voluntary_max_pct = c->throughput_voluntary_max;
 }
 
 int classifier_new(const ClassifyParams *params, Classifier **ret) {
@@ -151,7 +161,7 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_
         if (kernel_thread) {
                 e.rule = CLASSIFY_RULE_KERNEL;
                 e.verdict = POLICY_CLASS_OTHER;
-        } else if (n < p->min_samples) {
+        } else if (n < p->min_samples || t->last_usec - t->first_seen_usec < p->min_age_usec) {
                 e.rule = CLASSIFY_RULE_WARMING_UP;
                 e.verdict = t->class;
         } else {
@@ -178,6 +188,7 @@ static void thread_init(ThreadClass *t, const TaskFacts *f, uint64_t now) {
         *t = (ThreadClass) {
                 .tid = f->tid,
                 .start_time = f->start_time,
+                .first_seen_usec = now,
                 .last_usec = now,
                 .last_sched = f->sched,
                 .last_has_ctxt = f->has_ctxt,
@@ -309,7 +320,8 @@ int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p,
                 fputs("topod never touches kernel threads", f);
                 break;
         case CLASSIFY_RULE_WARMING_UP:
-                fprintf(f, "%u of %u samples", e->samples, p->min_samples);
+                fprintf(f, "%u of %u samples, or seen for less than %" PRIu64 " ms", e->samples, p->min_samples,
+                        p->min_age_usec / 1000);
                 break;
         case CLASSIFY_RULE_NONE:
                 break;

@@ -13,7 +13,8 @@
  * the dwell time (hysteresis), so a thread does not flap.
  *
  * A kernel thread is other and never managed; with fewer than min_samples
- * samples the class stays as it is (warming up). The rules for one sample,
+ * samples, or seen for less than min_age, the class stays as it is (warming
+ * up). The rules for one sample,
  * first that holds wins (thresholds in ClassifyParams):
  *   avx        the arch_status AVX-512 line is present, AVX-512 was used
  *              within avx_recent_ms of the sample's end, AND the thread used
@@ -44,6 +45,7 @@
 
 typedef struct ClassifyParams {
         uint64_t window_usec;
+        uint64_t min_age_usec; /* seen for less than this: not classified yet */
         unsigned min_samples;
         unsigned majority_pct;
         uint64_t dwell_usec;
@@ -101,6 +103,7 @@ typedef struct ClassSample {
 typedef struct ThreadClass {
         pid_t tid;
         uint64_t start_time;
+        uint64_t first_seen_usec;
 
         /* Counters at the last snapshot. */
         uint64_t last_usec;

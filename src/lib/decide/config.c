@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "decide/classify.h"
 
 static const char *const hierarchy_names[_CONFIG_HIERARCHY_MAX + 1] = { "auto", "flat", "nested", NULL };
 static const char *const seccomp_names[_CONFIG_SECCOMP_MAX + 1] = { "off", "log", "enforce", NULL };
@@ -39,17 +40,31 @@ int config_new(Config **ret) {
                 .seccomp = CONFIG_SECCOMP_ENFORCE,
                 .cgroup_root = strdup("/topod.slice"),
                 .hierarchy = CONFIG_HIERARCHY_AUTO,
-                .avx512_recent_usec = 200 * USEC_PER_MSEC,
-                .latency_voluntary_min = 80,
-                .latency_cpu_max = 20,
-                .throughput_cpu_min = 80,
-                .classify_window_usec = 5 * USEC_PER_SEC,
-                .min_task_age_usec = 1 * USEC_PER_SEC,
                 .load_hysteresis = 5,
                 .load_dwell_usec = 30 * USEC_PER_SEC,
         };
         if (!c->policies_dir || !c->cgroup_root)
                 return -ENOMEM;
+        {
+                /* One source for the classifier's defaults. */
+                ClassifyParams p;
+
+                classify_params_default(&p);
+                c->avx512_recent_usec = p.avx_recent_ms * USEC_PER_MSEC;
+                c->latency_voluntary_min = p.latency_voluntary_min_pct;
+                c->latency_cpu_max = p.latency_cpu_max_pct;
+                c->throughput_cpu_min = p.throughput_cpu_min_pct;
+                c->classify_window_usec = p.window_usec;
+                c->min_task_age_usec = p.min_age_usec;
+                c->classify_dwell_usec = p.dwell_usec;
+                c->classify_majority = p.majority_pct;
+                c->classify_min_samples = p.min_samples;
+                c->avx_busy_min = p.avx_busy_min_pct;
+                c->latency_wakeups_min = p.latency_wakeups_min;
+                c->latency_burst_max_usec = p.latency_burst_max_usec;
+                c->throughput_burst_min_usec = p.throughput_burst_min_usec;
+                c->throughput_voluntary_max = p.throughput_voluntary_max_pct;
+        }
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -97,6 +112,7 @@ typedef enum KeyType {
         KEY_BOOL,
         KEY_PERCENT,
         KEY_ENUM,
+        KEY_UINT,
 } KeyType;
 
 typedef struct KeyDef {
@@ -126,6 +142,14 @@ static const KeyDef keys[] = {
         { "classifier", "throughput_cpu_min", KEY_PERCENT, OFF(throughput_cpu_min), 0, 100, NULL, 0 },
         { "classifier", "window", KEY_DURATION, OFF(classify_window_usec), 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "min_task_age", KEY_DURATION, OFF(min_task_age_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
+        { "classifier", "dwell", KEY_DURATION, OFF(classify_dwell_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
+        { "classifier", "majority", KEY_PERCENT, OFF(classify_majority), 1, 100, NULL, 0 },
+        { "classifier", "min_samples", KEY_UINT, OFF(classify_min_samples), 1, 64, NULL, 0 },
+        { "classifier", "avx_busy_min", KEY_PERCENT, OFF(avx_busy_min), 0, 100, NULL, 0 },
+        { "classifier", "latency_wakeups_min", KEY_UINT, OFF(latency_wakeups_min), 0, 1000000, NULL, 0 },
+        { "classifier", "latency_burst_max", KEY_DURATION, OFF(latency_burst_max_usec), 1, 3600 * USEC_PER_SEC, NULL, 0 },
+        { "classifier", "throughput_burst_min", KEY_DURATION, OFF(throughput_burst_min_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
+        { "classifier", "throughput_voluntary_max", KEY_PERCENT, OFF(throughput_voluntary_max), 0, 100, NULL, 0 },
         { "load", "hysteresis", KEY_PERCENT, OFF(load_hysteresis), 0, 50, NULL, 0 },
         { "load", "dwell", KEY_DURATION, OFF(load_dwell_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
 };
@@ -274,6 +298,22 @@ static int on_key(void *userdata, const char *section, const char *key, const ch
                         return cerr(cp, line, "bad-value", "invalid %s '%s': expected a percentage such as 80%%", key, value);
                 if (u < kd->min || u > kd->max)
                         return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "%% to %" PRIu64 "%%)",
+                                    key, value, kd->min, kd->max);
+                *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
+                return 0;
+        }
+        case KEY_UINT: {
+                const char *s = value;
+
+                u = 0;
+                if (!isdigit((unsigned char) *s))
+                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a whole number", key, value);
+                for (; isdigit((unsigned char) *s) && u <= kd->max; s++)
+                        u = u * 10 + (uint64_t) (*s - '0');
+                if (*s && !isdigit((unsigned char) *s))
+                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a whole number", key, value);
+                if (u < kd->min || u > kd->max)
+                        return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 " to %" PRIu64 ")",
                                     key, value, kd->min, kd->max);
                 *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
                 return 0;

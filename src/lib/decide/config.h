@@ -67,7 +67,15 @@ typedef struct Config {
         unsigned latency_cpu_max;         /* ... and at most this share of a CPU */
         unsigned throughput_cpu_min;      /* at least this share of a CPU: throughput */
         uint64_t classify_window_usec;
-        uint64_t min_task_age_usec;       /* younger tasks are not classified yet */
+        uint64_t min_task_age_usec;       /* tasks seen for less than this are not classified yet */
+        uint64_t classify_dwell_usec;     /* a new class must hold this long */
+        unsigned classify_majority;       /* percent of the window's samples that decide */
+        unsigned classify_min_samples;
+        unsigned avx_busy_min;            /* percent of a CPU alongside AVX-512 use */
+        unsigned latency_wakeups_min;     /* voluntary switches per second */
+        uint64_t latency_burst_max_usec;
+        uint64_t throughput_burst_min_usec;
+        unsigned throughput_voluntary_max; /* percent */
 
         /* [load] */
         unsigned load_hysteresis;         /* percent points beyond a band edge before leaving it */
