@@ -581,18 +581,19 @@ static int key_when(Parser *ps, const char *key, PolicyCmp cmp, bool has_cmp, co
 
 static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsigned line) {
         PolicyPatterns *pp = &ps->p->match.fields[f];
+        const char *fname = fname;
         PolicyPattern *n;
         char *g;
         int k;
 
-        if ((k = check_string(ps, line, policy_match_field_to_string(f), value, POLICY_STRING_MAX)) <= 0)
+        if ((k = check_string(ps, line, fname, value, POLICY_STRING_MAX)) <= 0)
                 return k;
         if (!glob_brackets_ok(value))
                 return perr(ps, line, "bad-value", "invalid %s pattern '%s': '[' without a closing ']'",
-                            policy_match_field_to_string(f), value);
+                            fname, value);
         if ((f == POLICY_MATCH_EXE || f == POLICY_MATCH_CGROUP) && value[0] != '/' && value[0] != '*')
                 return perr(ps, line, "bad-value", "invalid %s pattern '%s': must start with '/' (or '*')",
-                            policy_match_field_to_string(f), value);
+                            fname, value);
         if (ps->n_rules >= POLICY_RULES_MAX) {
                 if (ps->rules_limit_reported)
                         return 0;
@@ -602,12 +603,12 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
         for (size_t i = 0; i < pp->n; i++)
                 if (streq(pp->items[i].glob, value))
                         return pwarn(ps, line, "duplicate-pattern", "%s pattern '%s' repeats line %u, ignoring",
-                                     policy_match_field_to_string(f), value, pp->items[i].line);
+                                     fname, value, pp->items[i].line);
         if ((f == POLICY_MATCH_COMM || f == POLICY_MATCH_PARENT) && !glob_has_magic(value) &&
             strlen(value) > TASK_COMM_MAX)
                 if ((k = pwarn(ps, line, "comm-too-long",
-                               "%s '%s' can never match: the kernel keeps at most %u characters of a command name",
-                               policy_match_field_to_string(f), value, TASK_COMM_MAX)) < 0)
+                               "%s pattern can never match: the kernel keeps at most %u characters of a command name",
+                               fname, TASK_COMM_MAX)) < 0)
                         return k;
 
         g = strdup(value);
