@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Workloads for the guest tests, each with a known class:
+ *
+ *   workload busy              spin: throughput
+ *   workload pingpong          two threads ("ping", "pong") waking each other
+ *                              through pipes as fast as they can: latency
+ *   workload idle [NAME [SEC]] sleep; after SEC seconds (default 1) rename
+ *                              itself to NAME with prctl (a proc-connector
+ *                              COMM event)
+ *
+ * A busy loop that shares its vCPU with others under TCG gets less than a
+ * whole CPU: the guest test's topod.conf asks for 50%.
+ *
+ * They run until killed. */
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static int ping[2], pong[2];
+
+static void *ponger(void *arg) {
+        char c;
+
+        (void) arg;
+        prctl(PR_SET_NAME, "pong");
+        for (;;) {
+                if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1)
+                        _exit(1);
+        }
+        return NULL;
+}
+
+static int pingpong(void) {
+        pthread_t t;
+        char c = 'x';
+
+        if (pipe(ping) < 0 || pipe(pong) < 0 || pthread_create(&t, NULL, ponger, NULL) != 0)
+                return 1;
+        prctl(PR_SET_NAME, "ping");
+        for (;;) {
+                if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+                        return 1;
+        }
+}
+
+int main(int argc, char *argv[]) {
+        if (argc >= 2 && strcmp(argv[1], "busy") == 0) {
+                volatile unsigned long n = 0;
+                for (;;)
+                        n++;
+        }
+        if (argc >= 2 && strcmp(argv[1], "pingpong") == 0)
+                return pingpong();
+        if (argc >= 2 && strcmp(argv[1], "idle") == 0) {
+                sleep(argc >= 4 ? (unsigned) atoi(argv[3]) : 1);
+                if (argc >= 3)
+                        prctl(PR_SET_NAME, argv[2]);
+                for (;;)
+                        pause();
+        }
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [SEC]]\n");
+        return 2;
+}
