@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/root.h"
+#include "decide/classify.h"
 #include "observe/tasks.h"
 
 #define THREADS_PER_CHILD 100
@@ -141,13 +142,23 @@ int main(int argc, char *argv[]) {
                 seen = s->n_tasks;
         }
 
+        printf("bench-scan: after one-shot scans: RSS %ld KiB, peak %ld KiB\n", status_kib("VmRSS:"), status_kib("VmHWM:"));
+        {
+                /* Reset the peak (VmHWM) so the scanner's own is measured. */
+                FILE *f = fopen("/proc/self/clear_refs", "we");
+                if (f) {
+                        fputs("5", f);
+                        fclose(f);
+                }
+        }
         {
                 _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+                _cleanup_(classifier_freep) Classifier *cl = NULL;
                 TaskScanStats st;
-                double inc_sum = 0, inc_min = 1e9;
+                double inc_sum = 0, inc_min = 1e9, cls_sum = 0;
 
                 k = task_scanner_new(root, NULL, &sc);
-                if (k < 0)
+                if (k < 0 || classifier_new(NULL, &cl) < 0)
                         return 1;
                 for (unsigned r = 0; r <= rounds; r++) {
                         _cleanup_(task_snapshot_freep) TaskSnapshot *s = NULL;
@@ -159,6 +170,11 @@ int main(int argc, char *argv[]) {
                                 fprintf(stderr, "scan failed: %s\n", strerror(-k));
                                 return 1;
                         }
+                        c0 = cpu_seconds();
+                        if (classifier_update(cl, s) < 0)
+                                return 1;
+                        if (r > 0)
+                                cls_sum += cpu_seconds() - c0;
                         if (r == 0) {
                                 printf("bench-scan: scanner first (cold) scan CPU %.2f ms\n", dc * 1e3);
                                 continue;
@@ -170,12 +186,14 @@ int main(int argc, char *argv[]) {
                 printf("bench-scan: scanner steady scan CPU mean %.2f ms, min %.2f ms (reread %u, reused %u, held fds %u%s)\n",
                        inc_sum / rounds * 1e3, inc_min * 1e3, st.threads_reread, st.threads_reused, st.held_fds,
                        st.fd_limit_hit ? ", fd limit hit" : "");
+                printf("bench-scan: classifier update CPU mean %.2f ms\n", cls_sum / rounds * 1e3);
+                printf("bench-scan: scanner + classifier RSS %ld KiB, peak %ld KiB (TaskFacts %zu B, ThreadClass %zu B)\n",
+                       status_kib("VmRSS:"), status_kib("VmHWM:"), sizeof(TaskFacts), sizeof(ThreadClass));
         }
         printf("bench-scan: extra idle threads %u, threads seen %zu, rounds %u\n", threads, seen, rounds);
         printf("bench-scan: full scan CPU mean %.2f ms, min %.2f ms; wall mean %.2f ms; %.2f us CPU per thread\n",
                cpu_sum / rounds * 1e3, cpu_min * 1e3, wall_sum / rounds * 1e3,
                seen ? cpu_sum / rounds / (double) seen * 1e6 : 0.0);
-        printf("bench-scan: RSS now %ld KiB, peak %ld KiB\n", status_kib("VmRSS:"), status_kib("VmHWM:"));
 
         for (unsigned i = 0; i < n_children; i++)
                 kill(children[i], SIGKILL);

@@ -247,7 +247,16 @@ static void test_deterministic(void) {
                 feed(a, &sa, 1, t);
                 feed(b, &sb, 1, t);
         }
-        ASSERT_TRUE(memcmp(classifier_find(a, 50), classifier_find(b, 50), sizeof(ThreadClass)) == 0);
+        {
+                const ThreadClass *x = classifier_find(a, 50), *y = classifier_find(b, 50);
+
+                ASSERT_EQ(x->class, y->class);
+                ASSERT_EQ(x->candidate, y->candidate);
+                ASSERT_EQ(x->ring_n, y->ring_n);
+                ASSERT_TRUE(memcmp(&x->evidence, &y->evidence, sizeof(x->evidence)) == 0);
+                ASSERT_TRUE(x->ring && y->ring);
+                ASSERT_TRUE(memcmp(x->ring, y->ring, CLASSIFY_RING_MAX * sizeof(ClassSample)) == 0);
+        }
 }
 
 /* topod.conf's [classifier] keys reach the classifier; the defaults of both
@@ -303,7 +312,40 @@ static void test_min_age(void) {
         ASSERT_EQ(class_of(c, 60), POLICY_CLASS_THROUGHPUT);
 }
 
+/* Sleeping threads keep no sample ring; one that wakes gets one, and loses
+ * it after a whole ring of idle samples. */
+static void test_idle_costs_nothing(void) {
+        _cleanup_(classifier_freep) Classifier *c = new_classifier();
+        Sim s;
+        uint64_t t = 0;
+
+        sim_init(&s, 70, true);
+        feed(c, &s, 1, t);
+        for (t = 1; t <= 10; t++) {
+                sim_step(&s, 0, 0, 0, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_NULL(classifier_find(c, 70)->ring);
+        ASSERT_EQ(classifier_find(c, 70)->evidence.rule, CLASSIFY_RULE_OTHER);
+        ASSERT_EQ(classifier_find(c, 70)->evidence.votes_permille[POLICY_CLASS_OTHER], 1000);
+
+        for (; t <= 20; t++) {
+                sim_step(&s, 1000, 1, 0, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_TRUE(classifier_find(c, 70)->ring != NULL);
+        ASSERT_EQ(class_of(c, 70), POLICY_CLASS_THROUGHPUT);
+
+        for (; t <= 20 + CLASSIFY_RING_MAX + 5; t++) {
+                sim_step(&s, 0, 0, 0, 0, -1);
+                feed(c, &s, 1, t);
+        }
+        ASSERT_EQ(class_of(c, 70), POLICY_CLASS_OTHER);
+        ASSERT_NULL(classifier_find(c, 70)->ring);
+}
+
 int main(void) {
+        RUN(test_idle_costs_nothing);
         RUN(test_params_from_config);
         RUN(test_min_age);
         RUN(test_classes);

@@ -63,3 +63,9 @@ static inline int negative_errno(void) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+
+/* free() that returns NULL, for p = mfree(p). */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}

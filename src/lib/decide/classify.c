@@ -63,6 +63,8 @@ int classifier_new(const ClassifyParams *params, Classifier **ret) {
 Classifier *classifier_free(Classifier *c) {
         if (!c)
                 return NULL;
+        for (size_t i = 0; i < c->n_threads; i++)
+                free(c->threads[i].ring);
         free(c->threads);
         free(c);
         return NULL;
@@ -129,8 +131,14 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_
         unsigned avx = 0, n = 0, votes[_POLICY_CLASS_MAX] = {};
         Figures f;
 
+        if (!t->ring) {
+                /* Idle throughout: every sample voted other. */
+                n = MIN(t->idle_run, CLASSIFY_RING_MAX);
+                dt = MIN(t->idle_usec, p->window_usec);
+                votes[POLICY_CLASS_OTHER] = n;
+        }
         /* Samples newest first, as many as fit the window. */
-        for (unsigned i = 0; i < t->ring_n; i++) {
+        for (unsigned i = 0; t->ring && i < t->ring_n; i++) {
                 const ClassSample *s = ring_at(t, i);
 
                 if (n > 0 && dt + s->dt_usec > p->window_usec)
@@ -202,7 +210,7 @@ static void thread_init(ThreadClass *t, const TaskFacts *f, uint64_t now) {
         t->evidence.avx_line = f->avx != PROC_AVX_NO_LINE;
 }
 
-static void thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFacts *f, uint64_t now) {
+static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFacts *f, uint64_t now) {
         ClassSample s = {
                 .dt_usec = sub_or_zero(now, t->last_usec),
                 .run_ns = sub_or_zero(f->sched.run_ns, t->last_sched.run_ns),
@@ -222,11 +230,28 @@ static void thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFac
         ClassifyEvidence e;
 
         if (s.dt_usec > 0) {
+                bool idle = s.run_ns == 0 && s.slices == 0 && s.voluntary == 0 && s.involuntary == 0;
+
                 s.verdict = classify_sample(p, &s);
-                t->ring[t->ring_head] = s;
-                t->ring_head = (t->ring_head + 1) % CLASSIFY_RING_MAX;
-                if (t->ring_n < CLASSIFY_RING_MAX)
-                        t->ring_n++;
+                if (idle) {
+                        t->idle_run++;
+                        t->idle_usec += s.dt_usec;
+                } else {
+                        t->idle_run = 0;
+                        t->idle_usec = 0;
+                }
+                if (!t->ring && !idle) {
+                        t->ring = calloc(CLASSIFY_RING_MAX, sizeof(ClassSample));
+                        if (!t->ring)
+                                return -ENOMEM;
+                        t->ring_head = t->ring_n = 0;
+                }
+                if (t->ring) {
+                        t->ring[t->ring_head] = s;
+                        t->ring_head = (t->ring_head + 1) % CLASSIFY_RING_MAX;
+                        if (t->ring_n < CLASSIFY_RING_MAX)
+                                t->ring_n++;
+                }
         }
         t->last_usec = now;
         t->last_sched = f->sched;
@@ -240,22 +265,28 @@ static void thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFac
 
         if (kernel) {
                 t->class = t->candidate = POLICY_CLASS_OTHER;
-                return;
-        }
-        /* Hysteresis: a new verdict must hold for the dwell time. */
-        if (e.verdict == t->class) {
+        } else if (e.verdict == t->class) {
+                /* Hysteresis: a new verdict must hold for the dwell time. */
                 t->candidate = t->class;
                 t->candidate_since_usec = now;
-                return;
+        } else {
+                if (e.verdict != t->candidate) {
+                        t->candidate = e.verdict;
+                        t->candidate_since_usec = now;
+                }
+                if (now - t->candidate_since_usec >= p->dwell_usec) {
+                        t->class = e.verdict;
+                        t->class_since_usec = now;
+                }
         }
-        if (e.verdict != t->candidate) {
-                t->candidate = e.verdict;
-                t->candidate_since_usec = now;
+
+        /* Back to sleep for a whole ring, and other: the ring goes. */
+        if (t->ring && t->idle_run >= CLASSIFY_RING_MAX && t->class == POLICY_CLASS_OTHER &&
+            t->candidate == POLICY_CLASS_OTHER) {
+                t->ring = mfree(t->ring);
+                t->ring_head = t->ring_n = 0;
         }
-        if (now - t->candidate_since_usec >= p->dwell_usec) {
-                t->class = e.verdict;
-                t->class_since_usec = now;
-        }
+        return 0;
 }
 
 int classifier_update(Classifier *c, const TaskSnapshot *snap) {
@@ -277,8 +308,20 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
                         i++;
                 if (i < c->n_threads && c->threads[i].tid == f->tid && c->threads[i].start_time == f->start_time &&
                     f->has_schedstat) {
+                        int k;
+
                         *t = c->threads[i];
-                        thread_sample(&c->params, t, f, now);
+                        c->threads[i].ring = NULL; /* moved */
+                        k = thread_sample(&c->params, t, f, now);
+                        if (k < 0) {
+                                /* Out of memory: drop the half-built array. The
+                                 * moved rings go with it; those threads start
+                                 * their history again next time. */
+                                for (size_t m = 0; m < n; m++)
+                                        free(next[m].ring);
+                                free(next);
+                                return k;
+                        }
                 } else {
                         thread_init(t, f, now);
                         if (f->kernel_thread) {
@@ -286,6 +329,9 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
                         }
                 }
         }
+        /* Threads gone from the snapshot: their rings go with them. */
+        for (size_t m = 0; m < c->n_threads; m++)
+                free(c->threads[m].ring);
         free(c->threads);
         c->threads = next;
         c->n_threads = n;

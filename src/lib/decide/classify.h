@@ -41,7 +41,8 @@
 #include "decide/policy.h"
 #include "observe/tasks.h"
 
-#define CLASSIFY_RING_MAX 64u
+/* Samples kept per thread that runs; idle threads keep none. */
+#define CLASSIFY_RING_MAX 32u
 
 typedef struct ClassifyParams {
         uint64_t window_usec;
@@ -111,8 +112,14 @@ typedef struct ThreadClass {
         bool last_has_ctxt;
         uint64_t last_voluntary, last_involuntary;
 
-        ClassSample ring[CLASSIFY_RING_MAX];
+        /* Samples, only while the thread shows activity: the ring is
+         * allocated at its first non-idle sample and freed once a whole ring
+         * of idle samples has passed and it is class other again. Most of
+         * a machine's threads sleep; they cost no ring. */
+        ClassSample *ring;
         unsigned ring_head, ring_n;
+        unsigned idle_run;     /* idle samples in a row */
+        uint64_t idle_usec;    /* and the time they covered */
 
         PolicyClass class;          /* after hysteresis */
         uint64_t class_since_usec;

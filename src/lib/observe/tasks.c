@@ -85,8 +85,14 @@ static ProcessFacts *process_facts_unref(ProcessFacts *p) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessFacts *, process_facts_unref);
 
+TaskSnapshot *task_snapshot_ref(TaskSnapshot *s) {
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
 TaskSnapshot *task_snapshot_free(TaskSnapshot *s) {
-        if (!s)
+        if (!s || --s->n_ref > 0)
                 return NULL;
         for (size_t i = 0; i < s->n_processes; i++)
                 process_facts_unref(s->processes[i]);
@@ -512,6 +518,7 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
 
         if (!snap)
                 return -ENOMEM;
+        snap->n_ref = 1;
         b.snap = snap;
         s->stats = (TaskScanStats) {};
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -563,30 +570,9 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
                 snap->tasks[i].parent_comm = p ? p->comm : NULL;
         }
 
-        /* The scanner keeps its own reference to compare against next time. */
-        {
-                TaskSnapshot *keep = calloc(1, sizeof(TaskSnapshot));
-
-                if (!keep)
-                        return -ENOMEM;
-                *keep = *snap;
-                keep->tasks = malloc(MAX(snap->n_tasks, (size_t) 1) * sizeof(TaskFacts));
-                keep->processes = malloc(MAX(snap->n_processes, (size_t) 1) * sizeof(ProcessFacts *));
-                if (!keep->tasks || !keep->processes) {
-                        free(keep->tasks);
-                        free(keep->processes);
-                        free(keep);
-                        return -ENOMEM;
-                }
-                memcpy(keep->tasks, snap->tasks, snap->n_tasks * sizeof(TaskFacts));
-                for (size_t i = 0; i < keep->n_tasks; i++)
-                        keep->tasks[i].parent_comm = NULL; /* pointed into the caller's copy */
-                memcpy(keep->processes, snap->processes, snap->n_processes * sizeof(ProcessFacts *));
-                for (size_t i = 0; i < snap->n_processes; i++)
-                        snap->processes[i]->refs++;
-                task_snapshot_free(s->prev);
-                s->prev = keep;
-        }
+        /* The scanner keeps a reference to compare the next scan against. */
+        task_snapshot_free(s->prev);
+        s->prev = task_snapshot_ref(snap);
         *ret = TAKE_PTR(snap);
         return 0;
 }

@@ -69,6 +69,7 @@ typedef struct TaskSnapshot {
         size_t n_processes;
         unsigned vanished;       /* tasks that exited while being read */
         unsigned unreadable;     /* tasks whose files could not be read for another reason */
+        unsigned n_ref;          /* the scanner keeps one to compare the next scan against */
 } TaskSnapshot;
 
 typedef struct TaskScanOps {
@@ -114,6 +115,9 @@ void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 
 /* One full scan without keeping anything. */
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
+/* Snapshots are shared (read-only) between the scanner and its callers:
+ * _free drops one reference. */
+TaskSnapshot *task_snapshot_ref(TaskSnapshot *s);
 TaskSnapshot *task_snapshot_free(TaskSnapshot *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TaskSnapshot *, task_snapshot_free);
 
