@@ -224,10 +224,12 @@ static int print_json(const Context *c) {
                 const TaskFacts *t = &c->snap->tasks[i];
                 const ThreadClass *tc = classifier_find(c->classifier, t->tid);
                 _cleanup_free_ char *line = NULL;
+                ClassifyEvidence ev;
                 int pol;
 
                 if (!wanted(c, t) || !tc)
                         continue;
+                classifier_evidence(c->classifier, tc, &ev);
                 pol = select_policy(c, t, tc->class);
                 json_object_begin(j);
                 json_kv_int(j, "tid", t->tid);
@@ -240,26 +242,26 @@ static int print_json(const Context *c) {
                 json_kv_string(j, "candidate", policy_class_to_string(tc->candidate));
                 json_key(j, "evidence");
                 json_object_begin(j);
-                json_kv_string(j, "rule", classify_rule_to_string(tc->evidence.rule));
-                json_kv_string(j, "verdict", policy_class_to_string(tc->evidence.verdict));
-                json_kv_uint(j, "samples", tc->evidence.samples);
-                json_kv_uint(j, "window_usec", tc->evidence.window_usec);
-                json_kv_uint(j, "cpu_permille", tc->evidence.cpu_permille);
+                json_kv_string(j, "rule", classify_rule_to_string(ev.rule));
+                json_kv_string(j, "verdict", policy_class_to_string(ev.verdict));
+                json_kv_uint(j, "samples", ev.samples);
+                json_kv_uint(j, "window_usec", ev.window_usec);
+                json_kv_uint(j, "cpu_permille", ev.cpu_permille);
                 json_key(j, "burst_usec");
-                if (tc->evidence.burst_usec == UINT64_MAX)
+                if (ev.burst_usec == UINT64_MAX)
                         json_null(j);
                 else
-                        json_uint(j, tc->evidence.burst_usec);
-                json_kv_uint(j, "wakeups_per_sec", tc->evidence.wakeups_per_sec);
-                json_kv_uint(j, "voluntary_permille", tc->evidence.voluntary_permille);
-                json_kv_bool(j, "avx_line", tc->evidence.avx_line);
-                json_kv_uint(j, "avx_permille", tc->evidence.avx_permille);
+                        json_uint(j, ev.burst_usec);
+                json_kv_uint(j, "wakeups_per_sec", ev.wakeups_per_sec);
+                json_kv_uint(j, "voluntary_permille", ev.voluntary_permille);
+                json_kv_bool(j, "avx_line", ev.avx_line);
+                json_kv_uint(j, "avx_permille", ev.avx_permille);
                 json_key(j, "votes_permille");
                 json_object_begin(j);
                 for (unsigned k = 0; k < _POLICY_CLASS_MAX; k++)
-                        json_kv_uint(j, policy_class_to_string((PolicyClass) k), tc->evidence.votes_permille[k]);
+                        json_kv_uint(j, policy_class_to_string((PolicyClass) k), ev.votes_permille[k]);
                 json_object_end(j);
-                if (classify_evidence_format(&tc->evidence, p, &line) >= 0)
+                if (classify_evidence_format(&ev, p, &line) >= 0)
                         json_kv_string(j, "text", line);
                 json_object_end(j);
                 json_key(j, "policy");
@@ -311,12 +313,14 @@ static int print_text(const Context *c) {
                 const TaskFacts *t = &c->snap->tasks[i];
                 const ThreadClass *tc = classifier_find(c->classifier, t->tid);
                 _cleanup_free_ char *line = NULL;
+                ClassifyEvidence ev;
                 int pol;
 
                 if (!wanted(c, t) || !tc)
                         continue;
+                classifier_evidence(c->classifier, tc, &ev);
                 pol = select_policy(c, t, tc->class);
-                (void) classify_evidence_format(&tc->evidence, p, &line);
+                (void) classify_evidence_format(&ev, p, &line);
                 printf("%7d %7d %-16.16s %-10s %-24.24s %s%s%s\n", (int) t->tid, (int) t->tgid, t->comm,
                        policy_class_to_string(tc->class), pol >= 0 ? c->policies->policies[pol]->name : "-",
                        tc->candidate != tc->class ? "pending " : "",

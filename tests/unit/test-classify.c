@@ -55,6 +55,15 @@ static PolicyClass class_of(const Classifier *c, pid_t tid) {
         return t->class;
 }
 
+static ClassifyEvidence evidence_of(const Classifier *c, pid_t tid) {
+        const ThreadClass *t = classifier_find(c, tid);
+        ClassifyEvidence e;
+
+        ASSERT_TRUE(t);
+        classifier_evidence(c, t, &e);
+        return e;
+}
+
 static Classifier *new_classifier(void) {
         Classifier *c = NULL;
         ClassifyParams p;
@@ -82,11 +91,11 @@ static void test_classes(void) {
                 if (t == 2) {
                         /* Warming up: fewer than three samples, nothing yet. */
                         ASSERT_EQ(class_of(c, 10), POLICY_CLASS_OTHER);
-                        ASSERT_EQ(classifier_find(c, 10)->evidence.rule, CLASSIFY_RULE_WARMING_UP);
+                        ASSERT_EQ(evidence_of(c, 10).rule, CLASSIFY_RULE_WARMING_UP);
                 }
                 if (t == 4) {
                         /* The verdict is there, the dwell (2 s) is not. */
-                        ASSERT_EQ(classifier_find(c, 10)->evidence.verdict, POLICY_CLASS_THROUGHPUT);
+                        ASSERT_EQ(evidence_of(c, 10).verdict, POLICY_CLASS_THROUGHPUT);
                         ASSERT_EQ(class_of(c, 10), POLICY_CLASS_OTHER);
                 }
         }
@@ -97,7 +106,8 @@ static void test_classes(void) {
 
         /* The evidence carries the figures. */
         {
-                const ClassifyEvidence *e = &classifier_find(c, 11)->evidence;
+                ClassifyEvidence ev = evidence_of(c, 11);
+                const ClassifyEvidence *e = &ev;
                 _cleanup_free_ char *line = NULL;
 
                 ASSERT_EQ(e->rule, CLASSIFY_RULE_LATENCY);
@@ -126,7 +136,7 @@ static void test_avx_false_positive(void) {
                 feed(c, &s, 1, t);
         }
         ASSERT_EQ(class_of(c, 20), POLICY_CLASS_OTHER);
-        ASSERT_EQ(classifier_find(c, 20)->evidence.avx_permille, 1000);
+        ASSERT_EQ(evidence_of(c, 20).avx_permille, 1000);
 }
 
 /* No arch_status line (a CPU without AVX-512): never avx, whatever. */
@@ -207,14 +217,14 @@ static void test_kernel_and_reuse(void) {
         s[0].f.kernel_thread = true;
         sim_init(&s[1], 40, true);
         feed(c, s, 2, 0);
-        ASSERT_EQ(classifier_find(c, 2)->evidence.rule, CLASSIFY_RULE_KERNEL);
+        ASSERT_EQ(evidence_of(c, 2).rule, CLASSIFY_RULE_KERNEL);
         for (uint64_t t = 1; t <= 10; t++) {
                 sim_step(&s[0], 1000, 1, 0, 0, -1);
                 sim_step(&s[1], 1000, 1, 0, 0, -1);
                 feed(c, s, 2, t);
         }
         ASSERT_EQ(class_of(c, 2), POLICY_CLASS_OTHER);
-        ASSERT_EQ(classifier_find(c, 2)->evidence.rule, CLASSIFY_RULE_KERNEL);
+        ASSERT_EQ(evidence_of(c, 2).rule, CLASSIFY_RULE_KERNEL);
         ASSERT_EQ(class_of(c, 40), POLICY_CLASS_THROUGHPUT);
 
         /* Same tid, new start time: a new thread, starting over. */
@@ -253,7 +263,8 @@ static void test_deterministic(void) {
                 ASSERT_EQ(x->class, y->class);
                 ASSERT_EQ(x->candidate, y->candidate);
                 ASSERT_EQ(x->ring_n, y->ring_n);
-                ASSERT_TRUE(memcmp(&x->evidence, &y->evidence, sizeof(x->evidence)) == 0);
+                ClassifyEvidence ex = evidence_of(a, 50), ey = evidence_of(b, 50);
+                ASSERT_TRUE(memcmp(&ex, &ey, sizeof(ex)) == 0);
                 ASSERT_TRUE(x->ring && y->ring);
                 ASSERT_TRUE(memcmp(x->ring, y->ring, CLASSIFY_RING_MAX * sizeof(ClassSample)) == 0);
         }
@@ -306,7 +317,7 @@ static void test_min_age(void) {
                 feed(c, &s, 1, t);
         }
         ASSERT_EQ(class_of(c, 60), POLICY_CLASS_OTHER);
-        ASSERT_EQ(classifier_find(c, 60)->evidence.rule, CLASSIFY_RULE_WARMING_UP);
+        ASSERT_EQ(evidence_of(c, 60).rule, CLASSIFY_RULE_WARMING_UP);
         sim_step(&s, 1000, 1, 0, 0, -1);
         feed(c, &s, 1, 8);
         ASSERT_EQ(class_of(c, 60), POLICY_CLASS_THROUGHPUT);
@@ -326,8 +337,8 @@ static void test_idle_costs_nothing(void) {
                 feed(c, &s, 1, t);
         }
         ASSERT_NULL(classifier_find(c, 70)->ring);
-        ASSERT_EQ(classifier_find(c, 70)->evidence.rule, CLASSIFY_RULE_OTHER);
-        ASSERT_EQ(classifier_find(c, 70)->evidence.votes_permille[POLICY_CLASS_OTHER], 1000);
+        ASSERT_EQ(evidence_of(c, 70).rule, CLASSIFY_RULE_OTHER);
+        ASSERT_EQ(evidence_of(c, 70).votes_permille[POLICY_CLASS_OTHER], 1000);
 
         for (; t <= 20; t++) {
                 sim_step(&s, 1000, 1, 0, 0, -1);

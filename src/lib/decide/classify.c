@@ -125,7 +125,7 @@ PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s) {
         return POLICY_CLASS_OTHER;
 }
 
-void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_thread, ClassifyEvidence *ret) {
+void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvidence *ret) {
         ClassifyEvidence e = { .rule = CLASSIFY_RULE_NONE, .verdict = t->class };
         uint64_t dt = 0, run_ns = 0, slices = 0, vol = 0, invol = 0;
         unsigned avx = 0, n = 0, votes[_POLICY_CLASS_MAX] = {};
@@ -157,7 +157,7 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_
         e.samples = n;
         e.window_usec = dt;
         e.has_ctxt = t->last_has_ctxt;
-        e.avx_line = t->evidence.avx_line;
+        e.avx_line = t->avx_line;
         e.cpu_permille = f.cpu_permille;
         e.wakeups_per_sec = f.wakeups_per_sec;
         e.burst_usec = f.burst_usec;
@@ -166,7 +166,7 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_
         for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
                 e.votes_permille[c] = n ? votes[c] * 1000u / n : 0;
 
-        if (kernel_thread) {
+        if (t->kernel_thread) {
                 e.rule = CLASSIFY_RULE_KERNEL;
                 e.verdict = POLICY_CLASS_OTHER;
         } else if (n < p->min_samples || t->last_usec - t->first_seen_usec < p->min_age_usec) {
@@ -207,7 +207,8 @@ static void thread_init(ThreadClass *t, const TaskFacts *f, uint64_t now) {
                 .candidate = POLICY_CLASS_OTHER,
                 .candidate_since_usec = now,
         };
-        t->evidence.avx_line = f->avx != PROC_AVX_NO_LINE;
+        t->avx_line = f->avx != PROC_AVX_NO_LINE;
+        t->kernel_thread = f->kernel_thread;
 }
 
 static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFacts *f, uint64_t now) {
@@ -226,7 +227,6 @@ static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFact
                 .has_ctxt = f->has_ctxt && t->last_has_ctxt,
                 .avx_line = f->avx != PROC_AVX_NO_LINE,
         };
-        bool kernel = f->kernel_thread;
         ClassifyEvidence e;
 
         if (s.dt_usec > 0) {
@@ -259,11 +259,11 @@ static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFact
         t->last_voluntary = f->voluntary_ctxt;
         t->last_involuntary = f->nonvoluntary_ctxt;
 
-        t->evidence.avx_line = f->avx != PROC_AVX_NO_LINE;
-        classify_window(p, t, kernel, &e);
-        t->evidence = e;
+        t->avx_line = f->avx != PROC_AVX_NO_LINE;
+        t->kernel_thread = f->kernel_thread;
+        classify_window(p, t, &e);
 
-        if (kernel) {
+        if (t->kernel_thread) {
                 t->class = t->candidate = POLICY_CLASS_OTHER;
         } else if (e.verdict == t->class) {
                 /* Hysteresis: a new verdict must hold for the dwell time. */
@@ -296,6 +296,26 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
 
         if (now < c->now_usec)
                 return -EINVAL;
+
+        /* The usual case: the same threads as last time. Update in place,
+         * without a second array. */
+        if (snap->n_tasks == c->n_threads) {
+                bool same = true;
+
+                for (size_t j = 0; same && j < snap->n_tasks; j++)
+                        same = snap->tasks[j].tid == c->threads[j].tid &&
+                               snap->tasks[j].start_time == c->threads[j].start_time && snap->tasks[j].has_schedstat;
+                if (same) {
+                        for (size_t j = 0; j < snap->n_tasks; j++) {
+                                int k = thread_sample(&c->params, &c->threads[j], &snap->tasks[j], now);
+                                if (k < 0)
+                                        return k;
+                        }
+                        c->now_usec = now;
+                        return 0;
+                }
+        }
+
         next = calloc(MAX(snap->n_tasks, (size_t) 1), sizeof(ThreadClass));
         if (!next)
                 return -ENOMEM;
@@ -324,9 +344,6 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
                         }
                 } else {
                         thread_init(t, f, now);
-                        if (f->kernel_thread) {
-                                classify_window(&c->params, t, true, &t->evidence);
-                        }
                 }
         }
         /* Threads gone from the snapshot: their rings go with them. */
@@ -337,6 +354,10 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
         c->n_threads = n;
         c->now_usec = now;
         return 0;
+}
+
+void classifier_evidence(const Classifier *c, const ThreadClass *t, ClassifyEvidence *ret) {
+        classify_window(&c->params, t, ret);
 }
 
 const char *classify_rule_to_string(ClassifyRule r) {

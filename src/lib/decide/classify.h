@@ -125,7 +125,8 @@ typedef struct ThreadClass {
         uint64_t class_since_usec;
         PolicyClass candidate;      /* what the window says while it waits for the dwell */
         uint64_t candidate_since_usec;
-        ClassifyEvidence evidence;
+        bool kernel_thread;
+        bool avx_line;              /* arch_status reports AVX-512 at all */
 } ThreadClass;
 
 typedef struct Classifier {
@@ -145,9 +146,13 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap);
 
 const ThreadClass *classifier_find(const Classifier *c, pid_t tid);
 
+/* The figures and votes behind a thread's class, computed from its samples
+ * when asked (they are not kept: most threads are never asked about). */
+void classifier_evidence(const Classifier *c, const ThreadClass *t, ClassifyEvidence *ret);
+
 /* The verdict of one sample, and the evaluation of a window (exposed for tests). */
 PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s);
-void classify_window(const ClassifyParams *p, const ThreadClass *t, bool kernel_thread, ClassifyEvidence *ret);
+void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvidence *ret);
 
 const char *classify_rule_to_string(ClassifyRule r);
 /* One line: the rule and its figures against their thresholds. */

@@ -563,6 +563,17 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
         }
         qsort(s->held, s->n_held, sizeof(Held), compare_held);
         qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
+        /* The arrays grew by doubling: give back the slack. */
+        if (snap->n_tasks > 0 && b.tasks_cap > snap->n_tasks) {
+                TaskFacts *t = realloc(snap->tasks, snap->n_tasks * sizeof(TaskFacts));
+                if (t)
+                        snap->tasks = t;
+        }
+        if (s->n_held > 0 && b.held_cap > s->n_held) {
+                Held *h = realloc(s->held, s->n_held * sizeof(Held));
+                if (h)
+                        s->held = h;
+        }
         /* The parent's comm, for [match] parent = … */
         for (size_t i = 0; i < snap->n_tasks; i++) {
                 const TaskFacts *p = snap->tasks[i].ppid > 0 ? task_snapshot_find(snap, snap->tasks[i].ppid) : NULL;
