@@ -160,6 +160,7 @@ static void test_partial(void) {
         ASSERT_TRUE(strstr(c->sched_ext.reason, "cookies"));
         ASSERT_FALSE(c->proc_connector.available);
         ASSERT_TRUE(strstr(c->proc_connector.reason, "CAP_NET_ADMIN"));
+        ASSERT_TRUE(strstr(c->proc_connector.reason, "polling /proc"));
         fake_root_remove(d);
 }
 

@@ -462,23 +462,38 @@ static int probe_sched_ext(KernelCaps *c, const Root *root) {
 }
 
 static int probe_proc_connector(KernelCaps *c, const KernelProbeOps *ops) {
-        int k = ops->proc_connector(ops->userdata);
+        int k = ops->proc_connector(ops->userdata), r;
 
         switch (-k) {
         case 0:
                 return cap_set(&c->proc_connector, true, 0, "usable (subscription acknowledged)");
         case EPROTONOSUPPORT:
-                return cap_set(&c->proc_connector, false, k, "kernel built without the connector (CONFIG_CONNECTOR)");
+                r = cap_set(&c->proc_connector, false, k, "kernel built without the connector (CONFIG_CONNECTOR)");
+                break;
         case EPERM:
         case EACCES:
-                return cap_set(&c->proc_connector, false, k, "subscription refused (%s): needs CAP_NET_ADMIN",
-                               errno_name(k));
+                r = cap_set(&c->proc_connector, false, k, "subscription refused (%s): needs CAP_NET_ADMIN",
+                            errno_name(k));
+                break;
         case ETIMEDOUT:
-                return cap_set(&c->proc_connector, false, k,
-                               "no acknowledgement: kernel without process events (CONFIG_PROC_EVENTS)?");
+                r = cap_set(&c->proc_connector, false, k,
+                            "no acknowledgement: kernel without process events (CONFIG_PROC_EVENTS)?");
+                break;
         default:
-                return cap_set(&c->proc_connector, false, k, "failed: %s", errno_name(k));
+                r = cap_set(&c->proc_connector, false, k, "failed: %s", errno_name(k));
         }
+        if (r < 0)
+                return r;
+        /* Say what happens instead. */
+        {
+                char *s;
+
+                if (asprintf(&s, "%s; new and renamed tasks are seen by polling /proc instead", c->proc_connector.reason) < 0)
+                        return -ENOMEM;
+                free(c->proc_connector.reason);
+                c->proc_connector.reason = s;
+        }
+        return 0;
 }
 
 static int probe_arch_status(KernelCaps *c, const Root *root) {
