@@ -57,6 +57,7 @@ typedef struct Context {
         TaskEvent *seen;
         size_t n_seen;
         unsigned events_lost;
+        bool rescan; /* events were lost: the next scan reads everything */
         TaskSnapshot *snap;
 } Context;
 
@@ -150,6 +151,9 @@ static void drain_events(Context *c) {
                                 break;
                         case TASK_EVENT_COMM:
                                 task_scanner_invalidate(c->scanner, ev[i].pid);
+                                break;
+                        case TASK_EVENT_OVERRUN:
+                                c->rescan = true;
                                 break;
                         default:
                                 break;
@@ -344,7 +348,7 @@ int topoctl_classify(const ClassifyVerbArgs *a) {
         Context c = { .args = a };
         ClassifyParams params;
         TaskScanOps ops = { .get_cookie = tasks_get_cookie_host };
-        uint64_t interval, next;
+        uint64_t interval, next, last_full = 0;
         unsigned samples;
         int k, r = EXIT_FAILURE;
 
@@ -391,9 +395,19 @@ int topoctl_classify(const ClassifyVerbArgs *a) {
 
         next = now_usec();
         for (unsigned i = 0; i <= samples; i++) {
+                bool full;
+
                 drain_events(&c);
+                /* Everything is read at the start, after lost events, and
+                 * every rescan_interval (what changes without the thread
+                 * running, such as a rename through /proc/PID/comm). */
+                full = i == 0 || c.rescan || now_usec() - last_full >= c.config->rescan_interval_usec;
                 c.snap = task_snapshot_free(c.snap);
-                k = task_scanner_scan(c.scanner, i == 0, &c.snap);
+                k = task_scanner_scan(c.scanner, full, &c.snap);
+                if (full) {
+                        last_full = now_usec();
+                        c.rescan = false;
+                }
                 if (k < 0) {
                         fprintf(stderr, "topoctl: scanning /proc failed: %s\n", strerror(-k));
                         goto finish;
