@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The planner: golden plans for synthetic machines × policies (flat and
+ * nested, each cgroup mode written or emulated, pack and spread, exclusive,
+ * conflicts, no SMT), byte-identical across runs and input orders. Set
+ * TOPOD_UPDATE_GOLDEN=1 to rewrite tests/data/plans/ after a deliberate
+ * change. Runs in the source tree. */
+
+#include "base/json.h"
+#include "decide/plan.h"
+#include "tests.h"
+
+static const char AVX[] = "[policy]\nname = avx\npriority = 300\n[match]\nclass = avx\n"
+                          "[place]\ngroup = avx\ncookie = group\ncpus = llc\nspread = pack\n";
+static const char LATENCY[] = "[policy]\nname = latency\npriority = 200\n[match]\nclass = latency\n"
+                              "[place]\ngroup = lat\ncookie = process\ncpus = llc\nspread = spread\nweight = 300\n"
+                              "[features]\nTTWU_QUEUE = on\n";
+static const char BATCH[] = "[policy]\nname = batch\npriority = 100\n[match]\ncomm = batch*\n"
+                            "[place]\ngroup = batch\ncpus = node\nspread = pack\nweight = 200\n"
+                            "[kernel]\ncgroup_mode = MODE\n[features]\nTTWU_QUEUE = off\n";
+static const char PINNED[] = "[policy]\nname = pinned\npriority = 400\n[match]\ncomm = pinned\n"
+                             "[place]\ngroup = pinned\ncpus = 2-5,200\nexclusive = yes\n";
+static const char PINNED2[] = "[policy]\nname = pinned2\npriority = 390\n[match]\ncomm = pinned2\n"
+                              "[place]\ngroup = pinned2\ncpus = 4-7\nexclusive = yes\n";
+
+typedef struct Scenario {
+        const char *name;
+        const char *topology;
+        bool cgroup_mode_file; /* a 7.3+ kernel */
+        bool smt;
+        ConfigHierarchy hierarchy;
+        const char *mode;      /* for BATCH */
+        bool with_usage;
+} Scenario;
+
+static PolicySet *policies(const char *mode) {
+        static char batch[sizeof(BATCH) + 16];
+        const char *at = strstr(BATCH, "MODE");
+        IniSource src[5];
+        PolicySet *s = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+
+        snprintf(batch, sizeof(batch), "%.*s%s%s", (int) (at - BATCH), BATCH, mode, at + 4);
+        src[0] = (IniSource) { "10-avx.ini", AVX, sizeof(AVX) - 1 };
+        src[1] = (IniSource) { "20-latency.ini", LATENCY, sizeof(LATENCY) - 1 };
+        src[2] = (IniSource) { "30-batch.ini", batch, strlen(batch) };
+        src[3] = (IniSource) { "40-pinned.ini", PINNED, sizeof(PINNED) - 1 };
+        src[4] = (IniSource) { "41-pinned2.ini", PINNED2, sizeof(PINNED2) - 1 };
+        ASSERT_OK(policy_set_parse(src, 5, d, &s));
+        return s;
+}
+
+/* The tasks: AVX processes, latency processes, batch jobs, pinned ones, a
+ * kernel thread and an unmatched task. */
+static size_t make_tasks(PlanTaskInput *t, size_t max) {
+        size_t n = 0;
+        pid_t tid = 1000;
+
+#define TASK(tgid_, class_, comm_, runnable_)                                                           \
+        do {                                                                                          \
+                ASSERT_TRUE(n < max);                                                                 \
+                pid_t _g = (tgid_);                                                                   \
+                t[n++] = (PlanTaskInput) { .tid = tid, .tgid = _g, .start_time = 5,                   \
+                                           .runnable = (runnable_),                                   \
+                                           .match = { .class = (class_), .comm = (comm_) } };         \
+                tid++;                                                                                \
+        } while (0)
+
+        for (int p = 0; p < 3; p++) { /* 3 AVX processes of 4 threads */
+                pid_t tgid = tid;
+                for (int i = 0; i < 4; i++)
+                        TASK(tgid, POLICY_CLASS_AVX, "gemm", true);
+        }
+        for (int p = 0; p < 4; p++) { /* 4 latency services of 2 threads */
+                pid_t tgid = tid;
+                for (int i = 0; i < 2; i++)
+                        TASK(tgid, POLICY_CLASS_LATENCY, "svc", false);
+        }
+        for (int p = 0; p < 2; p++) { /* 2 batch jobs of 6 threads, 5 runnable */
+                pid_t tgid = tid;
+                for (int i = 0; i < 6; i++)
+                        TASK(tgid, POLICY_CLASS_THROUGHPUT, "batch-job", i < 5);
+        }
+        TASK(tid, POLICY_CLASS_OTHER, "pinned", true);
+        TASK(tid, POLICY_CLASS_OTHER, "pinned2", true);
+        TASK(tid, POLICY_CLASS_OTHER, "bash", false); /* no policy */
+        t[n] = (PlanTaskInput) { .tid = 2, .tgid = 2, .kernel_thread = true, .match = { .comm = "kthreadd" } };
+        n++;
+#undef TASK
+        return n;
+}
+
+static char *render(const Plan *p, const PolicySet *ps) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        Json *j;
+
+        ASSERT_TRUE(f);
+        j = json_new(f, true);
+        ASSERT_OK(plan_print_json(j, p, ps));
+        json_free(j);
+        fputs("--- text\n", f);
+        ASSERT_OK(plan_print_text(f, p, ps));
+        fclose(f);
+        return buf;
+}
+
+static char *read_all(const char *path) {
+        FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m;
+        int c;
+
+        if (!f)
+                return NULL;
+        m = open_memstream(&buf, &len);
+        while ((c = fgetc(f)) != EOF)
+                fputc(c, m);
+        fclose(m);
+        fclose(f);
+        return buf;
+}
+
+static char *build(const Scenario *sc, bool reverse, Plan **ret_plan, PolicySet **ret_set) {
+        static char *modes[] = { (char *) "up", (char *) "smp", (char *) "concur", (char *) "max", (char *) "tasks", NULL };
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = sc->topology };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        PlanTaskInput tasks[64];
+        PlanUsage usage[] = { { "batch-node0", 3500 }, { "node0/batch", 3500 } };
+        KernelCaps caps = {
+                .core_sched = { .available = sc->smt, .reason = (char *) "test: no SMT" },
+                .smt = { .available = sc->smt },
+                .smt_active = sc->smt,
+                .cgroup_mode = { .available = sc->cgroup_mode_file },
+                .cgroup_modes = sc->cgroup_mode_file ? modes : NULL,
+        };
+        PolicySet *ps = policies(sc->mode);
+        bool in_force[8];
+        size_t n;
+        Plan *p = NULL;
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        config->hierarchy = sc->hierarchy;
+        n = make_tasks(tasks, ELEMENTSOF(tasks));
+        if (reverse) /* input order must not matter */
+                for (size_t i = 0; i < n / 2; i++) {
+                        PlanTaskInput x = tasks[i];
+                        tasks[i] = tasks[n - 1 - i];
+                        tasks[n - 1 - i] = x;
+                }
+        for (size_t i = 0; i < ps->n; i++)
+                in_force[i] = true;
+        {
+                PlanInputs in = {
+                        .topology = t,
+                        .caps = &caps,
+                        .config = config,
+                        .policies = ps,
+                        .in_force = in_force,
+                        .tasks = tasks,
+                        .n_tasks = n,
+                        .usage = sc->with_usage ? usage : NULL,
+                        .n_usage = sc->with_usage ? ELEMENTSOF(usage) : 0,
+                };
+                ASSERT_OK(plan_build(&in, &p));
+        }
+        {
+                char *out = render(p, ps);
+
+                if (ret_plan)
+                        *ret_plan = p;
+                else
+                        plan_free(p);
+                if (ret_set)
+                        *ret_set = ps;
+                else
+                        policy_set_free(ps);
+                return out;
+        }
+}
+
+static const Scenario scenarios[] = {
+        { "nested-73-max", "pack:2 [numa] l3:4 core:4 pu:2", true, true, CONFIG_HIERARCHY_AUTO, "max", false },
+        { "flat-612-max", "pack:2 [numa] l3:4 core:4 pu:2", false, true, CONFIG_HIERARCHY_AUTO, "max", false },
+        { "flat-612-concur", "pack:2 [numa] l3:4 core:4 pu:2", false, true, CONFIG_HIERARCHY_FLAT, "concur", true },
+        { "flat-612-concur-unmeasured", "pack:2 [numa] l3:4 core:4 pu:2", false, true, CONFIG_HIERARCHY_FLAT, "concur",
+          false },
+        { "nested-612-tasks", "pack:2 [numa] l3:4 core:4 pu:2", false, true, CONFIG_HIERARCHY_NESTED, "tasks", false },
+        { "flat-612-up", "pack:2 [numa] l3:4 core:4 pu:2", false, true, CONFIG_HIERARCHY_FLAT, "up", false },
+        { "flat-612-smp-nosmt", "pack:2 [numa] l3:4 core:8 pu:1", false, false, CONFIG_HIERARCHY_FLAT, "smp", false },
+        { "nested-snc2-keep", "pack:2 l3:1 group:2 [numa] core:4 pu:2", true, true, CONFIG_HIERARCHY_NESTED, "keep",
+          false },
+};
+
+static void test_golden(void) {
+        for (size_t i = 0; i < ELEMENTSOF(scenarios); i++) {
+                _cleanup_free_ char *got = NULL, *again = NULL, *reversed = NULL, *path = NULL, *expected = NULL;
+
+                printf("   %s\n", scenarios[i].name);
+                got = build(&scenarios[i], false, NULL, NULL);
+                again = build(&scenarios[i], false, NULL, NULL);
+                reversed = build(&scenarios[i], true, NULL, NULL);
+                ASSERT_STREQ(got, again);
+                ASSERT_STREQ(got, reversed);
+                ASSERT_TRUE(asprintf(&path, "tests/data/plans/%s.txt", scenarios[i].name) > 0);
+                if (getenv("TOPOD_UPDATE_GOLDEN")) {
+                        FILE *f = fopen(path, "we");
+                        ASSERT_TRUE(f);
+                        fputs(got, f);
+                        fclose(f);
+                }
+                expected = read_all(path);
+                if (!expected)
+                        TEST_FAIL("cannot read %s (cwd must be the source tree)", path);
+                if (strcmp(got, expected) != 0)
+                        TEST_FAIL("%s differs from %s; got:\n%s", scenarios[i].name, path, got);
+        }
+}
+
+/* A few facts checked directly, so a golden file rewritten by mistake is
+ * caught. */
+static void test_facts(void) {
+        _cleanup_(plan_freep) Plan *p = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_free_ char *out = build(&scenarios[1], false, &p, &ps); /* flat, 6.12, max */
+        const PlanTask *t;
+        unsigned avx_groups = 0, lat_groups = 0;
+
+        ASSERT_EQ(p->hierarchy, CONFIG_HIERARCHY_FLAT);
+        ASSERT_TRUE(p->mode_emulated);
+        ASSERT_FALSE(p->mode_written);
+        ASSERT_TRUE(p->cookies_allowed);
+        ASSERT_NULL(plan_find_task(p, 2));    /* kernel thread */
+        ASSERT_NULL(plan_find_task(p, 1034)); /* bash: no policy */
+        for (size_t i = 0; i < p->n_groups; i++) {
+                const PlanGroup *g = &p->groups[i];
+
+                if (g->policy >= 0 && streq(ps->policies[g->policy]->name, "avx"))
+                        avx_groups++;
+                if (g->policy >= 0 && streq(ps->policies[g->policy]->name, "latency"))
+                        lat_groups++;
+                if (streq(g->path, "batch-node0")) {
+                        ASSERT_EQ(g->weight, 200 * 32); /* max: weight x 32 CPUs of node 0 */
+                        ASSERT_EQ(g->n_tasks, 12);      /* pack: both jobs fit node 0 */
+                }
+        }
+        /* pack, whole cores (cookies): 4 cores per LLC hold one 4-thread
+         * AVX process each: three LLCs. spread: four latency services over
+         * four LLCs of the eight, the least loaded first. */
+        ASSERT_EQ(avx_groups, 3);
+        ASSERT_EQ(lat_groups, 4);
+        /* One cookie for all AVX tasks; one per latency process. */
+        t = plan_find_task(p, 1000);
+        ASSERT_TRUE(t && t->cookie_group >= 0);
+        ASSERT_EQ(p->cookie_groups[t->cookie_group].n_tasks, 12);
+        ASSERT_EQ(p->n_cookie_groups, 1 + 4);
+        /* The conflict over TTWU_QUEUE: latency (priority 200) beats batch. */
+        ASSERT_EQ(p->kernel->n_conflicts, 1);
+        ASSERT_EQ(p->kernel->n_features, 1);
+        ASSERT_TRUE(p->kernel->features[0].on);
+        /* Two exclusive groups overlapping on 4-5: the second is not. */
+        {
+                bool saw = false;
+
+                for (char **n = p->notes; n && *n; n++)
+                        saw |= strstr(*n, "exclusive CPUs overlap") != NULL;
+                ASSERT_TRUE(saw);
+        }
+}
+
+int main(void) {
+        RUN(test_golden);
+        RUN(test_facts);
+        return 0;
+}
