@@ -18,19 +18,25 @@ import vmlib  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The rename (prctl PR_SET_NAME: the kernel sends a COMM event for it, not
-# for a write to /proc/PID/comm) and the exec come 3 s in, after topoctl has
-# started.
+# for a write to /proc/PID/comm) and the exec happen once topoctl has
+# subscribed to the proc connector (a netlink socket among its fds): then
+# /tmp/go appears and both follow half a second later.
 START = ("workload busy & echo busy=$! > /tmp/pids; "
          "workload pingpong & echo pingpong=$! >> /tmp/pids; "
-         "workload idle solver-1 3 & echo solver=$! >> /tmp/pids; "
-         "sh -c 'sleep 3; exec workload idle' & echo exec=$! >> /tmp/pids; "
+         "workload idle solver-1 /tmp/go & echo solver=$! >> /tmp/pids; "
+         "sh -c 'while [ ! -e /tmp/go ]; do sleep 0.05; done; sleep 0.5; exec workload idle' & "
+         "echo exec=$! >> /tmp/pids; "
          "sleep 0.2")
+
+CLASSIFY = ("topoctl classify --json --events --samples 16 --config /etc/topod-test/topod.conf > /tmp/c.json & T=$!; "
+            "while ! ls -l /proc/$T/fd 2>/dev/null | grep -q socket; do sleep 0.05; done; touch /tmp/go; "
+            "wait $T; rc=$?; cat /tmp/c.json; exit $rc")
 
 
 def test(args):
     r = vmlib.run_guest(
         [START,
-         "topoctl classify --json --events --samples 16 --config /etc/topod-test/topod.conf",
+         CLASSIFY,
          "cat /tmp/pids",
          "topoctl status --json"],
         binaries={"topoctl": args.topoctl, "workload": args.workload},

@@ -4,9 +4,9 @@
  *   workload busy              spin: throughput
  *   workload pingpong          two threads ("ping", "pong") waking each other
  *                              through pipes as fast as they can: latency
- *   workload idle [NAME [SEC]] sleep; after SEC seconds (default 1) rename
- *                              itself to NAME with prctl (a proc-connector
- *                              COMM event)
+ *   workload idle [NAME [FILE]] sleep; rename itself to NAME with prctl (a
+ *                              proc-connector COMM event) after 1 s, or, with
+ *                              FILE, half a second after FILE appears
  *
  * A busy loop that shares its vCPU with others under TCG gets less than a
  * whole CPU: the guest test's topod.conf asks for 50%.
@@ -56,12 +56,17 @@ int main(int argc, char *argv[]) {
         if (argc >= 2 && strcmp(argv[1], "pingpong") == 0)
                 return pingpong();
         if (argc >= 2 && strcmp(argv[1], "idle") == 0) {
-                sleep(argc >= 4 ? (unsigned) atoi(argv[3]) : 1);
+                if (argc >= 4) {
+                        while (access(argv[3], F_OK) < 0)
+                                usleep(50000);
+                        usleep(500000);
+                } else
+                        sleep(1);
                 if (argc >= 3)
                         prctl(PR_SET_NAME, argv[2]);
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [SEC]]\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]]\n");
         return 2;
 }
