@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* topod: topology-aware cgroup and core-scheduling policy manager.
  *
- * Today this runs the observe stage once (--oneshot --dry-run): it loads the
- * topology and probes the kernel through the root prefix and prints what it
- * found. The decide and apply stages and the event loop build on it. */
+ * Today this runs observe and decide once (--oneshot --dry-run): it loads
+ * the topology, probes the kernel, scans and classifies the tasks, and
+ * prints the plan. The apply stage and the event loop build on it. */
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
+#include "pipeline/pipeline.h"
 
 #define EXIT_USAGE 2
 
@@ -36,6 +38,9 @@ static void help(void) {
                "      --oneshot    Run the pipeline once and exit\n"
                "      --dry-run    Change nothing; print what was observed and decided\n"
                "      --json       With --dry-run or --check: print JSON\n"
+               "      --samples N  With --oneshot: watch N sample intervals first (classes)\n"
+               "      --config FILE  topod.conf (default /etc/topod/topod.conf below the root)\n"
+               "      --policies PATH  Policies (default: the configuration's policies_dir)\n"
                "      --check [PATH…]  Validate topod.conf and policies and exit (see topoctl check)\n"
                "      --strict     With --check: warnings are errors\n"
                "      --offline    With --check: no warnings against this machine\n"
@@ -45,53 +50,87 @@ static void help(void) {
                "See topod(8).\n");
 }
 
-static int observe_once(const char *root_dir, bool json) {
-        _cleanup_(topology_freep) Topology *t = NULL;
-        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
-        _cleanup_(root_freep) Root *root = NULL;
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = root_dir };
+typedef struct OneshotArgs {
+        const char *root, *config, *policies;
+        unsigned samples;
+        bool json;
+} OneshotArgs;
+
+/* One pass of the pipeline without touching anything: observe (watching
+ * for some samples so the classifier can tell classes), decide, print. */
+static int run_oneshot(const OneshotArgs *a) {
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        _cleanup_free_ char *reason = NULL;
+        PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
+        uint64_t next;
         int k;
 
-        k = root_open(root_dir, &root);
+        if (!d)
+                return EXIT_FAILURE;
+        k = pipeline_new(&o, d, &p, &reason);
+        for (size_t i = 0; i < d->n; i++)
+                fprintf(stderr, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
+                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
         if (k < 0) {
-                fprintf(stderr, "topod: cannot open root %s: %s\n", root_dir ?: "/", strerror(-k));
+                fprintf(stderr, "topod: %s\n", reason ?: strerror(-k));
                 return EXIT_FAILURE;
         }
-        k = topology_load(&src, &t);
-        if (k < 0) {
-                fprintf(stderr, "topod: cannot load the topology below %s: %s\n", root_path(root), strerror(-k));
-                return EXIT_FAILURE;
+        next = pipeline_now_usec();
+        for (unsigned i = 0; i <= a->samples; i++) {
+                if ((k = pipeline_sample(p, false)) < 0) {
+                        fprintf(stderr, "topod: scanning /proc failed: %s\n", strerror(-k));
+                        return EXIT_FAILURE;
+                }
+                if (i < a->samples) {
+                        next += p->config->sample_interval_usec;
+                        pipeline_wait_until(p, next);
+                }
         }
-        k = kernelcaps_probe(root, NULL, &caps);
-        if (k < 0) {
-                fprintf(stderr, "topod: kernel capability probe failed: %s\n", strerror(-k));
+        if ((k = pipeline_plan(p, &plan)) < 0) {
+                fprintf(stderr, "topod: planning failed: %s\n", strerror(-k));
                 return EXIT_FAILURE;
         }
 
-        if (json) {
+        if (a->json) {
                 _cleanup_(json_freep) Json *j = json_new(stdout, true);
 
                 if (!j)
                         return EXIT_FAILURE;
                 json_object_begin(j);
+                json_kv_uint(j, "samples", a->samples);
                 json_key(j, "topology");
-                if ((k = topology_print_json(j, t)) >= 0) {
+                if ((k = topology_print_json(j, p->topology)) >= 0) {
                         json_key(j, "kernel");
-                        k = kernelcaps_print_json(j, caps, root_path(root));
+                        k = kernelcaps_print_json(j, p->caps, root_path(p->root));
+                }
+                if (k >= 0) {
+                        json_key(j, "plan");
+                        k = plan_print_json(j, plan, p->policies);
                 }
                 json_object_end(j);
         } else {
-                k = topology_print_text(stdout, t);
+                k = topology_print_text(stdout, p->topology);
                 if (k >= 0) {
                         fputc('\n', stdout);
-                        k = kernelcaps_print_text(stdout, caps, root_path(root));
+                        k = kernelcaps_print_text(stdout, p->caps, root_path(p->root));
+                }
+                if (k >= 0) {
+                        fputc('\n', stdout);
+                        if (a->samples == 0)
+                                fputs("(no samples watched: classes come from explicit rules only; "
+                                      "use --samples N to let the classifier watch)\n",
+                                      stdout);
+                        k = plan_print_text(stdout, plan, p->policies);
                 }
         }
         return k < 0 || fflush(stdout) != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION, ARG_CHECK, ARG_STRICT, ARG_OFFLINE };
+        enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION, ARG_CHECK, ARG_STRICT, ARG_OFFLINE,
+               ARG_SAMPLES, ARG_CONFIG, ARG_POLICIES };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -102,9 +141,13 @@ int main(int argc, char *argv[]) {
                 { "check", no_argument, NULL, ARG_CHECK },
                 { "strict", no_argument, NULL, ARG_STRICT },
                 { "offline", no_argument, NULL, ARG_OFFLINE },
+                { "samples", required_argument, NULL, ARG_SAMPLES },
+                { "config", required_argument, NULL, ARG_CONFIG },
+                { "policies", required_argument, NULL, ARG_POLICIES },
                 {},
         };
-        const char *root = NULL;
+        const char *root = NULL, *config = NULL, *policies = NULL;
+        unsigned samples = 0;
         bool oneshot = false, dry_run = false, json = false, check = false, strict = false, offline = false;
         int c;
 
@@ -138,6 +181,23 @@ int main(int argc, char *argv[]) {
                 case ARG_OFFLINE:
                         offline = true;
                         break;
+                case ARG_SAMPLES: {
+                        char *end;
+                        unsigned long v;
+
+                        errno = 0;
+                        v = strtoul(optarg, &end, 10);
+                        if (errno || *end || end == optarg || v > 3600)
+                                return usage_error("--samples takes a number from 0 to 3600");
+                        samples = (unsigned) v;
+                        break;
+                }
+                case ARG_CONFIG:
+                        config = optarg;
+                        break;
+                case ARG_POLICIES:
+                        policies = optarg;
+                        break;
                 default:
                         return usage_error("unknown option or missing argument");
                 }
@@ -156,5 +216,8 @@ int main(int argc, char *argv[]) {
                       stderr);
                 return EXIT_FAILURE;
         }
-        return observe_once(root, json);
+        {
+                OneshotArgs a = { .root = root, .config = config, .policies = policies, .samples = samples, .json = json };
+                return run_oneshot(&a);
+        }
 }
