@@ -271,7 +271,44 @@ static void test_facts(void) {
         }
 }
 
+/* A policy with [match] and no [place] sets kernel values only while a task
+ * it matches is there. */
+static void test_kernel_only_while_matched(void) {
+        static const char text[] = "[policy]\nname = tuned\n[match]\ncomm = special\n[features]\nHRTICK = on\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:2 pu:2" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        IniSource ini = { "tuned.ini", text, sizeof(text) - 1 };
+        PlanTaskInput task = { .tid = 10, .tgid = 10, .match = { .comm = "other" } };
+        KernelCaps caps = {};
+        bool in_force[1] = { true };
+        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = &task, .n_tasks = 1 };
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
+        in.topology = t;
+        in.config = config;
+        in.policies = ps;
+        {
+                _cleanup_(plan_freep) Plan *p = NULL;
+                ASSERT_OK(plan_build(&in, &p));
+                ASSERT_EQ(p->kernel->n_features, 0);
+        }
+        task.match.comm = "special";
+        {
+                _cleanup_(plan_freep) Plan *p = NULL;
+                ASSERT_OK(plan_build(&in, &p));
+                ASSERT_EQ(p->kernel->n_features, 1);
+                ASSERT_STREQ(p->kernel->features[0].name, "HRTICK");
+                ASSERT_EQ(p->n_tasks, 0); /* no [place]: not moved */
+        }
+}
+
 int main(void) {
+        RUN(test_kernel_only_while_matched);
         RUN(test_golden);
         RUN(test_facts);
         return 0;

@@ -442,10 +442,28 @@ int plan_build(const PlanInputs *in, Plan **ret) {
         if (p->hierarchy == CONFIG_HIERARCHY_AUTO)
                 p->hierarchy = caps->cgroup_mode.available ? CONFIG_HIERARCHY_NESTED : CONFIG_HIERARCHY_FLAT;
 
-        /* Kernel-wide settings and the mode. */
-        k = policy_set_resolve_kernel(ps, in->in_force, &p->kernel);
-        if (k < 0)
-                return k;
+        /* Kernel-wide settings and the mode. A policy with [match] but no
+         * [place] sets them only while a task it matches is there. */
+        {
+                _cleanup_free_ bool *kernel_in_force = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
+
+                if (!kernel_in_force)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ps->n; i++) {
+                        const Policy *pol = ps->policies[i];
+
+                        kernel_in_force[i] = in->in_force[i];
+                        if (!kernel_in_force[i] || !pol->has_match || pol->place.present)
+                                continue;
+                        kernel_in_force[i] = false;
+                        for (size_t t_ = 0; t_ < in->n_tasks && !kernel_in_force[i]; t_++)
+                                kernel_in_force[i] = !in->tasks[t_].kernel_thread &&
+                                                     policy_match_task(&pol->match, &in->tasks[t_].match);
+                }
+                k = policy_set_resolve_kernel(ps, kernel_in_force, &p->kernel);
+                if (k < 0)
+                        return k;
+        }
         p->mode = p->kernel->cgroup_mode;
         if (p->mode && streq(p->mode, "keep"))
                 p->mode = NULL;
