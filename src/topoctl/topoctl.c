@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -209,6 +210,11 @@ int main(int argc, char *argv[]) {
         };
         Args a = {};
         int c;
+
+        /* Snapshots of every thread are large arrays, replaced every
+         * sample: keep them mmap()ed so freeing one gives the memory back,
+         * rather than letting glibc raise its threshold and keep them. */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)

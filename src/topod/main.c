@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,11 @@ int main(int argc, char *argv[]) {
         unsigned samples = 0;
         bool oneshot = false, dry_run = false, json = false, check = false, strict = false, offline = false;
         int c;
+
+        /* Snapshots of every thread are large arrays, replaced every
+         * sample: keep them mmap()ed so freeing one gives the memory back,
+         * rather than letting glibc raise its threshold and keep them. */
+        mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
