@@ -193,6 +193,21 @@ int main(int argc, char *argv[]) {
                        inc_sum / rounds * 1e3, inc_min * 1e3, st.threads_reread, st.threads_reused, st.held_fds,
                        st.fd_limit_hit ? ", fd limit hit" : "");
                 printf("bench-scan: classifier update CPU mean %.2f ms\n", cls_sum / rounds * 1e3);
+                /* The same, trusting the proc connector: no listing of /proc
+                 * (the idle threads send no events). */
+                task_scanner_trust_events(sc, true);
+                inc_sum = 0;
+                for (unsigned r = 0; r < rounds; r++) {
+                        _cleanup_(task_snapshot_freep) TaskSnapshot *s = NULL;
+                        double c0 = cpu_seconds();
+
+                        if (task_scanner_scan(sc, false, &s) < 0)
+                                return 1;
+                        inc_sum += cpu_seconds() - c0;
+                }
+                task_scanner_stats(sc, &st);
+                printf("bench-scan: scanner steady scan trusting events CPU mean %.2f ms (reused %u, listing skipped: %s)\n",
+                       inc_sum / rounds * 1e3, st.threads_reused, st.by_events ? "yes" : "no");
                 printf("bench-scan: scanner + classifier RSS %ld KiB, peak %ld KiB (TaskFacts %zu B, ThreadClass %zu B)\n",
                        status_kib("VmRSS:"), status_kib("VmHWM:"), sizeof(TaskFacts), sizeof(ThreadClass));
         }

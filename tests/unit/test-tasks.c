@@ -192,6 +192,61 @@ static void test_incremental(void) {
         fake_root_remove(d);
 }
 
+/* Trusting events, the scanner lists only the processes marked. */
+static void test_by_events(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        TaskScanStats st;
+        TaskSnapshot *s;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        task_scanner_trust_events(sc, true);
+        s = scan(sc, true);
+        ASSERT_EQ(s->n_tasks, 5);
+        task_snapshot_free(s);
+
+        /* A new process appears without an event: not seen. */
+        fake_thread(d, 500, 500, "newcomer", 0, "5 0 1\n", NULL);
+        fake_write_n(d, "proc/500/cmdline", "newcomer\0", 9);
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_TRUE(st.by_events);
+        ASSERT_EQ(s->n_tasks, 5);
+        ASSERT_EQ(st.threads_reused, 5);
+        ASSERT_STREQ(task_snapshot_find(s, 100)->process->cmdline, "server --port 80");
+        task_snapshot_free(s);
+
+        /* Its FORK marks it: seen. */
+        ASSERT_OK(task_scanner_mark(sc, 500));
+        ASSERT_OK(task_scanner_mark(sc, 500));
+        s = scan(sc, false);
+        ASSERT_EQ(s->n_tasks, 6);
+        ASSERT_STREQ(task_snapshot_find(s, 500)->comm, "newcomer");
+        task_snapshot_free(s);
+
+        /* A new thread in a marked process; the marks were used up. */
+        fake_thread(d, 100, 103, "late", 0, "7 0 1\n", NULL);
+        s = scan(sc, false);
+        ASSERT_EQ(s->n_tasks, 6);
+        task_snapshot_free(s);
+        ASSERT_OK(task_scanner_mark(sc, 100));
+        s = scan(sc, false);
+        ASSERT_EQ(s->n_tasks, 7);
+        ASSERT_EQ(task_snapshot_find(s, 103)->process->n_threads, 4);
+        task_snapshot_free(s);
+
+        /* Without trust, /proc is listed again. */
+        task_scanner_trust_events(sc, false);
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_FALSE(st.by_events);
+        ASSERT_EQ(s->n_tasks, 7);
+        task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
 /* A scan of the real /proc finds ourselves, with a parent comm. */
 static void test_live(void) {
         _cleanup_(root_freep) Root *r = NULL;
@@ -211,6 +266,7 @@ static void test_live(void) {
 int main(void) {
         RUN(test_scan);
         RUN(test_incremental);
+        RUN(test_by_events);
         RUN(test_live);
         return 0;
 }

@@ -116,6 +116,13 @@ struct TaskScanner {
         Held *held; /* sorted by tid */
         size_t n_held;
         TaskScanStats stats;
+
+        /* With a complete stream of process events, a process that had no
+         * FORK, EXEC or EXIT since the last scan has the same threads: its
+         * task directory need not be listed, nor /proc. */
+        bool trust_events;
+        pid_t *dirty; /* processes the events touched */
+        size_t n_dirty, dirty_cap;
 };
 
 typedef struct Builder {
@@ -487,6 +494,7 @@ TaskScanner *task_scanner_free(TaskScanner *s) {
                 return NULL;
         close_held(s->held, s->n_held);
         free(s->held);
+        free(s->dirty);
         task_snapshot_free(s->prev);
         free(s);
         return NULL;
@@ -503,9 +511,160 @@ void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
         }
 }
 
+void task_scanner_trust_events(TaskScanner *s, bool trust) {
+        s->trust_events = trust;
+}
+
+int task_scanner_mark(TaskScanner *s, pid_t tgid) {
+        if (tgid <= 0)
+                return 0;
+        if (s->n_dirty == s->dirty_cap) {
+                size_t n = s->dirty_cap ? s->dirty_cap * 2 : 64;
+                pid_t *nd;
+
+                if (n > TASKS_MAX) {
+                        /* A storm: stop listing processes, list /proc. */
+                        s->n_dirty = 0;
+                        s->trust_events = false;
+                        return -E2BIG;
+                }
+                nd = realloc(s->dirty, n * sizeof(pid_t));
+                if (!nd)
+                        return -ENOMEM;
+                s->dirty = nd;
+                s->dirty_cap = n;
+        }
+        s->dirty[s->n_dirty++] = tgid;
+        return 0;
+}
+
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret) {
         *ret = s->stats;
         ret->held_fds = (unsigned) s->n_held;
+}
+
+static int compare_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+static int compare_task_index(const void *a, const void *b, void *userdata) {
+        const TaskFacts *t = userdata;
+        const TaskFacts *x = &t[*(const size_t *) a], *y = &t[*(const size_t *) b];
+
+        if (x->tgid != y->tgid)
+                return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* One known thread of a quiet process: pread its held schedstat, reread
+ * its files only if it ran. 1 added, 0 gone (the process needs a listing),
+ * negative errno. */
+static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFacts *proc) {
+        TaskScanner *s = b->scanner;
+        Held *h = find_held(s, prev->tid);
+        TaskFacts t;
+        ProcSchedstat ss;
+        int fd, k;
+
+        if (!h || h->fd < 0 || pread_schedstat(h->fd, &ss) < 0)
+                return 0;
+        fd = h->fd;
+        h->fd = -EBADF;
+        if (prev->has_schedstat && prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices) {
+                t = *prev;
+                t.process = proc;
+                t.parent_comm = NULL;
+                s->stats.threads_reused++;
+        } else {
+                char path[64];
+                _cleanup_close_ int tfd = -EBADF;
+
+                t = (TaskFacts) { .tid = prev->tid, .tgid = proc->tgid, .process = proc, .cookie_error = -ENODATA,
+                                  .has_schedstat = true, .sched = ss };
+                snprintf(path, sizeof(path), "%d/task/%d", (int) prev->tgid, (int) prev->tid);
+                tfd = openat(procfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                k = tfd < 0 ? 0 : read_thread_files(b, tfd, &t);
+                if (k <= 0) {
+                        close(fd);
+                        return k;
+                }
+                s->stats.threads_reread++;
+        }
+        k = push_task(b, &t);
+        if (k >= 0)
+                k = push_held(b, t.tid, fd);
+        if (k < 0) {
+                close(fd);
+                return k;
+        }
+        proc->n_threads++;
+        return 1;
+}
+
+/* The scan without listing: quiet processes from the last snapshot, then
+ * the ones events touched, listed as usual. */
+static int scan_by_events(Builder *b, int procfd) {
+        TaskScanner *s = b->scanner;
+        const TaskSnapshot *prev = s->prev;
+        _cleanup_free_ size_t *order = NULL;
+        size_t n_dirty = 0;
+        int k;
+
+        /* The touched processes, sorted, once each. */
+        qsort(s->dirty, s->n_dirty, sizeof(pid_t), compare_pid);
+        for (size_t i = 0; i < s->n_dirty; i++)
+                if (n_dirty == 0 || s->dirty[n_dirty - 1] != s->dirty[i])
+                        s->dirty[n_dirty++] = s->dirty[i];
+        s->n_dirty = n_dirty;
+
+        order = malloc(MAX(prev->n_tasks, (size_t) 1) * sizeof(size_t));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < prev->n_tasks; i++)
+                order[i] = i;
+        qsort_r(order, prev->n_tasks, sizeof(size_t), compare_task_index, prev->tasks);
+
+        for (size_t i = 0; i < prev->n_tasks;) {
+                const TaskFacts *first = &prev->tasks[order[i]];
+                ProcessFacts *proc = (ProcessFacts *) first->process;
+                size_t j = i, mark_tasks = b->snap->n_tasks, mark_held = b->n_held;
+                bool gone = false;
+
+                while (j < prev->n_tasks && prev->tasks[order[j]].tgid == first->tgid)
+                        j++;
+                if (bsearch(&first->tgid, s->dirty, s->n_dirty, sizeof(pid_t), compare_pid)) {
+                        i = j;
+                        continue; /* listed below */
+                }
+                if ((k = push_process(b, proc)) < 0)
+                        return k;
+                for (size_t m = i; m < j && !gone; m++) {
+                        k = fast_thread(b, procfd, &prev->tasks[order[m]], proc);
+                        if (k < 0)
+                                return k;
+                        gone = k == 0;
+                }
+                if (gone) {
+                        /* Something changed without an event we saw: undo
+                         * and list this process. The held fds taken go back
+                         * to the old set's slots as closed; reopen by path. */
+                        for (size_t m = mark_held; m < b->n_held; m++)
+                                close(b->held[m].fd);
+                        b->n_held = mark_held;
+                        b->snap->n_tasks = mark_tasks;
+                        b->snap->n_processes--;
+                        process_facts_unref(proc);
+                        if ((k = scan_process(b, procfd, first->tgid)) < 0)
+                                return k;
+                }
+                i = j;
+        }
+        for (size_t i = 0; i < s->n_dirty; i++)
+                if ((k = scan_process(b, procfd, s->dirty[i])) < 0)
+                        return k;
+        return 0;
 }
 
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
@@ -527,24 +686,30 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
         procfd = root_openat(s->root, "proc", O_RDONLY | O_DIRECTORY);
         if (procfd < 0)
                 return procfd;
-        dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
-        if (dupfd < 0)
-                return negative_errno();
-        d = fdopendir(dupfd);
-        if (!d) {
-                close(dupfd);
-                return negative_errno();
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                pid_t tgid;
+        if (!full && s->trust_events && s->prev) {
+                k = scan_by_events(&b, procfd);
+                s->stats.by_events = true;
+        } else {
+                dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
+                if (dupfd < 0)
+                        return negative_errno();
+                d = fdopendir(dupfd);
+                if (!d) {
+                        close(dupfd);
+                        return negative_errno();
+                }
+                for (struct dirent *de; (de = readdir(d));) {
+                        pid_t tgid;
 
-                if (!parse_pid(de->d_name, &tgid))
-                        continue;
-                k = scan_process(&b, procfd, tgid);
-                if (k < 0)
-                        break;
+                        if (!parse_pid(de->d_name, &tgid))
+                                continue;
+                        k = scan_process(&b, procfd, tgid);
+                        if (k < 0)
+                                break;
+                }
+                closedir(d);
         }
-        closedir(d);
+        s->n_dirty = 0;
 
         /* Threads not seen again have exited: close what is left of the old
          * held set, keep the new one. */

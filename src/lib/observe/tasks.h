@@ -101,6 +101,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TaskScanner *, task_scanner_free);
  * the process's facts are read again too. */
 void task_scanner_invalidate(TaskScanner *s, pid_t tid);
 
+/* Given a complete stream of proc-connector events (the caller subscribed
+ * before the first scan and rescans fully after an overrun), a scan need
+ * not list /proc: processes without FORK, EXEC or EXIT since the last scan
+ * have the same threads. Mark each process an event touched (the forking
+ * parent and the child for FORK). Listing resumes when trust is off. */
+void task_scanner_trust_events(TaskScanner *s, bool trust);
+int task_scanner_mark(TaskScanner *s, pid_t tgid);
+
 /* full: read every file of every thread. The snapshot is the caller's. */
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
 
@@ -110,6 +118,7 @@ typedef struct TaskScanStats {
         unsigned threads_reused; /* unchanged since the last scan */
         unsigned held_fds;
         bool fd_limit_hit;
+        bool by_events; /* /proc was not listed */
 } TaskScanStats;
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 

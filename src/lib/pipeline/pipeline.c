@@ -138,6 +138,9 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 return k;
         if (o->events) {
                 p->events_error = proc_events_open(&p->events);
+                /* Subscribed before the first (full) scan: from then on the
+                 * events tell which processes changed. */
+                task_scanner_trust_events(p->scanner, p->events != NULL);
                 if (o->keep_events) {
                         p->keep_events = true;
                         p->seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
@@ -158,9 +161,21 @@ void pipeline_drain_events(Pipeline *p) {
         while (proc_events_read(p->events, ev, ELEMENTSOF(ev), &n) >= 0 && n > 0)
                 for (size_t i = 0; i < n; i++) {
                         switch (ev[i].type) {
+                        case TASK_EVENT_FORK:
+                                /* A new process, or a new thread of one. */
+                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0 ||
+                                    task_scanner_mark(p->scanner, ev[i].parent_tgid) < 0)
+                                        p->rescan = true;
+                                break;
+                        case TASK_EVENT_EXIT:
+                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
+                                        p->rescan = true;
+                                break;
                         case TASK_EVENT_EXEC:
                                 task_scanner_invalidate(p->scanner, ev[i].tgid);
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
+                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
+                                        p->rescan = true;
                                 break;
                         case TASK_EVENT_COMM:
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
