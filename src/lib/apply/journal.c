@@ -1,0 +1,852 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "journal.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/root.h"
+#include "base/util.h"
+
+/* A path escapes to at most four bytes per byte; the rest of a line is short. */
+#define JOURNAL_LINE_MAX (128u + 4u * JOURNAL_PATH_MAX)
+#define JOURNAL_TMP_NAME ".journal.tmp"
+#define JOURNAL_HEADER "topod-journal"
+
+/* ---- index: first-original-wins lookups in O(1) ------------------------ */
+
+typedef enum IndexKind {
+        INDEX_FEATURE = 1,
+        INDEX_TASK,
+        INDEX_COOKIE,
+        INDEX_CGROUP,
+} IndexKind;
+
+typedef struct JournalIndexSlot {
+        uint64_t hash;
+        uint32_t pos;  /* index into the kind's array */
+        uint8_t kind;  /* 0 = empty */
+} JournalIndexSlot;
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++) {
+                h ^= b[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+static uint64_t hash_name(IndexKind kind, const char *s) {
+        uint8_t k = (uint8_t) kind;
+
+        return fnv1a(fnv1a(UINT64_C(0xcbf29ce484222325), &k, 1), s, strlen(s));
+}
+
+static uint64_t hash_task(IndexKind kind, pid_t tid, uint64_t start_time) {
+        uint8_t k = (uint8_t) kind;
+        uint64_t h = fnv1a(UINT64_C(0xcbf29ce484222325), &k, 1);
+        int32_t t = (int32_t) tid;
+
+        h = fnv1a(h, &t, sizeof(t));
+        return fnv1a(h, &start_time, sizeof(start_time));
+}
+
+static bool slot_matches(const Journal *j, const JournalIndexSlot *s, IndexKind kind, const char *name, pid_t tid,
+                         uint64_t start_time) {
+        if (s->kind != kind)
+                return false;
+        switch (kind) {
+        case INDEX_FEATURE:
+                return streq(j->features[s->pos].name, name);
+        case INDEX_CGROUP:
+                return streq(j->cgroups[s->pos], name);
+        case INDEX_TASK:
+                return j->tasks[s->pos].tid == tid && j->tasks[s->pos].start_time == start_time;
+        case INDEX_COOKIE:
+                return j->cookies[s->pos].tid == tid && j->cookies[s->pos].start_time == start_time;
+        }
+        return false;
+}
+
+/* The position in the kind's array, or -1. */
+static ssize_t index_find(const Journal *j, IndexKind kind, uint64_t hash, const char *name, pid_t tid,
+                          uint64_t start_time) {
+        if (j->index_size == 0)
+                return -1;
+        for (size_t i = hash & (j->index_size - 1);; i = (i + 1) & (j->index_size - 1)) {
+                const JournalIndexSlot *s = &j->index[i];
+
+                if (s->kind == 0)
+                        return -1;
+                if (s->hash == hash && slot_matches(j, s, kind, name, tid, start_time))
+                        return (ssize_t) s->pos;
+        }
+}
+
+static void index_put(JournalIndexSlot *table, size_t size, IndexKind kind, uint64_t hash, size_t pos) {
+        size_t i = hash & (size - 1);
+
+        while (table[i].kind != 0)
+                i = (i + 1) & (size - 1);
+        table[i] = (JournalIndexSlot) { .hash = hash, .pos = (uint32_t) pos, .kind = (uint8_t) kind };
+}
+
+/* Build the table from the arrays, at least twice as large as the entries
+ * plus one more, so probing always ends at an empty slot. */
+static int index_rebuild(Journal *j, size_t want_entries) {
+        JournalIndexSlot *t;
+        size_t size = 16;
+
+        while (size < 2 * (want_entries + 1))
+                size *= 2;
+        t = calloc(size, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; i < j->n_features; i++)
+                index_put(t, size, INDEX_FEATURE, hash_name(INDEX_FEATURE, j->features[i].name), i);
+        for (size_t i = 0; i < j->n_cgroups; i++)
+                index_put(t, size, INDEX_CGROUP, hash_name(INDEX_CGROUP, j->cgroups[i]), i);
+        for (size_t i = 0; i < j->n_tasks; i++)
+                index_put(t, size, INDEX_TASK, hash_task(INDEX_TASK, j->tasks[i].tid, j->tasks[i].start_time), i);
+        for (size_t i = 0; i < j->n_cookies; i++)
+                index_put(t, size, INDEX_COOKIE, hash_task(INDEX_COOKIE, j->cookies[i].tid, j->cookies[i].start_time),
+                          i);
+        free(j->index);
+        j->index = t;
+        j->index_size = size;
+        return 0;
+}
+
+static size_t n_indexed(const Journal *j) {
+        return j->n_features + j->n_tasks + j->n_cookies + j->n_cgroups;
+}
+
+/* Room for one more entry: the entry limit, then the index's load factor. */
+static int make_room(Journal *j) {
+        if (journal_n_entries(j) >= JOURNAL_ENTRIES_MAX)
+                return -E2BIG;
+        if (2 * (n_indexed(j) + 2) > j->index_size)
+                return index_rebuild(j, n_indexed(j) + 1);
+        return 0;
+}
+
+/* After a failed rebuild the index is gone: find by scanning. */
+static ssize_t find_any(const Journal *j, IndexKind kind, const char *name, pid_t tid, uint64_t start_time) {
+        uint64_t h = name ? hash_name(kind, name) : hash_task(kind, tid, start_time);
+        size_t n = kind == INDEX_FEATURE ? j->n_features :
+                   kind == INDEX_CGROUP  ? j->n_cgroups :
+                   kind == INDEX_TASK    ? j->n_tasks :
+                                           j->n_cookies;
+
+        if (j->index_size > 0)
+                return index_find(j, kind, h, name, tid, start_time);
+        for (size_t i = 0; i < n; i++) {
+                JournalIndexSlot s = { .kind = (uint8_t) kind, .pos = (uint32_t) i };
+
+                if (slot_matches(j, &s, kind, name, tid, start_time))
+                        return (ssize_t) i;
+        }
+        return -1;
+}
+
+/* ---- validation --------------------------------------------------------- */
+
+static bool name_valid(const char *s, bool upper) {
+        size_t n = strlen(s);
+
+        if (n == 0 || n >= JOURNAL_NAME_MAX)
+                return false;
+        for (const char *c = s; *c; c++) {
+                bool ok = (*c >= '0' && *c <= '9') || *c == '_' ||
+                          (upper ? (*c >= 'A' && *c <= 'Z') : ((*c >= 'a' && *c <= 'z') || *c == '-'));
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
+static bool feature_name_valid(const char *s) {
+        /* "NO_" is the kernel's prefix for clearing: no feature can be named so. */
+        return name_valid(s, true) && !startswith(s, "NO_");
+}
+
+/* An absolute cgroup path without empty, "." or ".." components (the
+ * journal is read back after a crash: a path must not leave the tree). */
+static bool cgroup_path_valid(const char *p) {
+        size_t n = strlen(p);
+
+        if (n == 0 || n >= JOURNAL_PATH_MAX || p[0] != '/')
+                return false;
+        if (n == 1)
+                return true;
+        for (const char *c = p + 1;;) {
+                size_t len = strcspn(c, "/");
+
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!c[len])
+                        return true;
+                c += len + 1;
+        }
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+int journal_new(const char *dir, Journal **ret) {
+        _cleanup_(journal_freep) Journal *j = calloc(1, sizeof(Journal));
+
+        if (!j)
+                return -ENOMEM;
+        if (dir) {
+                j->dir = strdup(dir);
+                if (!j->dir)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+Journal *journal_free(Journal *j) {
+        if (!j)
+                return NULL;
+        free(j->dir);
+        free(j->boot_id);
+        for (size_t i = 0; i < j->n_features; i++)
+                free(j->features[i].name);
+        free(j->features);
+        free(j->cgroup_mode);
+        for (size_t i = 0; i < j->n_tasks; i++)
+                free(j->tasks[i].cgroup);
+        free(j->tasks);
+        free(j->cookies);
+        for (size_t i = 0; i < j->n_cgroups; i++)
+                free(j->cgroups[i]);
+        free(j->cgroups);
+        free(j->index);
+        free(j);
+        return NULL;
+}
+
+size_t journal_n_entries(const Journal *j) {
+        return n_indexed(j) + (j->cgroup_mode ? 1 : 0);
+}
+
+bool journal_is_empty(const Journal *j) {
+        return journal_n_entries(j) == 0;
+}
+
+/* Grow an array by one element. */
+static int grow(void **array, size_t n, size_t elem) {
+        void *p = realloc(*array, (n + 1) * elem);
+
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        return 0;
+}
+
+int journal_record_feature(Journal *j, const char *name, bool on) {
+        uint64_t h;
+        char *s;
+        int k;
+
+        if (!feature_name_valid(name))
+                return -EINVAL;
+        h = hash_name(INDEX_FEATURE, name);
+        if (find_any(j, INDEX_FEATURE, name, 0, 0) >= 0)
+                return 0;
+        if ((k = make_room(j)) < 0 || (k = grow((void **) &j->features, j->n_features, sizeof(JournalFeature))) < 0)
+                return k;
+        s = strdup(name);
+        if (!s)
+                return -ENOMEM;
+        j->features[j->n_features] = (JournalFeature) { .name = s, .on = on };
+        index_put(j->index, j->index_size, INDEX_FEATURE, h, j->n_features++);
+        j->dirty = true;
+        return 1;
+}
+
+int journal_record_cgroup_mode(Journal *j, const char *mode) {
+        if (!name_valid(mode, false))
+                return -EINVAL;
+        if (j->cgroup_mode)
+                return 0;
+        if (journal_n_entries(j) >= JOURNAL_ENTRIES_MAX)
+                return -E2BIG;
+        j->cgroup_mode = strdup(mode);
+        if (!j->cgroup_mode)
+                return -ENOMEM;
+        j->dirty = true;
+        return 1;
+}
+
+int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *cgroup) {
+        uint64_t h;
+        char *s;
+        int k;
+
+        if (tid <= 0 || !cgroup_path_valid(cgroup))
+                return -EINVAL;
+        h = hash_task(INDEX_TASK, tid, start_time);
+        if (find_any(j, INDEX_TASK, NULL, tid, start_time) >= 0)
+                return 0;
+        if ((k = make_room(j)) < 0 || (k = grow((void **) &j->tasks, j->n_tasks, sizeof(JournalTask))) < 0)
+                return k;
+        s = strdup(cgroup);
+        if (!s)
+                return -ENOMEM;
+        j->tasks[j->n_tasks] = (JournalTask) { .tid = tid, .start_time = start_time, .cgroup = s };
+        index_put(j->index, j->index_size, INDEX_TASK, h, j->n_tasks++);
+        j->dirty = true;
+        return 1;
+}
+
+int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time) {
+        uint64_t h;
+        int k;
+
+        if (tid <= 0)
+                return -EINVAL;
+        h = hash_task(INDEX_COOKIE, tid, start_time);
+        if (find_any(j, INDEX_COOKIE, NULL, tid, start_time) >= 0)
+                return 0;
+        if ((k = make_room(j)) < 0 || (k = grow((void **) &j->cookies, j->n_cookies, sizeof(JournalCookie))) < 0)
+                return k;
+        j->cookies[j->n_cookies] = (JournalCookie) { .tid = tid, .start_time = start_time };
+        index_put(j->index, j->index_size, INDEX_COOKIE, h, j->n_cookies++);
+        j->dirty = true;
+        return 1;
+}
+
+int journal_record_cgroup(Journal *j, const char *path) {
+        uint64_t h;
+        char *s;
+        int k;
+
+        if (!cgroup_path_valid(path) || streq(path, "/"))
+                return -EINVAL;
+        h = hash_name(INDEX_CGROUP, path);
+        if (find_any(j, INDEX_CGROUP, path, 0, 0) >= 0)
+                return 0;
+        if ((k = make_room(j)) < 0 || (k = grow((void **) &j->cgroups, j->n_cgroups, sizeof(char *))) < 0)
+                return k;
+        s = strdup(path);
+        if (!s)
+                return -ENOMEM;
+        j->cgroups[j->n_cgroups] = s;
+        index_put(j->index, j->index_size, INDEX_CGROUP, h, j->n_cgroups++);
+        j->dirty = true;
+        return 1;
+}
+
+int journal_set_boot_id(Journal *j, const char *boot_id) {
+        char *s;
+
+        for (const char *c = boot_id; *c; c++)
+                if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || *c == '-'))
+                        return -EINVAL;
+        if (!*boot_id || strlen(boot_id) >= JOURNAL_NAME_MAX)
+                return -EINVAL;
+        if (j->boot_id && streq(j->boot_id, boot_id))
+                return 0;
+        s = strdup(boot_id);
+        if (!s)
+                return -ENOMEM;
+        free(j->boot_id);
+        j->boot_id = s;
+        j->dirty = true;
+        return 1;
+}
+
+/* ---- forgetting --------------------------------------------------------- */
+
+/* Remove element pos of an array, keeping the order, and rebuild the index
+ * (positions after it moved). Rebuilding at the current size cannot fail
+ * for lack of room, but can for lack of memory: then the index is dropped
+ * and rebuilt on the next record. */
+static void remove_at(Journal *j, void *array, size_t *n, size_t elem, size_t pos) {
+        char *a = array;
+
+        memmove(a + pos * elem, a + (pos + 1) * elem, (*n - pos - 1) * elem);
+        (*n)--;
+        j->dirty = true;
+        if (index_rebuild(j, n_indexed(j)) < 0) {
+                j->index = mfree(j->index);
+                j->index_size = 0;
+        }
+}
+
+int journal_forget_feature(Journal *j, const char *name) {
+        ssize_t pos = find_any(j, INDEX_FEATURE, name, 0, 0);
+
+        if (pos < 0)
+                return 0;
+        free(j->features[pos].name);
+        remove_at(j, j->features, &j->n_features, sizeof(JournalFeature), (size_t) pos);
+        return 1;
+}
+
+int journal_forget_cgroup_mode(Journal *j) {
+        if (!j->cgroup_mode)
+                return 0;
+        j->cgroup_mode = mfree(j->cgroup_mode);
+        j->dirty = true;
+        return 1;
+}
+
+int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time) {
+        ssize_t pos = find_any(j, INDEX_TASK, NULL, tid, start_time);
+
+        if (pos < 0)
+                return 0;
+        free(j->tasks[pos].cgroup);
+        remove_at(j, j->tasks, &j->n_tasks, sizeof(JournalTask), (size_t) pos);
+        return 1;
+}
+
+int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {
+        ssize_t pos = find_any(j, INDEX_COOKIE, NULL, tid, start_time);
+
+        if (pos < 0)
+                return 0;
+        remove_at(j, j->cookies, &j->n_cookies, sizeof(JournalCookie), (size_t) pos);
+        return 1;
+}
+
+int journal_forget_cgroup(Journal *j, const char *path) {
+        ssize_t pos = find_any(j, INDEX_CGROUP, path, 0, 0);
+
+        if (pos < 0)
+                return 0;
+        free(j->cgroups[pos]);
+        remove_at(j, j->cgroups, &j->n_cgroups, sizeof(char *), (size_t) pos);
+        return 1;
+}
+
+const JournalFeature *journal_get_feature(const Journal *j, const char *name) {
+        ssize_t pos = find_any(j, INDEX_FEATURE, name, 0, 0);
+
+        return pos < 0 ? NULL : &j->features[pos];
+}
+
+const JournalTask *journal_get_task(const Journal *j, pid_t tid, uint64_t start_time) {
+        ssize_t pos = find_any(j, INDEX_TASK, NULL, tid, start_time);
+
+        return pos < 0 ? NULL : &j->tasks[pos];
+}
+
+/* ---- formatting --------------------------------------------------------- */
+
+static bool must_escape(unsigned char c) {
+        return c <= 0x20 || c == 0x7f || c == '\\';
+}
+
+static void put_escaped(FILE *f, const char *s) {
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if (must_escape(*c))
+                        fprintf(f, "\\x%02x", *c);
+                else
+                        fputc(*c, f);
+}
+
+int journal_format(const Journal *j, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "%s %u\n", JOURNAL_HEADER, JOURNAL_VERSION);
+        if (j->boot_id)
+                fprintf(f, "boot %s\n", j->boot_id);
+        for (size_t i = 0; i < j->n_features; i++)
+                fprintf(f, "feature %s %s\n", j->features[i].name, j->features[i].on ? "on" : "off");
+        if (j->cgroup_mode)
+                fprintf(f, "cgroup_mode %s\n", j->cgroup_mode);
+        for (size_t i = 0; i < j->n_tasks; i++) {
+                fprintf(f, "task %d %" PRIu64 " ", (int) j->tasks[i].tid, j->tasks[i].start_time);
+                put_escaped(f, j->tasks[i].cgroup);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; i < j->n_cookies; i++)
+                fprintf(f, "cookie %d %" PRIu64 "\n", (int) j->cookies[i].tid, j->cookies[i].start_time);
+        for (size_t i = 0; i < j->n_cgroups; i++) {
+                fputs("cgroup ", f);
+                put_escaped(f, j->cgroups[i]);
+                fputc('\n', f);
+        }
+        fprintf(f, "end %zu\n", journal_n_entries(j));
+        if (fclose(f) != 0 || !buf)
+                return -ENOMEM;
+        if (len > JOURNAL_SIZE_MAX)
+                return -EFBIG;
+        *ret = TAKE_PTR(buf);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+_printf_(4, 5) static int parse_error(JournalError *e, unsigned line, int err, const char *fmt, ...) {
+        va_list ap;
+
+        if (e) {
+                e->line = line;
+                va_start(ap, fmt);
+                vsnprintf(e->message, sizeof(e->message), fmt, ap);
+                va_end(ap);
+        }
+        return err;
+}
+
+/* Decimal without sign or leading zeros, at most max. */
+static bool parse_u64(const char *s, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (!*s || (s[0] == '0' && s[1]))
+                return false;
+        for (const char *c = s; *c; c++) {
+                if (*c < '0' || *c > '9')
+                        return false;
+                if (v > (max - (uint64_t) (*c - '0')) / 10)
+                        return false;
+                v = v * 10 + (uint64_t) (*c - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Undo \xHH in place. false on a bad or NUL escape. */
+static bool unescape(char *s) {
+        char *w = s;
+
+        for (const char *r = s; *r; r++) {
+                if (*r != '\\') {
+                        *w++ = *r;
+                        continue;
+                }
+                int hi, lo;
+                if (r[1] != 'x' || (hi = hexval(r[2])) < 0 || (lo = hexval(r[3])) < 0 || (hi == 0 && lo == 0))
+                        return false;
+                *w++ = (char) (hi * 16 + lo);
+                r += 3;
+        }
+        *w = '\0';
+        return true;
+}
+
+#define TOKENS_MAX 5
+
+/* Split a line (NUL-terminated, no newline) on single spaces. -1 when a
+ * token is empty, a byte is a control character, or there are too many. */
+static int split_line(char *line, char *tok[TOKENS_MAX]) {
+        int n = 0;
+
+        for (char *c = line; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return -1;
+        for (char *p = line;;) {
+                char *sp = strchr(p, ' ');
+
+                if (n == TOKENS_MAX || (sp ? sp == p : !*p))
+                        return -1;
+                tok[n++] = p;
+                if (!sp)
+                        return n;
+                *sp = '\0';
+                p = sp + 1;
+        }
+}
+
+static int parse_tid(const char *s, pid_t *ret) {
+        uint64_t v;
+
+        if (!parse_u64(s, INT32_MAX, &v) || v == 0)
+                return -1;
+        *ret = (pid_t) v;
+        return 0;
+}
+
+static const char *record_what(int k) {
+        return k == -E2BIG ? "too many entries" : k == -ENOMEM ? "out of memory" : "invalid value";
+}
+
+/* One entry line into j. */
+static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalError *e) {
+        const char *kind = tok[0];
+        uint64_t start;
+        pid_t tid;
+        int k;
+
+        if (streq(kind, "feature")) {
+                if (n != 3 || !(streq(tok[2], "on") || streq(tok[2], "off")))
+                        return parse_error(e, lineno, -EBADMSG, "expected \"feature NAME on|off\"");
+                k = journal_record_feature(j, tok[1], streq(tok[2], "on"));
+        } else if (streq(kind, "cgroup_mode")) {
+                if (n != 2)
+                        return parse_error(e, lineno, -EBADMSG, "expected \"cgroup_mode MODE\"");
+                k = journal_record_cgroup_mode(j, tok[1]);
+        } else if (streq(kind, "task") || streq(kind, "cookie")) {
+                bool task = streq(kind, "task");
+
+                if (n != (task ? 4 : 3))
+                        return parse_error(e, lineno, -EBADMSG, task ? "expected \"task TID START_TIME PATH\"" :
+                                                                       "expected \"cookie TID START_TIME\"");
+                if (parse_tid(tok[1], &tid) < 0)
+                        return parse_error(e, lineno, -EBADMSG, "invalid thread id");
+                if (!parse_u64(tok[2], UINT64_MAX, &start))
+                        return parse_error(e, lineno, -EBADMSG, "invalid start time");
+                if (task) {
+                        if (!unescape(tok[3]))
+                                return parse_error(e, lineno, -EBADMSG, "invalid escape in path");
+                        k = journal_record_task(j, tid, start, tok[3]);
+                } else
+                        k = journal_record_cookie(j, tid, start);
+        } else if (streq(kind, "cgroup")) {
+                if (n != 2)
+                        return parse_error(e, lineno, -EBADMSG, "expected \"cgroup PATH\"");
+                if (!unescape(tok[1]))
+                        return parse_error(e, lineno, -EBADMSG, "invalid escape in path");
+                k = journal_record_cgroup(j, tok[1]);
+        } else if (streq(kind, "boot")) {
+                if (n != 2 || j->boot_id)
+                        return parse_error(e, lineno, -EBADMSG, "expected one \"boot ID\"");
+                k = journal_set_boot_id(j, tok[1]);
+        } else
+                return parse_error(e, lineno, -EBADMSG, "unknown entry \"%.32s\"", kind);
+
+        if (k == 0)
+                return parse_error(e, lineno, -EBADMSG, "duplicate %s entry", kind);
+        if (k < 0)
+                return parse_error(e, lineno, k == -EINVAL ? -EBADMSG : k, "%s: %s", kind, record_what(k));
+        return 0;
+}
+
+int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_free_ char *line = NULL;
+        unsigned lineno = 0;
+        bool ended = false;
+        size_t pos = 0;
+        int k;
+
+        if (len > JOURNAL_SIZE_MAX)
+                return parse_error(ret_error, 0, -EFBIG, "larger than %u bytes", JOURNAL_SIZE_MAX);
+        if (len == 0)
+                return parse_error(ret_error, 0, -EBADMSG, "empty");
+        if (memchr(text, '\0', len))
+                return parse_error(ret_error, 0, -EBADMSG, "contains a NUL byte");
+        if (text[len - 1] != '\n')
+                return parse_error(ret_error, 0, -EBADMSG, "incomplete: does not end with a newline");
+
+        k = journal_new(NULL, &j);
+        if (k < 0)
+                return k;
+        line = malloc(JOURNAL_LINE_MAX + 1);
+        if (!line)
+                return -ENOMEM;
+
+        while (pos < len) {
+                const char *nl = memchr(text + pos, '\n', len - pos);
+                size_t n = (size_t) (nl - (text + pos)); /* nl exists: the text ends with one */
+                char *tok[TOKENS_MAX];
+                int ntok;
+
+                lineno++;
+                if (ended)
+                        return parse_error(ret_error, lineno, -EBADMSG, "text after \"end\"");
+                if (n > JOURNAL_LINE_MAX)
+                        return parse_error(ret_error, lineno, -EBADMSG, "line longer than %u bytes",
+                                           JOURNAL_LINE_MAX);
+                memcpy(line, text + pos, n);
+                line[n] = '\0';
+                pos += n + 1;
+
+                ntok = split_line(line, tok);
+                if (ntok < 0)
+                        return parse_error(ret_error, lineno, -EBADMSG,
+                                           "malformed line (empty field, control character or too many fields)");
+
+                if (lineno == 1) {
+                        uint64_t v;
+
+                        if (ntok != 2 || !streq(tok[0], JOURNAL_HEADER) || !parse_u64(tok[1], UINT32_MAX, &v))
+                                return parse_error(ret_error, lineno, -EBADMSG, "not a topod journal (no \"%s N\" header)",
+                                                   JOURNAL_HEADER);
+                        if (v != JOURNAL_VERSION)
+                                return parse_error(ret_error, lineno, -EPROTONOSUPPORT,
+                                                   "journal version %" PRIu64 ", this topod reads version %u", v,
+                                                   JOURNAL_VERSION);
+                        continue;
+                }
+                if (streq(tok[0], "end")) {
+                        uint64_t count;
+
+                        if (ntok != 2 || !parse_u64(tok[1], UINT64_MAX, &count))
+                                return parse_error(ret_error, lineno, -EBADMSG, "expected \"end N\"");
+                        if (count != journal_n_entries(j))
+                                return parse_error(ret_error, lineno, -EBADMSG,
+                                                   "\"end\" counts %" PRIu64 " entries, the file has %zu", count,
+                                                   journal_n_entries(j));
+                        ended = true;
+                        continue;
+                }
+                k = parse_entry(j, tok, ntok, lineno, ret_error);
+                if (k < 0)
+                        return k;
+        }
+        if (!ended)
+                return parse_error(ret_error, lineno, -EBADMSG, "incomplete: no \"end\" line");
+        j->dirty = false;
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += w;
+                n -= (size_t) w;
+        }
+        return 0;
+}
+
+static int open_dir(const char *dir, bool create) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0 || errno != ENOENT || !create)
+                return fd >= 0 ? fd : negative_errno();
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd >= 0 ? fd : negative_errno();
+}
+
+int journal_commit(Journal *j) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int k;
+
+        if (!j->dir)
+                return -EINVAL;
+        if (!j->dirty)
+                return 0;
+        k = journal_format(j, &text, &len);
+        if (k < 0)
+                return k;
+        dfd = open_dir(j->dir, true);
+        if (dfd < 0)
+                return dfd;
+
+        /* One writer (the daemon) at a time: a fixed temporary name, so a
+         * crash between open and rename leaves one stale file that the next
+         * commit truncates, never a growing number of them. */
+        fd = openat(dfd, JOURNAL_TMP_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        k = write_all(fd, text, len);
+        if (k >= 0 && fsync(fd) < 0)
+                k = negative_errno();
+        if (k >= 0) {
+                k = close(TAKE_FD(fd)) < 0 ? negative_errno() : 0;
+        }
+        if (k >= 0 && renameat(dfd, JOURNAL_TMP_NAME, dfd, JOURNAL_FILE_NAME) < 0)
+                k = negative_errno();
+        if (k < 0) {
+                (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
+                return k;
+        }
+        /* The rename itself must reach the disk before we change anything. */
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        j->dirty = false;
+        return 0;
+}
+
+int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len;
+        int k;
+
+        dfd = open_dir(dir, false);
+        if (dfd == -ENOENT)
+                goto empty;
+        if (dfd < 0)
+                return parse_error(ret_error, 0, dfd, "cannot open the directory");
+        fd = openat(dfd, JOURNAL_FILE_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                goto empty;
+        if (fd < 0)
+                return parse_error(ret_error, 0, negative_errno(), "cannot open the journal");
+        if (fstat(fd, &st) < 0)
+                return parse_error(ret_error, 0, negative_errno(), "cannot stat the journal");
+        if (!S_ISREG(st.st_mode))
+                return parse_error(ret_error, 0, -EBADMSG, "not a regular file");
+        if ((uint64_t) st.st_size > JOURNAL_SIZE_MAX)
+                return parse_error(ret_error, 0, -EFBIG, "larger than %u bytes", JOURNAL_SIZE_MAX);
+        k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
+        if (k < 0)
+                return parse_error(ret_error, 0, k, k == -EFBIG ? "too large" : "cannot read the journal");
+        k = journal_parse(text, len, &j, ret_error);
+        if (k < 0)
+                return k;
+        j->dir = strdup(dir);
+        if (!j->dir)
+                return -ENOMEM;
+        *ret = TAKE_PTR(j);
+        return 1;
+
+empty:
+        k = journal_new(dir, &j);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+int journal_remove(const char *dir) {
+        _cleanup_close_ int dfd = -EBADF;
+
+        dfd = open_dir(dir, false);
+        if (dfd == -ENOENT)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        if (unlinkat(dfd, JOURNAL_FILE_NAME, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        return 0;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The journal: every original value topod changes, recorded before the
+ * change, so that stop restores it and a crash is recovered from on the next
+ * start.
+ *
+ * Use: journal_record_*() the original, journal_commit(), and only then
+ * change the machine. The first original recorded for a thing wins: setting
+ * a feature twice keeps the value from before the first change.
+ *
+ * On disk it is one text file, JOURNAL_FILE_NAME in a directory the caller
+ * gives (production: /run/topod), replaced atomically (temporary file in the
+ * same directory, fsync, rename, fsync of the directory). The format is
+ * line-based and versioned; every line is "KIND FIELD…" separated by single
+ * spaces:
+ *
+ *     topod-journal 1
+ *     boot 3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c
+ *     feature TTWU_QUEUE on
+ *     cgroup_mode concur
+ *     task 1234 567890 /system.slice/foo.service
+ *     cookie 1234 567890
+ *     cgroup /topod/llc1
+ *     end 5
+ *
+ * "boot" is optional (the kernel's boot_id when the journal was written).
+ * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
+ * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
+ * as \xHH. "end N" closes the file and counts the entries before it: a file
+ * without it is incomplete and refused. Entries are grouped by kind in the
+ * order above; within a kind, in the order recorded. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/macro.h"
+
+#define JOURNAL_FILE_NAME "journal"
+#define JOURNAL_VERSION 1u
+
+/* Limits on what a journal file (an outside input after a crash) can make us
+ * hold: the whole file, the number of entries, one name and one path. */
+#define JOURNAL_SIZE_MAX (16u * 1024u * 1024u)
+#define JOURNAL_ENTRIES_MAX 65536u
+#define JOURNAL_NAME_MAX 64u   /* feature, cgroup_mode and boot id, including NUL */
+#define JOURNAL_PATH_MAX 4096u /* unescaped, including NUL */
+
+typedef struct JournalFeature {
+        char *name; /* as the kernel lists it, without NO_ */
+        bool on;    /* the original value */
+} JournalFeature;
+
+typedef struct JournalTask {
+        pid_t tid;
+        uint64_t start_time; /* /proc/<tid>/stat field 22: tells a reused tid apart */
+        char *cgroup;        /* original cgroup path */
+} JournalTask;
+
+typedef struct JournalCookie {
+        pid_t tid;
+        uint64_t start_time;
+} JournalCookie;
+
+/* Read the fields; change them only through the functions below. */
+typedef struct Journal {
+        char *dir;     /* where journal_commit() writes; NULL after journal_parse() */
+        char *boot_id; /* NULL when not recorded */
+
+        JournalFeature *features;
+        size_t n_features;
+        char *cgroup_mode; /* original active mode, NULL when not changed */
+        JournalTask *tasks;
+        size_t n_tasks;
+        JournalCookie *cookies;
+        size_t n_cookies;
+        char **cgroups; /* cgroups topod created, in creation order */
+        size_t n_cgroups;
+
+        bool dirty; /* changed since the last commit or load */
+
+        /* Private: index for first-original-wins lookups. */
+        struct JournalIndexSlot *index;
+        size_t index_size;
+} Journal;
+
+/* Where a parse stopped and why, for one line of message. */
+typedef struct JournalError {
+        unsigned line; /* 1-based; 0 when the error is about the whole file */
+        char message[160];
+} JournalError;
+
+/* An empty journal that commits into dir. */
+int journal_new(const char *dir, Journal **ret);
+Journal *journal_free(Journal *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_free);
+
+/* Total entries (each feature, the mode, each task, cookie and cgroup). */
+size_t journal_n_entries(const Journal *j);
+bool journal_is_empty(const Journal *j);
+
+/* Record an original. 1 when recorded, 0 when an original was already there
+ * (it is kept), -EINVAL for a bad name or path, -E2BIG past
+ * JOURNAL_ENTRIES_MAX, -ENOMEM. */
+int journal_record_feature(Journal *j, const char *name, bool on);
+int journal_record_cgroup_mode(Journal *j, const char *mode);
+int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *cgroup);
+int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time);
+int journal_record_cgroup(Journal *j, const char *path);
+int journal_set_boot_id(Journal *j, const char *boot_id);
+
+/* Drop an entry once it is restored (or moot: the task exited). 1 when it
+ * was there, 0 when not. */
+int journal_forget_feature(Journal *j, const char *name);
+int journal_forget_cgroup_mode(Journal *j);
+int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time);
+int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time);
+int journal_forget_cgroup(Journal *j, const char *path);
+
+/* Lookups; NULL when not recorded. */
+const JournalFeature *journal_get_feature(const Journal *j, const char *name);
+const JournalTask *journal_get_task(const Journal *j, pid_t tid, uint64_t start_time);
+
+/* The file's text. -EFBIG when it would exceed JOURNAL_SIZE_MAX. */
+int journal_format(const Journal *j, char **ret, size_t *ret_len);
+
+/* Pure parser: text need not be NUL-terminated. -EBADMSG for malformed
+ * text, -EPROTONOSUPPORT for another version, -EFBIG past JOURNAL_SIZE_MAX,
+ * -E2BIG past JOURNAL_ENTRIES_MAX, -ENOMEM. ret_error (may be NULL) is
+ * filled in on those failures. The journal returned has no dir. */
+int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error);
+
+/* Write atomically into j->dir (created, mode 0700, when missing; its parent
+ * must exist). Nothing is written when the journal is not dirty. */
+int journal_commit(Journal *j);
+
+/* Load dir's journal: 1 and the journal when a file was there (a crash or a
+ * stop that did not finish restoring), 0 and an empty journal bound to dir
+ * when there was none; negative errno as journal_parse(), or from reading. */
+int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
+
+/* Remove the file after a complete restore. 0 also when there was none. */
+int journal_remove(const char *dir);

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The journal of originals: round trip, atomic rewrite, first-original-wins,
+ * limits, and malformed input refused with a message that says why. */
+
+#include <sys/stat.h>
+
+#include "apply/journal.h"
+#include "base/util.h"
+#include "fake-root.h"
+
+#define SAMPLE                                                  \
+        "topod-journal 1\n"                                     \
+        "boot 3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c\n"           \
+        "feature TTWU_QUEUE on\n"                               \
+        "feature HRTICK off\n"                                  \
+        "cgroup_mode concur\n"                                  \
+        "task 1234 567890 /system.slice/foo.service\n"          \
+        "task 99 1 /\n"                                         \
+        "cookie 1234 567890\n"                                  \
+        "cgroup /topod/llc1\n"                                  \
+        "end 7\n"
+
+static Journal *parse_ok(const char *text) {
+        Journal *j = NULL;
+        JournalError e = {};
+        int k = journal_parse(text, strlen(text), &j, &e);
+
+        if (k < 0)
+                TEST_FAIL("journal_parse: %s (line %u: %s)", strerror(-k), e.line, e.message);
+        return j;
+}
+
+static char *format(const Journal *j) {
+        char *s = NULL;
+        size_t len = 0;
+
+        ASSERT_OK(journal_format(j, &s, &len));
+        ASSERT_EQ(len, strlen(s));
+        return s;
+}
+
+static char *slurp(const char *dir, const char *name) {
+        char path[PATH_MAX];
+        FILE *f;
+        char *buf = NULL;
+        size_t cap = 0;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        n = getdelim(&buf, &cap, '\0', f);
+        fclose(f);
+        if (n < 0) {
+                free(buf);
+                return strdup("");
+        }
+        return buf;
+}
+
+static void test_round_trip(void) {
+        _cleanup_(journal_freep) Journal *j = parse_ok(SAMPLE), *j2 = NULL;
+        _cleanup_free_ char *text = NULL, *text2 = NULL;
+
+        ASSERT_STREQ(j->boot_id, "3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c");
+        ASSERT_EQ(j->n_features, 2);
+        ASSERT_STREQ(j->features[0].name, "TTWU_QUEUE");
+        ASSERT_TRUE(j->features[0].on);
+        ASSERT_STREQ(j->features[1].name, "HRTICK");
+        ASSERT_FALSE(j->features[1].on);
+        ASSERT_STREQ(j->cgroup_mode, "concur");
+        ASSERT_EQ(j->n_tasks, 2);
+        ASSERT_EQ(j->tasks[0].tid, 1234);
+        ASSERT_EQ(j->tasks[0].start_time, 567890);
+        ASSERT_STREQ(j->tasks[0].cgroup, "/system.slice/foo.service");
+        ASSERT_STREQ(j->tasks[1].cgroup, "/");
+        ASSERT_EQ(j->n_cookies, 1);
+        ASSERT_EQ(j->cookies[0].tid, 1234);
+        ASSERT_EQ(j->n_cgroups, 1);
+        ASSERT_STREQ(j->cgroups[0], "/topod/llc1");
+        ASSERT_EQ(journal_n_entries(j), 7);
+        ASSERT_FALSE(j->dirty);
+        ASSERT_NULL(j->dir);
+        ASSERT_TRUE(journal_get_task(j, 99, 1) != NULL);
+        ASSERT_NULL(journal_get_task(j, 99, 2)); /* same tid, another task */
+
+        /* Byte for byte: format(parse(x)) == x, and again. */
+        text = format(j);
+        ASSERT_STREQ(text, SAMPLE);
+        ASSERT_OK(journal_parse(text, strlen(text), &j2, NULL));
+        text2 = format(j2);
+        ASSERT_STREQ(text2, text);
+}
+
+static void test_escapes(void) {
+        const char *path = "/odd dir/new\nline/back\\slash/tab\t/\x7f/üñï";
+        _cleanup_(journal_freep) Journal *j = NULL, *back = NULL;
+        _cleanup_free_ char *text = NULL;
+
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(journal_record_task(j, 7, UINT64_MAX, path), 1);
+        ASSERT_EQ(journal_record_cgroup(j, path), 1);
+        text = format(j);
+        /* One entry per line: nothing in a path may break a line or a field. */
+        ASSERT_STREQ(text, "topod-journal 1\n"
+                           "task 7 18446744073709551615 /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
+                           "cgroup /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
+                           "end 2\n");
+        ASSERT_OK(journal_parse(text, strlen(text), &back, NULL));
+        ASSERT_STREQ(back->tasks[0].cgroup, path);
+        ASSERT_EQ(back->tasks[0].start_time, UINT64_MAX);
+        ASSERT_STREQ(back->cgroups[0], path);
+}
+
+static void test_first_original_wins(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(journal_record_feature(j, "TTWU_QUEUE", true), 1);
+        ASSERT_EQ(journal_record_feature(j, "TTWU_QUEUE", false), 0);
+        ASSERT_TRUE(journal_get_feature(j, "TTWU_QUEUE")->on);
+        ASSERT_EQ(journal_record_cgroup_mode(j, "concur"), 1);
+        ASSERT_EQ(journal_record_cgroup_mode(j, "max"), 0);
+        ASSERT_STREQ(j->cgroup_mode, "concur");
+        ASSERT_EQ(journal_record_task(j, 10, 100, "/a"), 1);
+        ASSERT_EQ(journal_record_task(j, 10, 100, "/topod/llc0"), 0);
+        ASSERT_STREQ(journal_get_task(j, 10, 100)->cgroup, "/a");
+        /* A reused tid is another task. */
+        ASSERT_EQ(journal_record_task(j, 10, 200, "/b"), 1);
+        ASSERT_EQ(journal_record_cookie(j, 10, 100), 1);
+        ASSERT_EQ(journal_record_cookie(j, 10, 100), 0);
+        ASSERT_EQ(journal_record_cgroup(j, "/topod/llc1"), 1);
+        ASSERT_EQ(journal_record_cgroup(j, "/topod/llc1"), 0);
+        ASSERT_EQ(journal_n_entries(j), 6);
+
+        /* Forgetting, then recording anew: the new original counts. */
+        ASSERT_EQ(journal_forget_feature(j, "TTWU_QUEUE"), 1);
+        ASSERT_EQ(journal_forget_feature(j, "TTWU_QUEUE"), 0);
+        ASSERT_EQ(journal_record_feature(j, "TTWU_QUEUE", false), 1);
+        ASSERT_FALSE(journal_get_feature(j, "TTWU_QUEUE")->on);
+        ASSERT_EQ(journal_forget_task(j, 10, 100), 1);
+        ASSERT_NULL(journal_get_task(j, 10, 100));
+        ASSERT_STREQ(journal_get_task(j, 10, 200)->cgroup, "/b"); /* moved in the array, still found */
+        ASSERT_EQ(journal_forget_cookie(j, 10, 100), 1);
+        ASSERT_EQ(journal_forget_cgroup(j, "/topod/llc1"), 1);
+        ASSERT_EQ(journal_forget_cgroup_mode(j), 1);
+        ASSERT_EQ(journal_n_entries(j), 2);
+}
+
+static void test_record_rejects(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_ERROR(journal_record_feature(j, "ttwu_queue", true), EINVAL);
+        ASSERT_ERROR(journal_record_feature(j, "NO_TTWU_QUEUE", true), EINVAL);
+        ASSERT_ERROR(journal_record_feature(j, "", true), EINVAL);
+        ASSERT_ERROR(journal_record_cgroup_mode(j, "Max"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, 0, 1, "/a"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, -5, 1, "/a"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, 5, 1, "a"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, 5, 1, "/a/../b"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, 5, 1, "/a//b"), EINVAL);
+        ASSERT_ERROR(journal_record_task(j, 5, 1, "/a/"), EINVAL);
+        ASSERT_ERROR(journal_record_cgroup(j, "/"), EINVAL);
+        ASSERT_ERROR(journal_record_cgroup(j, "/topod/./x"), EINVAL);
+        ASSERT_ERROR(journal_set_boot_id(j, "not hex"), EINVAL);
+        ASSERT_TRUE(journal_is_empty(j));
+        ASSERT_FALSE(j->dirty);
+}
+
+static void test_entry_limit(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        char path[64];
+
+        ASSERT_OK(journal_new(NULL, &j));
+        for (unsigned i = 0; i < JOURNAL_ENTRIES_MAX; i++) {
+                snprintf(path, sizeof(path), "/topod/g%u", i);
+                ASSERT_EQ(journal_record_cgroup(j, path), 1);
+        }
+        ASSERT_ERROR(journal_record_cookie(j, 1, 1), E2BIG);
+        ASSERT_ERROR(journal_record_cgroup_mode(j, "max"), E2BIG);
+        /* Already recorded: still answered, no new entry needed. */
+        ASSERT_EQ(journal_record_cgroup(j, "/topod/g7"), 0);
+        ASSERT_EQ(journal_n_entries(j), JOURNAL_ENTRIES_MAX);
+        {
+                _cleanup_free_ char *text = format(j);
+                _cleanup_(journal_freep) Journal *back = NULL;
+                size_t len = strlen(text);
+                char *end;
+
+                /* The full journal parses; one entry more does not. */
+                ASSERT_OK(journal_parse(text, len, &back, NULL));
+                end = strstr(text, "end ");
+                ASSERT_TRUE(end != NULL);
+                {
+                        _cleanup_free_ char *more = NULL;
+                        JournalError e = {};
+
+                        ASSERT_TRUE(asprintf(&more, "%.*scookie 1 1\nend %u\n", (int) (end - text), text,
+                                             JOURNAL_ENTRIES_MAX + 1) > 0);
+                        ASSERT_ERROR(journal_parse(more, strlen(more), &back, &e), E2BIG);
+                        ASSERT_EQ(e.line, JOURNAL_ENTRIES_MAX + 2);
+                        ASSERT_TRUE(strstr(e.message, "too many entries") != NULL);
+                }
+        }
+}
+
+static void test_malformed(void) {
+        static const struct {
+                const char *text;
+                int err;
+                unsigned line;
+                const char *message; /* a part of it */
+        } cases[] = {
+                { "", EBADMSG, 0, "empty" },
+                { "topod-journal 1\nend 0", EBADMSG, 0, "newline" },
+                { "topod-journal 1\n", EBADMSG, 1, "no \"end\"" },
+                { "topod-journal 1\nfeature A on\n", EBADMSG, 2, "no \"end\"" },
+                { "hello\nend 0\n", EBADMSG, 1, "header" },
+                { "topod-journal\nend 0\n", EBADMSG, 1, "header" },
+                { "topod-journal 2\nend 0\n", EPROTONOSUPPORT, 1, "version 2" },
+                { "topod-journal 01\nend 0\n", EBADMSG, 1, "header" },
+                { "topod-journal 1\nend 1\n", EBADMSG, 2, "counts 1" },
+                { "topod-journal 1\nend\n", EBADMSG, 2, "end N" },
+                { "topod-journal 1\nend 0\nend 0\n", EBADMSG, 3, "after" },
+                { "topod-journal 1\nend 0\nfeature A on\n", EBADMSG, 3, "after" },
+                { "topod-journal 1\nfeature A maybe\nend 1\n", EBADMSG, 2, "on|off" },
+                { "topod-journal 1\nfeature a on\nend 1\n", EBADMSG, 2, "invalid" },
+                { "topod-journal 1\nfeature NO_A on\nend 1\n", EBADMSG, 2, "invalid" },
+                { "topod-journal 1\nfeature A on\nfeature A off\nend 2\n", EBADMSG, 3, "duplicate" },
+                { "topod-journal 1\ncgroup_mode concur\ncgroup_mode max\nend 2\n", EBADMSG, 3, "duplicate" },
+                { "topod-journal 1\nfeature  A on\nend 1\n", EBADMSG, 2, "malformed" },
+                { "topod-journal 1\nfeature A on \nend 1\n", EBADMSG, 2, "malformed" },
+                { "topod-journal 1\nfeature A on\r\nend 1\n", EBADMSG, 2, "malformed" },
+                { "topod-journal 1\n\nend 0\n", EBADMSG, 2, "malformed" },
+                { "topod-journal 1\nfeature\tA on\nend 1\n", EBADMSG, 2, "malformed" },
+                { "topod-journal 1\nsomething else\nend 1\n", EBADMSG, 2, "unknown" },
+                { "topod-journal 1\ntask 0 1 /a\nend 1\n", EBADMSG, 2, "thread id" },
+                { "topod-journal 1\ntask -1 1 /a\nend 1\n", EBADMSG, 2, "thread id" },
+                { "topod-journal 1\ntask 2147483648 1 /a\nend 1\n", EBADMSG, 2, "thread id" },
+                { "topod-journal 1\ntask 012 1 /a\nend 1\n", EBADMSG, 2, "thread id" },
+                { "topod-journal 1\ntask 12 18446744073709551616 /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 1\ntask 12 1x /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 1\ntask 12 1\nend 1\n", EBADMSG, 2, "TID START_TIME PATH" },
+                { "topod-journal 1\ntask 12 1 a/b\nend 1\n", EBADMSG, 2, "invalid" },
+                { "topod-journal 1\ntask 12 1 /a/../../etc\nend 1\n", EBADMSG, 2, "invalid" },
+                { "topod-journal 1\ntask 12 1 /a\\x\nend 1\n", EBADMSG, 2, "escape" },
+                { "topod-journal 1\ntask 12 1 /a\\x00b\nend 1\n", EBADMSG, 2, "escape" },
+                { "topod-journal 1\ntask 12 1 /a\\n\nend 1\n", EBADMSG, 2, "escape" },
+                { "topod-journal 1\ncookie 12\nend 1\n", EBADMSG, 2, "cookie TID" },
+                { "topod-journal 1\ncgroup /\nend 1\n", EBADMSG, 2, "invalid" },
+                { "topod-journal 1\ncgroup /a b\nend 1\n", EBADMSG, 2, "cgroup PATH" },
+                { "topod-journal 1\nboot 1\nboot 1\nend 0\n", EBADMSG, 3, "boot" },
+                { "topod-journal 1\na b c d e f\nend 0\n", EBADMSG, 2, "too many fields" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                Journal *j = NULL;
+                JournalError e = { .line = 999 };
+                int k = journal_parse(cases[i].text, strlen(cases[i].text), &j, &e);
+
+                if (k != -cases[i].err || e.line != cases[i].line || !strstr(e.message, cases[i].message))
+                        TEST_FAIL("case %zu \"%s\": got %d line %u \"%s\", expected -%d line %u \"%s\"", i,
+                                  cases[i].text, k, e.line, e.message, cases[i].err, cases[i].line,
+                                  cases[i].message);
+                ASSERT_NULL(j);
+        }
+
+        /* A NUL byte inside, which strlen() would hide. */
+        {
+                static const char nul[] = "topod-journal 1\ncgroup /a\0b\nend 1\n";
+                Journal *j = NULL;
+                JournalError e = {};
+
+                ASSERT_ERROR(journal_parse(nul, sizeof(nul) - 1, &j, &e), EBADMSG);
+                ASSERT_TRUE(strstr(e.message, "NUL") != NULL);
+        }
+        /* The error out-parameter is optional. */
+        {
+                Journal *j = NULL;
+
+                ASSERT_ERROR(journal_parse("x\n", 2, &j, NULL), EBADMSG);
+                ASSERT_NULL(j);
+        }
+}
+
+static void test_oversized(void) {
+        _cleanup_free_ char *big = NULL, *line = NULL;
+        Journal *j = NULL;
+        JournalError e = {};
+        size_t n = JOURNAL_SIZE_MAX + 1;
+
+        /* Refused by length alone, before any work. */
+        big = malloc(n);
+        ASSERT_TRUE(big != NULL);
+        memset(big, 'a', n);
+        ASSERT_ERROR(journal_parse(big, n, &j, &e), EFBIG);
+        ASSERT_EQ(e.line, 0);
+        ASSERT_TRUE(strstr(e.message, "larger than") != NULL);
+
+        /* One line longer than any valid one. */
+        n = 3u * 4096u * 4u;
+        line = malloc(n + 64);
+        ASSERT_TRUE(line != NULL);
+        strcpy(line, "topod-journal 1\ncgroup /");
+        memset(line + strlen(line), 'x', n);
+        strcpy(line + 24 + n, "\nend 1\n");
+        ASSERT_ERROR(journal_parse(line, strlen(line), &j, &e), EBADMSG);
+        ASSERT_EQ(e.line, 2);
+        ASSERT_TRUE(strstr(e.message, "longer than") != NULL);
+
+        /* A path at the limit is refused when recorded. */
+        {
+                _cleanup_(journal_freep) Journal *jj = NULL;
+                _cleanup_free_ char *p = malloc(JOURNAL_PATH_MAX + 1);
+
+                ASSERT_TRUE(p != NULL);
+                p[0] = '/';
+                memset(p + 1, 'y', JOURNAL_PATH_MAX - 1);
+                p[JOURNAL_PATH_MAX] = '\0';
+                ASSERT_OK(journal_new(NULL, &jj));
+                ASSERT_ERROR(journal_record_cgroup(jj, p), EINVAL);
+                p[JOURNAL_PATH_MAX - 1] = '\0'; /* 4095 bytes: the longest allowed */
+                ASSERT_EQ(journal_record_cgroup(jj, p), 1);
+        }
+}
+
+static void test_commit_and_load(void) {
+        char *dir = fake_root_new();
+        _cleanup_free_ char *jdir = NULL, *text = NULL, *old = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL, *loaded = NULL, *empty = NULL;
+        struct stat st1, st2;
+        char path[PATH_MAX];
+        FILE *held;
+
+        ASSERT_TRUE(asprintf(&jdir, "%s/run-topod", dir) > 0);
+
+        /* No directory yet: nothing to recover, an empty journal bound to it. */
+        ASSERT_EQ(journal_load(jdir, &empty, NULL), 0);
+        ASSERT_TRUE(journal_is_empty(empty));
+        ASSERT_STREQ(empty->dir, jdir);
+
+        /* Nothing recorded: commit writes nothing. */
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(journal_commit(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_FILE_NAME));
+
+        ASSERT_EQ(journal_record_feature(j, "TTWU_QUEUE", true), 1);
+        ASSERT_TRUE(j->dirty);
+        ASSERT_OK(journal_commit(j)); /* creates the directory, 0700 */
+        ASSERT_FALSE(j->dirty);
+        ASSERT_TRUE(stat(jdir, &st1) == 0);
+        ASSERT_EQ(st1.st_mode & 07777, 0700);
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
+        snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
+        ASSERT_TRUE(stat(path, &st1) == 0);
+        ASSERT_EQ(st1.st_mode & 07777, 0600);
+
+        /* Atomic rewrite: a reader that opened the old file keeps the whole
+         * old text; the name points at a new, complete file. A stale
+         * temporary file from a crash mid-write does not matter. */
+        held = fopen(path, "re");
+        ASSERT_TRUE(held != NULL);
+        fake_write(jdir, ".journal.tmp", "topod-journal 1\nfeature HALF");
+        ASSERT_EQ(journal_record_task(j, 42, 4242, "/user.slice"), 1);
+        ASSERT_EQ(journal_record_cgroup(j, "/topod/llc0"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_TRUE(stat(path, &st2) == 0);
+        ASSERT_TRUE(st1.st_ino != st2.st_ino);
+        {
+                char buf[256] = {};
+
+                ASSERT_TRUE(fread(buf, 1, sizeof(buf) - 1, held) > 0);
+                ASSERT_STREQ(buf, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
+                fclose(held);
+        }
+        ASSERT_NULL(slurp(jdir, ".journal.tmp"));
+        free(text);
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\ntask 42 4242 /user.slice\ncgroup /topod/llc0\nend 3\n");
+
+        /* Loaded back: what was recorded, clean, bound to the directory. */
+        ASSERT_EQ(journal_load(jdir, &loaded, NULL), 1);
+        ASSERT_STREQ(loaded->dir, jdir);
+        ASSERT_FALSE(loaded->dirty);
+        ASSERT_EQ(journal_n_entries(loaded), 3);
+        ASSERT_STREQ(journal_get_task(loaded, 42, 4242)->cgroup, "/user.slice");
+        /* First-original-wins across a restart, too. */
+        ASSERT_EQ(journal_record_feature(loaded, "TTWU_QUEUE", false), 0);
+
+        /* A corrupt file is refused with the line that is wrong. */
+        fake_write(jdir, JOURNAL_FILE_NAME, "topod-journal 1\nfeature TTWU_QUEUE on\n");
+        {
+                Journal *bad = NULL;
+                JournalError e = {};
+
+                ASSERT_ERROR(journal_load(jdir, &bad, &e), EBADMSG);
+                ASSERT_NULL(bad);
+                ASSERT_TRUE(strstr(e.message, "incomplete") != NULL);
+        }
+
+        ASSERT_OK(journal_remove(jdir));
+        ASSERT_NULL(slurp(jdir, JOURNAL_FILE_NAME));
+        ASSERT_OK(journal_remove(jdir)); /* again: nothing there is fine */
+        old = strdup(jdir);
+        fake_root_remove(dir);
+        ASSERT_OK(journal_remove(old)); /* no directory at all: fine */
+}
+
+int main(void) {
+        RUN(test_round_trip);
+        RUN(test_escapes);
+        RUN(test_first_original_wins);
+        RUN(test_record_rejects);
+        RUN(test_entry_limit);
+        RUN(test_malformed);
+        RUN(test_oversized);
+        RUN(test_commit_and_load);
+        return 0;
+}
