@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "apply/pidref.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "observe/procfs.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* linux/pidfd.h, 6.9 */
+#endif
+
+/* A stat line is a few hundred bytes: 52 numbers and a comm of at most 64. */
+#define PIDREF_STAT_MAX 2048u
+
+static int host_pidfd_open(pid_t tid, void *userdata) {
+        long fd;
+
+        (void) userdata;
+        /* pidfds are always O_CLOEXEC. */
+        fd = syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+        if (fd < 0)
+                return negative_errno();
+        return (int) fd;
+}
+
+static int host_pidfd_alive(int pidfd, pid_t tid, void *userdata) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int n;
+
+        (void) tid;
+        (void) userdata;
+        /* A thread pidfd turns readable when the thread exits. */
+        do
+                n = poll(&p, 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if (p.revents & POLLNVAL)
+                return -EBADF;
+        return (p.revents & (POLLIN | POLLHUP)) ? 0 : 1;
+}
+
+const PidRefOps pidref_ops_host = {
+        .pidfd_open = host_pidfd_open,
+        .pidfd_alive = host_pidfd_alive,
+};
+
+int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        char text[PIDREF_STAT_MAX];
+        size_t len = 0;
+        ProcStat st;
+        int k;
+
+        if (dirfd >= 0)
+                fd = openat(dirfd, "stat", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        else {
+                char rel[64];
+
+                /* The thread's own stat: /proc/<tid>/stat would sum the times
+                 * of every thread of its process, O(threads) per read. */
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tid, (int) tid);
+                fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
+                if (fd < 0)
+                        errno = -fd;
+        }
+        if (fd < 0)
+                /* ENOENT: no such tid any more; ESRCH: the directory's task is gone. */
+                return errno == ENOENT || errno == ESRCH ? -ESRCH : negative_errno();
+
+        /* One read gives the whole line; a longer one is not a stat file. */
+        while (len < sizeof(text) - 1) {
+                ssize_t n = read(fd, text + len, sizeof(text) - 1 - len);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == ESRCH || errno == ENOENT ? -ESRCH : negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (len == 0) /* a task that exited while we read */
+                return -ESRCH;
+        if (len >= sizeof(text) - 1)
+                return -EFBIG;
+        text[len] = '\0';
+        k = procfs_parse_stat(text, len, &st);
+        if (k < 0)
+                return k;
+        if (st.pid != tid)
+                return -EINVAL; /* a tree that is not what it claims */
+        *ret = st.start_time;
+        return 0;
+}
+
+void pidref_done(PidRef *p) {
+        if (!p)
+                return;
+        closep(&p->pidfd);
+        closep(&p->procfd);
+        *p = PIDREF_NULL;
+}
+
+int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret) {
+        _cleanup_close_ int pidfd = -EBADF, procfd = -EBADF;
+        uint64_t st;
+        int k;
+
+        if (tid <= 0)
+                return -EINVAL;
+
+        /* 1. Pin the task first. */
+        if (ops && ops->pidfd_open) {
+                k = ops->pidfd_open(tid, ops->userdata);
+                if (k >= 0)
+                        pidfd = k;
+                else if (k == -ESRCH)
+                        return -ESRCH;
+                else if (k != -EINVAL && k != -ENOSYS)
+                        return k; /* EMFILE, ENOMEM: ours, temporary */
+                /* EINVAL/ENOSYS: this kernel has no pidfds for threads. */
+        }
+        if (pidfd < 0) {
+                char rel[64];
+
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d", (int) tid, (int) tid);
+                procfd = root_openat(root, rel, O_RDONLY | O_DIRECTORY);
+                if (procfd == -ENOENT || procfd == -ESRCH)
+                        return -ESRCH;
+                if (procfd < 0)
+                        return procfd;
+        }
+
+        /* 2. Is it the thread the caller means? */
+        k = pidref_read_start_time(root, procfd, tid, &st);
+        if (k < 0)
+                return k;
+        if (st != start_time)
+                return -ESRCH; /* the tid was reused: the caller's thread is gone */
+
+        *ret = (PidRef) {
+                .tid = tid,
+                .start_time = start_time,
+                .pidfd = TAKE_FD(pidfd),
+                .procfd = TAKE_FD(procfd),
+        };
+        return 0;
+}
+
+int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops) {
+        uint64_t st;
+        int k;
+
+        if (p->pidfd >= 0)
+                return ops->pidfd_alive(p->pidfd, p->tid, ops->userdata);
+        if (p->procfd < 0)
+                return -EBADF;
+        k = pidref_read_start_time(root, p->procfd, p->tid, &st);
+        if (k == -ESRCH)
+                return 0;
+        if (k < 0)
+                return k;
+        return st == p->start_time;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* A handle on one thread that survives pid reuse.
+ *
+ * The observer knows a thread as (tid, start_time). Before an apply step acts
+ * on a tid it takes a PidRef: first a pidfd (which pins the kernel's struct
+ * pid), then the start time from proc/<tid>/stat read through the Root. When
+ * both agree the pidfd is known to name the thread the caller meant: that
+ * thread held the tid from before the pidfd was opened until the stat was
+ * read, so nothing else can have taken it meanwhile. After acting by tid
+ * (prctl, cgroup.procs take numbers) the caller asks pidref_alive(): a thread
+ * still alive then held its tid throughout, so the act reached it.
+ *
+ * Without pidfds for threads (PIDFD_THREAD is 6.9+; pidfd_open is 5.3+ and
+ * only for thread-group leaders before that) the handle is the
+ * proc/<tid>/task/<tid> directory itself: an open /proc directory of a task
+ * stays bound to the task it was opened for, and reads under it fail with
+ * ESRCH once that task is gone, even if the number is reused.
+ *
+ * The stat read is proc/<tid>/task/<tid>/stat, the thread's own: the
+ * process-level proc/<tid>/stat sums over all threads of the process, which
+ * would make checking every thread of a big process quadratic. */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/macro.h"
+#include "base/root.h"
+
+typedef struct PidRefOps {
+        /* pidfd_open(tid, PIDFD_THREAD): an fd (O_CLOEXEC) or negative errno.
+         * -EINVAL means "no pidfds for threads here": the proc directory is
+         * used instead. NULL: never use pidfds. */
+        int (*pidfd_open)(pid_t tid, void *userdata);
+        /* Has the thread behind pidfd exited? 1 alive, 0 exited, negative errno. */
+        int (*pidfd_alive)(int pidfd, pid_t tid, void *userdata);
+        void *userdata;
+} PidRefOps;
+
+/* The real syscalls. */
+extern const PidRefOps pidref_ops_host;
+
+typedef struct PidRef {
+        pid_t tid;
+        uint64_t start_time;
+        int pidfd;  /* -EBADF when pidfds are not usable for this thread */
+        int procfd; /* proc/<tid>/task/<tid> through the root, only when pidfd is not */
+} PidRef;
+
+#define PIDREF_NULL ((PidRef) { .pidfd = -EBADF, .procfd = -EBADF })
+
+/* Take a handle on the thread (tid, start_time). -ESRCH when it has exited or
+ * its tid now names another thread (start time differs): the caller's thread
+ * is gone either way. -EINVAL for a tid <= 0. Other negative errnos (EMFILE,
+ * EACCES, unparsable stat) are failures of ours. On failure *ret is
+ * untouched. */
+int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret);
+
+/* 1 while the thread lives, 0 once it has exited, negative errno if that
+ * cannot be told. */
+int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops);
+
+/* Close the handle; the PidRef becomes PIDREF_NULL. Accepts PIDREF_NULL. */
+void pidref_done(PidRef *p);
+
+/* Read the start time (clock ticks after boot, field 22) of
+ * proc/<tid>/task/<tid>/stat, or of "stat" below dirfd when dirfd >= 0.
+ * -ESRCH when the task is gone. */
+int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret);
