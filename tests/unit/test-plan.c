@@ -105,23 +105,6 @@ static char *render(const Plan *p, const PolicySet *ps) {
         return buf;
 }
 
-static char *read_all(const char *path) {
-        FILE *f = fopen(path, "re");
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m;
-        int c;
-
-        if (!f)
-                return NULL;
-        m = open_memstream(&buf, &len);
-        while ((c = fgetc(f)) != EOF)
-                fputc(c, m);
-        fclose(m);
-        fclose(f);
-        return buf;
-}
-
 static char *build(const Scenario *sc, bool reverse, Plan **ret_plan, PolicySet **ret_set) {
         static char *modes[] = { (char *) "up", (char *) "smp", (char *) "concur", (char *) "max", (char *) "tasks", NULL };
         TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = sc->topology };
@@ -195,9 +178,9 @@ static const Scenario scenarios[] = {
           false },
 };
 
-static void test_golden(void) {
+static void test_golden_plans(void) {
         for (size_t i = 0; i < ELEMENTSOF(scenarios); i++) {
-                _cleanup_free_ char *got = NULL, *again = NULL, *reversed = NULL, *path = NULL, *expected = NULL;
+                _cleanup_free_ char *got = NULL, *again = NULL, *reversed = NULL, *path = NULL;
 
                 printf("   %s\n", scenarios[i].name);
                 got = build(&scenarios[i], false, NULL, NULL);
@@ -206,17 +189,7 @@ static void test_golden(void) {
                 ASSERT_STREQ(got, again);
                 ASSERT_STREQ(got, reversed);
                 ASSERT_TRUE(asprintf(&path, "tests/data/plans/%s.txt", scenarios[i].name) > 0);
-                if (getenv("TOPOD_UPDATE_GOLDEN")) {
-                        FILE *f = fopen(path, "we");
-                        ASSERT_TRUE(f);
-                        fputs(got, f);
-                        fclose(f);
-                }
-                expected = read_all(path);
-                if (!expected)
-                        TEST_FAIL("cannot read %s (cwd must be the source tree)", path);
-                if (strcmp(got, expected) != 0)
-                        TEST_FAIL("%s differs from %s; got:\n%s", scenarios[i].name, path, got);
+                test_golden(path, got);
         }
 }
 
@@ -309,7 +282,7 @@ static void test_kernel_only_while_matched(void) {
 
 int main(void) {
         RUN(test_kernel_only_while_matched);
-        RUN(test_golden);
+        RUN(test_golden_plans);
         RUN(test_facts);
         return 0;
 }

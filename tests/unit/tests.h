@@ -79,3 +79,46 @@
                 fflush(stdout);                     \
                 fn();                               \
         } while (0)
+
+/* The whole of a small file, or NULL. */
+static inline char *test_read_all(const char *path) {
+        FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m;
+        int c;
+
+        if (!f)
+                return NULL;
+        m = open_memstream(&buf, &len);
+        if (!m) {
+                fclose(f);
+                return NULL;
+        }
+        while ((c = fgetc(f)) != EOF)
+                fputc(c, m);
+        fclose(m);
+        fclose(f);
+        return buf;
+}
+
+/* Compare output with a committed golden file (paths relative to the source
+ * tree, where these tests run). TOPOD_UPDATE_GOLDEN=1 rewrites the file
+ * first, after a deliberate change. */
+static inline void test_golden(const char *path, const char *got) {
+        char *expected;
+
+        if (getenv("TOPOD_UPDATE_GOLDEN")) {
+                FILE *f = fopen(path, "we");
+                if (!f)
+                        TEST_FAIL("cannot write %s: %s", path, strerror(errno));
+                fputs(got, f);
+                fclose(f);
+        }
+        expected = test_read_all(path);
+        if (!expected)
+                TEST_FAIL("cannot read %s: %s (cwd must be the source tree)", path, strerror(errno));
+        if (strcmp(got, expected) != 0)
+                TEST_FAIL("output differs from %s; got:\n%s", path, got);
+        free(expected);
+}

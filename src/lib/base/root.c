@@ -89,28 +89,14 @@ int root_openat(const Root *r, const char *rel, int flags) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
+ssize_t read_into(int fd, char *buf, size_t size) {
+        size_t len = 0;
 
-        for (;;) {
-                ssize_t n;
+        if (size == 0)
+                return -EINVAL;
+        while (len < size - 1) {
+                ssize_t n = read(fd, buf + len, size - 1 - len);
 
-                if (cap - len < 4096 + 1) {
-                        size_t ncap = cap ? cap * 2 : 4096 + 1;
-                        char *nbuf;
-
-                        if (ncap > max + 4096 + 1)
-                                ncap = max + 4096 + 1;
-                        if (ncap <= cap)
-                                return -EFBIG;
-                        nbuf = realloc(buf, ncap);
-                        if (!nbuf)
-                                return -ENOMEM;
-                        buf = nbuf;
-                        cap = ncap;
-                }
-                n = read(fd, buf + len, cap - len - 1);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -119,15 +105,39 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
                 if (n == 0)
                         break;
                 len += (size_t) n;
-                if (len > max)
-                        return -EFBIG;
-        }
-        if (!buf) {
-                buf = strdup("");
-                if (!buf)
-                        return -ENOMEM;
         }
         buf[len] = '\0';
+        return (ssize_t) len;
+}
+
+int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        /* Grow until a read stops short of the buffer: that was the end. */
+        for (;;) {
+                size_t ncap = cap ? cap * 2 : 4096 + 1;
+                char *nbuf;
+                ssize_t n;
+
+                if (ncap > max + 2)
+                        ncap = max + 2; /* one byte past max tells "too big", one for the NUL */
+                if (ncap <= cap)
+                        return -EFBIG;
+                nbuf = realloc(buf, ncap);
+                if (!nbuf)
+                        return -ENOMEM;
+                buf = nbuf;
+                cap = ncap;
+                n = read_into(fd, buf + len, cap - len);
+                if (n < 0)
+                        return (int) n;
+                len += (size_t) n;
+                if (len > max)
+                        return -EFBIG;
+                if (len < cap - 1)
+                        break;
+        }
         *ret = TAKE_PTR(buf);
         if (ret_len)
                 *ret_len = len;

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -48,3 +49,7 @@ int root_exists(const Root *r, const char *rel);
 
 /* Read from an open fd until EOF, up to max bytes. */
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+/* Read until EOF or until buf holds size - 1 bytes; NUL-terminates. The
+ * length, or negative errno. */
+ssize_t read_into(int fd, char *buf, size_t size);

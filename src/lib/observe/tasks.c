@@ -36,24 +36,10 @@ int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata) {
  * negative errno. Longer files are cut at size - 1 bytes. */
 static ssize_t read_small_at(int dirfd, const char *name, char *buf, size_t size) {
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        size_t len = 0;
 
         if (fd < 0)
                 return negative_errno();
-        while (len < size - 1) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = '\0';
-        return (ssize_t) len;
+        return read_into(fd, buf, size);
 }
 
 static bool parse_pid(const char *s, pid_t *ret) {
