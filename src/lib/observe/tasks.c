@@ -599,7 +599,8 @@ static int scan_by_events(Builder *b, int procfd) {
         int k;
 
         /* The touched processes, sorted, once each. */
-        qsort(s->dirty, s->n_dirty, sizeof(pid_t), compare_pid);
+        if (s->n_dirty > 0)
+                qsort(s->dirty, s->n_dirty, sizeof(pid_t), compare_pid);
         for (size_t i = 0; i < s->n_dirty; i++)
                 if (n_dirty == 0 || s->dirty[n_dirty - 1] != s->dirty[i])
                         s->dirty[n_dirty++] = s->dirty[i];
@@ -610,7 +611,8 @@ static int scan_by_events(Builder *b, int procfd) {
                 return -ENOMEM;
         for (size_t i = 0; i < prev->n_tasks; i++)
                 order[i] = i;
-        qsort_r(order, prev->n_tasks, sizeof(size_t), compare_task_index, prev->tasks);
+        if (prev->n_tasks > 0)
+                qsort_r(order, prev->n_tasks, sizeof(size_t), compare_task_index, prev->tasks);
 
         for (size_t i = 0; i < prev->n_tasks;) {
                 const TaskFacts *first = &prev->tasks[order[i]];
@@ -620,7 +622,7 @@ static int scan_by_events(Builder *b, int procfd) {
 
                 while (j < prev->n_tasks && prev->tasks[order[j]].tgid == first->tgid)
                         j++;
-                if (bsearch(&first->tgid, s->dirty, s->n_dirty, sizeof(pid_t), compare_pid)) {
+                if (s->n_dirty > 0 && bsearch(&first->tgid, s->dirty, s->n_dirty, sizeof(pid_t), compare_pid)) {
                         i = j;
                         continue; /* listed below */
                 }
@@ -712,8 +714,10 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
                 s->prev = task_snapshot_free(s->prev);
                 return k;
         }
-        qsort(s->held, s->n_held, sizeof(Held), compare_held);
-        qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
+        if (s->n_held > 0)
+                qsort(s->held, s->n_held, sizeof(Held), compare_held);
+        if (snap->n_tasks > 0)
+                qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
         /* The arrays grew by doubling: give back the slack. */
         if (snap->n_tasks > 0 && b.tasks_cap > snap->n_tasks) {
                 TaskFacts *t = realloc(snap->tasks, snap->n_tasks * sizeof(TaskFacts));
