@@ -124,7 +124,8 @@ static int list_dir(const char *dir, const char *suffix, size_t max, char ***ret
         closedir(dp);
         if (k < 0)
                 return k;
-        qsort(l, n, sizeof(char *), name_compare);
+        if (n > 1)
+                qsort(l, n, sizeof(char *), name_compare);
         *ret = TAKE_PTR(l);
         return 0;
 }
