@@ -80,6 +80,12 @@ static int print_json(const Context *c) {
                 json_kv_string(j, "comm", t->comm);
                 json_kv_string(j, "exe", t->process->exe);
                 json_kv_bool(j, "kernel_thread", t->kernel_thread);
+                json_key(j, "cookie"); /* PR_SCHED_CORE_GET; null when not asked or refused */
+                if (t->cookie_error == 0)
+                        json_uint(j, t->cookie);
+                else
+                        json_null(j);
+                json_kv_string(j, "cgroup", t->process->cgroup);
                 json_kv_string(j, "class", policy_class_to_string(tc->class));
                 json_kv_uint(j, "class_since_usec", pl->classifier->now_usec - tc->class_since_usec);
                 json_kv_string(j, "candidate", policy_class_to_string(tc->candidate));

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/json.h"
 #include "base/macro.h"
@@ -20,6 +21,7 @@
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
+#include "apply/reconcile.h"
 #include "pipeline/pipeline.h"
 
 #define EXIT_USAGE 2
@@ -38,6 +40,8 @@ static void help(void) {
                "      --root DIR   Read and write /proc, /sys below DIR instead of /\n"
                "      --oneshot    Run the pipeline once and exit\n"
                "      --dry-run    Change nothing; print what was observed and decided\n"
+               "      --restore    Put back what the journal recorded, then exit\n"
+               "      --state-dir DIR  Where the journal lives (default run/topod below the root)\n"
                "      --json       With --dry-run or --check: print JSON\n"
                "      --samples N  With --oneshot: watch N sample intervals first (classes)\n"
                "      --config FILE  topod.conf (default /etc/topod/topod.conf below the root)\n"
@@ -52,10 +56,87 @@ static void help(void) {
 }
 
 typedef struct OneshotArgs {
-        const char *root, *config, *policies;
+        const char *root, *config, *policies, *state_dir;
         unsigned samples;
         bool json;
+        bool dry_run;
 } OneshotArgs;
+
+/* The journal directory: --state-dir, else run/topod below the root. */
+static int state_dir_of(const OneshotArgs *a, const Root *root, char **ret) {
+        if (a->state_dir) {
+                *ret = strdup(a->state_dir);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return root_host_path(root, "run/topod", ret);
+}
+
+static int open_journal(const OneshotArgs *a, const Root *root, Journal **ret, bool *ret_found) {
+        _cleanup_free_ char *dir = NULL;
+        JournalError e = {};
+        int k;
+
+        if ((k = state_dir_of(a, root, &dir)) < 0)
+                return k;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        k = journal_load(dir, ret, &e);
+        if (k < 0) {
+                fprintf(stderr, "topod: %s/journal:%u: %s\n", dir, e.line, e.message[0] ? e.message : strerror(-k));
+                return k;
+        }
+        *ret_found = k > 0;
+        return 0;
+}
+
+static int print_report(const ReconcileReport *r, bool json) {
+        if (json) {
+                _cleanup_(json_freep) Json *j = json_new(stdout, true);
+
+                if (!j)
+                        return -ENOMEM;
+                return reconcile_report_print_json(j, r);
+        }
+        return reconcile_report_print_text(stdout, r);
+}
+
+/* Put back what the journal recorded, then remove it when nothing is left. */
+static int run_restore(const OneshotArgs *a) {
+        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_free_ char *dir = NULL;
+        bool found = false;
+        int k;
+
+        if ((k = root_open(a->root, &root)) < 0 || (k = kernelcaps_probe(root, NULL, &caps)) < 0) {
+                fprintf(stderr, "topod: cannot observe the machine: %s\n", strerror(-k));
+                return EXIT_FAILURE;
+        }
+        if ((k = open_journal(a, root, &j, &found)) < 0)
+                return EXIT_FAILURE;
+        if (!found) {
+                puts("nothing to restore: no journal");
+                return EXIT_SUCCESS;
+        }
+        if (caps->core_sched.available || j->n_cookies > 0)
+                (void) cookie_applier_new(root, NULL, &ca);
+        {
+                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca };
+
+                if ((k = reconcile_restore(&rc, &r)) < 0) {
+                        fprintf(stderr, "topod: restore failed: %s\n", strerror(-k));
+                        return EXIT_FAILURE;
+                }
+        }
+        if (journal_is_empty(j) && state_dir_of(a, root, &dir) >= 0 && (k = journal_remove(dir)) < 0)
+                fprintf(stderr, "topod: cannot remove the journal in %s: %s\n", dir, strerror(-k));
+        if (print_report(r, a->json) < 0 || fflush(stdout) != 0)
+                return EXIT_FAILURE;
+        return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
 
 /* One pass of the pipeline without touching anything: observe (watching
  * for some samples so the classifier can tell classes), decide, print. */
@@ -92,6 +173,34 @@ static int run_oneshot(const OneshotArgs *a) {
         if ((k = pipeline_plan(p, &plan)) < 0) {
                 fprintf(stderr, "topod: planning failed: %s\n", strerror(-k));
                 return EXIT_FAILURE;
+        }
+
+        if (!a->dry_run) {
+                /* Apply: journal every original first; the journal stays
+                 * for topod --restore (topoctl reset) to put things back. */
+                _cleanup_(journal_freep) Journal *jr = NULL;
+                _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                bool found = false;
+
+                if ((k = open_journal(a, p->root, &jr, &found)) < 0)
+                        return EXIT_FAILURE;
+                if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
+                        CookieInterlocks il = { .smt_off = !p->caps->smt_active,
+                                                .sched_ext_active = p->caps->sched_ext_active };
+                        cookie_applier_set_interlocks(ca, &il);
+                }
+                {
+                        Reconciler rc = { .root = p->root, .caps = p->caps, .journal = jr, .cookies = ca };
+
+                        if ((k = reconcile_apply(&rc, plan, &r)) < 0) {
+                                fprintf(stderr, "topod: apply failed: %s\n", strerror(-k));
+                                return EXIT_FAILURE;
+                        }
+                }
+                if (print_report(r, a->json) < 0 || fflush(stdout) != 0)
+                        return EXIT_FAILURE;
+                return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 
         if (a->json) {
@@ -131,7 +240,8 @@ static int run_oneshot(const OneshotArgs *a) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION, ARG_CHECK, ARG_STRICT, ARG_OFFLINE,
-               ARG_SAMPLES, ARG_CONFIG, ARG_POLICIES };
+               ARG_SAMPLES, ARG_CONFIG, ARG_POLICIES,
+               ARG_RESTORE, ARG_STATE_DIR };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -145,9 +255,12 @@ int main(int argc, char *argv[]) {
                 { "samples", required_argument, NULL, ARG_SAMPLES },
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "policies", required_argument, NULL, ARG_POLICIES },
+                { "restore", no_argument, NULL, ARG_RESTORE },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 {},
         };
-        const char *root = NULL, *config = NULL, *policies = NULL;
+        const char *root = NULL, *config = NULL, *policies = NULL, *state_dir = NULL;
+        bool restore = false;
         unsigned samples = 0;
         bool oneshot = false, dry_run = false, json = false, check = false, strict = false, offline = false;
         int c;
@@ -204,6 +317,12 @@ int main(int argc, char *argv[]) {
                 case ARG_POLICIES:
                         policies = optarg;
                         break;
+                case ARG_RESTORE:
+                        restore = true;
+                        break;
+                case ARG_STATE_DIR:
+                        state_dir = optarg;
+                        break;
                 default:
                         return usage_error("unknown option or missing argument");
                 }
@@ -213,17 +332,20 @@ int main(int argc, char *argv[]) {
                 return usage_error("--strict and --offline go with --check");
         if (optind < argc)
                 return usage_error("unexpected argument");
-        if (json && !dry_run)
-                return usage_error("--json goes with --dry-run or --check");
-        if (!oneshot || !dry_run) {
-                /* Said plainly rather than pretending: the plan/apply stages
-                 * and the event loop are not built yet. */
-                fputs("topod: only '--oneshot --dry-run' (observe and report) is available in this version\n",
-                      stderr);
-                return EXIT_FAILURE;
-        }
         {
-                OneshotArgs a = { .root = root, .config = config, .policies = policies, .samples = samples, .json = json };
+                OneshotArgs a = { .root = root, .config = config, .policies = policies, .state_dir = state_dir,
+                                  .samples = samples, .json = json, .dry_run = dry_run };
+
+                if (restore)
+                        return run_restore(&a);
+                if (!oneshot) {
+                        /* Said plainly rather than pretending: the event loop
+                         * is not built yet. */
+                        fputs("topod: the daemon loop is not built yet: use --oneshot (apply once), "
+                              "--oneshot --dry-run (print the plan) or --restore\n",
+                              stderr);
+                        return EXIT_FAILURE;
+                }
                 return run_oneshot(&a);
         }
 }

@@ -1,0 +1,1374 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "cgroup.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/bitmap.h"
+#include "base/util.h"
+
+/* The controllers topod's tree needs, in the order they are enabled. */
+static const char *const controllers[] = { "cpuset", "cpu" };
+
+/* Marks a journal "cgroup" entry as "controller enabled here" (see cgroup.h). */
+#define SUBTREE_MARK "/cgroup.subtree_control/"
+
+/* ---- the kernel's side -------------------------------------------------- */
+
+static const char *rel_path(const char *path) {
+        while (*path == '/')
+                path++;
+        return *path ? path : ".";
+}
+
+static int kernel_mkdir(void *userdata, const Root *root, const char *path) {
+        (void) userdata;
+        return mkdirat(root_fd(root), rel_path(path), 0755) < 0 ? negative_errno() : 0;
+}
+
+static int kernel_rmdir(void *userdata, const Root *root, const char *path) {
+        (void) userdata;
+        /* cgroupfs: rmdir of an empty cgroup (its interface files go with it);
+         * EBUSY while it has tasks or child cgroups. */
+        return unlinkat(root_fd(root), rel_path(path), AT_REMOVEDIR) < 0 ? negative_errno() : 0;
+}
+
+static int kernel_write(void *userdata, const Root *root, const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        (void) userdata;
+        fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
+        if (fd < 0)
+                return fd;
+        /* cgroupfs parses one write() as one value: never split it. */
+        do
+                n = write(fd, value, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+const CgroupOps cgroup_ops_kernel = {
+        .mkdir = kernel_mkdir,
+        .rmdir = kernel_rmdir,
+        .write = kernel_write,
+};
+
+/* ---- reports ------------------------------------------------------------ */
+
+int cgroup_report_new(CgroupReport **ret) {
+        CgroupReport *r = calloc(1, sizeof(CgroupReport));
+
+        if (!r)
+                return -ENOMEM;
+        *ret = r;
+        return 0;
+}
+
+static void result_done(CgroupResult *it) {
+        free(it->path);
+        free(it->value);
+        free(it->found);
+        free(it->from);
+        free(it->reason);
+}
+
+CgroupReport *cgroup_report_free(CgroupReport *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n; i++)
+                result_done(&r->items[i]);
+        free(r->items);
+        free(r);
+        return NULL;
+}
+
+size_t cgroup_report_count(const CgroupReport *r, CgroupOutcome o) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < r->n; i++)
+                n += r->items[i].outcome == o;
+        return n;
+}
+
+const char *cgroup_outcome_to_string(CgroupOutcome o) {
+        static const char *const names[_CGROUP_OUTCOME_MAX] = {
+                [CGROUP_DONE] = "done",         [CGROUP_ALREADY] = "already", [CGROUP_SKIPPED] = "skipped",
+                [CGROUP_VANISHED] = "vanished", [CGROUP_FAILED] = "failed",
+        };
+        return (unsigned) o < _CGROUP_OUTCOME_MAX ? names[o] : "unknown";
+}
+
+const char *cgroup_item_kind_to_string(CgroupItemKind k) {
+        static const char *const names[_CGROUP_ITEM_MAX] = {
+                [CGROUP_ITEM_CONTROLLER] = "controller", [CGROUP_ITEM_MKDIR] = "mkdir",
+                [CGROUP_ITEM_CPUS] = "cpuset.cpus",      [CGROUP_ITEM_MEMS] = "cpuset.mems",
+                [CGROUP_ITEM_WEIGHT] = "cpu.weight",     [CGROUP_ITEM_PARTITION] = "cpuset.cpus.partition",
+                [CGROUP_ITEM_EFFECTIVE] = "cpuset.cpus.effective",
+                [CGROUP_ITEM_MOVE] = "move",             [CGROUP_ITEM_RMDIR] = "rmdir",
+        };
+        return (unsigned) k < _CGROUP_ITEM_MAX ? names[k] : "unknown";
+}
+
+bool cgroup_error_is_temporary(int error) {
+        switch (abs(error)) {
+        case EACCES:
+        case EPERM:
+        case ENOENT:
+        case EINVAL:
+        case EOPNOTSUPP:
+        case EROFS:
+                return false;
+        default:
+                return true;
+        }
+}
+
+/* A new item, outcome FAILED until said otherwise. NULL: out of memory. */
+static CgroupResult *item_new(CgroupReport *r, CgroupItemKind kind, const char *path, const char *value) {
+        CgroupResult *it;
+
+        if (r->n == r->allocated) {
+                size_t m = r->allocated ? r->allocated * 2 : 32;
+                CgroupResult *p = realloc(r->items, m * sizeof(CgroupResult));
+
+                if (!p)
+                        return NULL;
+                r->items = p;
+                r->allocated = m;
+        }
+        it = &r->items[r->n];
+        *it = (CgroupResult) { .kind = kind, .outcome = CGROUP_FAILED };
+        it->path = strdup(path);
+        it->value = value ? strdup(value) : NULL;
+        if (!it->path || (value && !it->value)) {
+                result_done(it);
+                return NULL;
+        }
+        r->n++;
+        return it;
+}
+
+/* Replace an owned string; on lack of memory the field becomes NULL (a
+ * report without that detail beats no report). */
+static void set_str(char **field, const char *s) {
+        free(*field);
+        *field = s ? strdup(s) : NULL;
+}
+
+_printf_(3, 4) static int item_fail(CgroupResult *it, int error, const char *fmt, ...) {
+        va_list ap;
+
+        free(it->reason);
+        it->reason = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&it->reason, fmt, ap) < 0)
+                it->reason = NULL;
+        va_end(ap);
+        it->outcome = CGROUP_FAILED;
+        it->error = error < 0 ? error : -EIO;
+        return it->error;
+}
+
+static int item_ok(CgroupResult *it, CgroupOutcome o) {
+        it->outcome = o;
+        it->error = 0;
+        return 0;
+}
+
+/* What a failed write or mkdir in cgroupfs means, for the report. */
+static const char *errno_reason(int err) {
+        switch (-err) {
+        case EACCES:
+        case EPERM:
+                return "permission denied (not root, or not delegated to us)";
+        case ENOENT:
+                return "no such file (cgroup gone, or the controller is not enabled in the parent)";
+        case EBUSY:
+                return "busy (tasks or child cgroups in the way)";
+        case EINVAL:
+                return "the kernel refused the value (EINVAL)";
+        case EOPNOTSUPP:
+                return "not supported here (a threaded cgroup in the way?)";
+        case ESRCH:
+                return "no such task";
+        default:
+                return "the kernel's file could not be written";
+        }
+}
+
+/* ---- paths -------------------------------------------------------------- */
+
+/* "/a" + "b/c" -> "/a/b/c"; "/" + "b" -> "/b". */
+static int cg_join(const char *a, const char *b, char **ret) {
+        if (asprintf(ret, "%s%s%s", streq(a, "/") ? "" : a, "/", b) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* "/a/b" -> "/a"; "/a" -> "/". */
+static int cg_parent(const char *path, char **ret) {
+        const char *slash = strrchr(path, '/');
+
+        *ret = slash && slash != path ? strndup(path, (size_t) (slash - path)) : strdup("/");
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The file's path relative to the Root: <mount><cgroup>/<file>. file NULL:
+ * the directory. */
+static int fs_path(const CgroupEnv *env, const char *cg, const char *file, char **ret) {
+        const char *c = streq(cg, "/") ? "" : cg;
+        int k;
+
+        if (file)
+                k = asprintf(ret, "%s%s/%s", env->mount, c, file);
+        else
+                k = asprintf(ret, "%s%s", env->mount, *c ? c : "/");
+        return k < 0 ? -ENOMEM : 0;
+}
+
+bool cgroup_path_is_below(const char *path, const char *top) {
+        size_t n = strlen(top);
+
+        if (streq(top, "/"))
+                return path[0] == '/';
+        return strneq(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A relative path of components that are not empty, "." or "..", without
+ * control characters: a plan's group path. */
+static bool rel_path_valid(const char *p) {
+        size_t n = strlen(p);
+
+        if (n == 0 || n >= JOURNAL_PATH_MAX - 256)
+                return false;
+        for (const char *c = p; *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return false;
+        for (const char *c = p;;) {
+                size_t len = strcspn(c, "/");
+
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!c[len])
+                        return true;
+                c += len + 1;
+        }
+}
+
+static bool root_path_valid(const char *p) {
+        return p && p[0] == '/' && p[1] && rel_path_valid(p + 1);
+}
+
+static int read_attr(const CgroupEnv *env, const char *cg, const char *file, char **ret) {
+        _cleanup_free_ char *path = NULL;
+        char *text;
+        int k;
+
+        k = fs_path(env, cg, file, &path);
+        if (k < 0)
+                return k;
+        k = root_read_file(env->root, path, CGROUP_ATTR_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        {
+                const char *s = strstrip(text); /* the kernel ends values with a newline */
+
+                memmove(text, s, strlen(s) + 1);
+        }
+        *ret = text;
+        return 0;
+}
+
+static int write_attr(const CgroupEnv *env, const char *cg, const char *file, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        int k;
+
+        k = fs_path(env, cg, file, &path);
+        if (k < 0)
+                return k;
+        return env->ops->write(env->ops->userdata, env->root, path, value);
+}
+
+static int cg_exists(const CgroupEnv *env, const char *cg) {
+        _cleanup_free_ char *path = NULL;
+        int k;
+
+        k = fs_path(env, cg, NULL, &path);
+        if (k < 0)
+                return k;
+        return root_exists(env->root, path);
+}
+
+/* Has topod created this cgroup (by the journal)? */
+static bool journal_has_cgroup(const Journal *j, const char *cg) {
+        if (!j)
+                return false;
+        for (size_t i = 0; i < j->n_cgroups; i++)
+                if (streq(j->cgroups[i], cg))
+                        return true;
+        return false;
+}
+
+static bool word_listed(const char *text, const char *word) {
+        size_t n = strlen(word);
+
+        for (const char *p = text; (p = strstr(p, word)); p += n)
+                if ((p == text || p[-1] == ' ' || p[-1] == '\n') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+                        return true;
+        return false;
+}
+
+static int journal_commit_maybe(Journal *j) {
+        return j && j->dir ? journal_commit(j) : 0;
+}
+
+/* ---- proc --------------------------------------------------------------- */
+
+int cgroup_parse_proc_cgroup(const char *text, char **ret) {
+        for (const char *line = text; line && *line;) {
+                const char *nl = strchr(line, '\n');
+                size_t len = nl ? (size_t) (nl - line) : strlen(line);
+
+                if (len >= 3 && strneq(line, "0::", 3)) {
+                        char *p;
+
+                        if (len < 4 || line[3] != '/')
+                                return -EBADMSG;
+                        p = strndup(line + 3, len - 3);
+                        if (!p)
+                                return -ENOMEM;
+                        *ret = p;
+                        return 0;
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        return -ENODATA;
+}
+
+/* The cgroup of a task: -ESRCH when it is gone. */
+static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        char rel[64];
+        int k;
+
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) tid);
+        k = root_read_file(env->root, rel, CGROUP_ATTR_MAX, &text, NULL);
+        if (k == -ENOENT || k == -ESRCH)
+                return -ESRCH;
+        if (k < 0)
+                return k;
+        if (!*text) /* a task that exited while we read */
+                return -ESRCH;
+        return cgroup_parse_proc_cgroup(text, ret);
+}
+
+/* ---- the tree ----------------------------------------------------------- */
+
+/* +controller in cg's subtree_control unless there. owned: topod created
+ * cg, so nothing is journaled (the directory goes on restore). */
+static int ensure_controller(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *cg, const char *ctl,
+                             bool owned) {
+        _cleanup_free_ char *cur = NULL, *avail = NULL, *word = NULL, *mark = NULL;
+        CgroupResult *it;
+        bool recorded = false;
+        int k;
+
+        if (asprintf(&word, "+%s", ctl) < 0)
+                return -ENOMEM;
+        it = item_new(r, CGROUP_ITEM_CONTROLLER, cg, word);
+        if (!it)
+                return -ENOMEM;
+        k = read_attr(env, cg, "cgroup.subtree_control", &cur);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "cannot read cgroup.subtree_control: %s", errno_reason(k));
+        set_str(&it->found, cur);
+        if (word_listed(cur, ctl))
+                return item_ok(it, CGROUP_ALREADY);
+
+        /* Enabled only when the cgroup may have it: listed in its cgroup.controllers. */
+        k = read_attr(env, cg, "cgroup.controllers", &avail);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "cannot read cgroup.controllers: %s", errno_reason(k));
+        if (!word_listed(avail, ctl))
+                return item_fail(it, -ENOENT, "the %s controller is not available here (not in cgroup.controllers)",
+                                 ctl);
+
+        if (j && !owned) {
+                if (asprintf(&mark, "%s%s%s", streq(cg, "/") ? "" : cg, SUBTREE_MARK, ctl) < 0)
+                        return -ENOMEM;
+                k = journal_record_cgroup(j, mark);
+                recorded = k > 0;
+                if (k >= 0)
+                        k = journal_commit_maybe(j);
+                if (k < 0)
+                        return item_fail(it, k, "the change could not be journaled: not changed");
+                it->journaled = true;
+        }
+        k = write_attr(env, cg, "cgroup.subtree_control", word);
+        if (k < 0) {
+                if (recorded) {
+                        (void) journal_forget_cgroup(j, mark);
+                        (void) journal_commit_maybe(j);
+                        it->journaled = false;
+                }
+                if (k == -EBUSY)
+                        return item_fail(it, k,
+                                         "busy: the cgroup has tasks of its own (no internal processes in cgroup v2)");
+                return item_fail(it, k, "%s", errno_reason(k));
+        }
+        cur = mfree(cur);
+        k = read_attr(env, cg, "cgroup.subtree_control", &cur);
+        if (k < 0)
+                return item_fail(it, k, "written, but the read-back failed");
+        if (!word_listed(cur, ctl)) {
+                set_str(&it->found, cur);
+                return item_fail(it, -EIO, "written, but the read-back does not list it");
+        }
+        return item_ok(it, CGROUP_DONE);
+}
+
+/* mkdir unless there, journaled first. *ret_created: topod's own (created
+ * now or journaled as created before). */
+static int ensure_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *cg, bool *ret_owned) {
+        CgroupResult *it;
+        _cleanup_free_ char *path = NULL;
+        bool recorded = false;
+        int k;
+
+        it = item_new(r, CGROUP_ITEM_MKDIR, cg, NULL);
+        if (!it)
+                return -ENOMEM;
+        k = cg_exists(env, cg);
+        if (k < 0)
+                return item_fail(it, k, "cannot look at the directory: %s", errno_reason(k));
+        if (k > 0) {
+                *ret_owned = journal_has_cgroup(j, cg);
+                return item_ok(it, CGROUP_ALREADY);
+        }
+        if (j) {
+                k = journal_record_cgroup(j, cg);
+                recorded = k > 0;
+                if (k >= 0)
+                        k = journal_commit_maybe(j);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0)
+                        return item_fail(it, k, "the new cgroup could not be journaled: not created");
+                it->journaled = true;
+        }
+        k = fs_path(env, cg, NULL, &path);
+        if (k < 0)
+                return k;
+        k = env->ops->mkdir(env->ops->userdata, env->root, path);
+        if (k == -EEXIST) {
+                /* Someone else made it meanwhile: not ours to remove. */
+                if (recorded) {
+                        (void) journal_forget_cgroup(j, cg);
+                        (void) journal_commit_maybe(j);
+                        it->journaled = false;
+                }
+                *ret_owned = false;
+                return item_ok(it, CGROUP_ALREADY);
+        }
+        if (k < 0) {
+                if (recorded) {
+                        (void) journal_forget_cgroup(j, cg);
+                        (void) journal_commit_maybe(j);
+                        it->journaled = false;
+                }
+                return item_fail(it, k, "mkdir: %s", errno_reason(k));
+        }
+        *ret_owned = true;
+        return item_ok(it, CGROUP_DONE);
+}
+
+typedef bool (*ValueEqual)(const char *cur, const char *want);
+
+static bool bitmap_text_equal(const char *a, const char *b) {
+        _cleanup_(bitmap_freep) Bitmap *x = NULL, *y = NULL;
+
+        return bitmap_parse_list(a, &x) >= 0 && bitmap_parse_list(b, &y) >= 0 && bitmap_equal(x, y);
+}
+
+static bool uint_text_equal(const char *a, const char *b) {
+        char *e1, *e2;
+        unsigned long x, y;
+
+        errno = 0;
+        x = strtoul(a, &e1, 10);
+        y = strtoul(b, &e2, 10);
+        return errno == 0 && e1 != a && e2 != b && !*e1 && !*e2 && x == y;
+}
+
+/* Write file = want unless equal already, then read back. */
+static int set_attr(const CgroupEnv *env, CgroupReport *r, CgroupItemKind kind, const char *cg, const char *file,
+                    const char *want, ValueEqual eq) {
+        _cleanup_free_ char *cur = NULL;
+        CgroupResult *it;
+        int k;
+
+        it = item_new(r, kind, cg, want);
+        if (!it)
+                return -ENOMEM;
+        k = read_attr(env, cg, file, &cur);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "cannot read %s: %s", file, errno_reason(k));
+        set_str(&it->found, cur);
+        if (eq(cur, want))
+                return item_ok(it, CGROUP_ALREADY);
+        k = write_attr(env, cg, file, want);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "%s", errno_reason(k));
+        cur = mfree(cur);
+        k = read_attr(env, cg, file, &cur);
+        if (k < 0)
+                return item_fail(it, k, "written, but the read-back failed");
+        if (!eq(cur, want)) {
+                set_str(&it->found, cur);
+                return item_fail(it, -EIO, "written, but it reads back \"%s\"", cur);
+        }
+        return item_ok(it, CGROUP_DONE);
+}
+
+static int set_bitmap(const CgroupEnv *env, CgroupReport *r, CgroupItemKind kind, const char *cg, const char *file,
+                      const Bitmap *b) {
+        _cleanup_free_ char *s = NULL;
+        int k;
+
+        k = bitmap_format_list(b, &s);
+        if (k < 0)
+                return k;
+        return set_attr(env, r, kind, cg, file, s, bitmap_text_equal);
+}
+
+static int set_weight(const CgroupEnv *env, CgroupReport *r, const char *cg, unsigned weight) {
+        _cleanup_free_ char *idle = NULL;
+        char want[16];
+        CgroupResult *it;
+        int k;
+
+        snprintf(want, sizeof(want), "%u", weight);
+        /* While cpu.idle is 1 the kernel refuses cpu.weight with EINVAL: the
+         * group is SCHED_IDLE as a whole and its weight means nothing. */
+        k = read_attr(env, cg, "cpu.idle", &idle);
+        if (k == -ENOMEM)
+                return k;
+        if (k >= 0 && streq(idle, "1")) {
+                it = item_new(r, CGROUP_ITEM_WEIGHT, cg, want);
+                if (!it)
+                        return -ENOMEM;
+                set_str(&it->reason, "cpu.idle is 1: the kernel refuses cpu.weight (EINVAL) while the group is idle");
+                return item_ok(it, CGROUP_SKIPPED);
+        }
+        return set_attr(env, r, CGROUP_ITEM_WEIGHT, cg, "cpu.weight", want, uint_text_equal);
+}
+
+/* cpuset.cpus.partition: "member", "root", "isolated", or "root invalid
+ * (<why>)" — the kernel accepts the write and says in the file whether the
+ * partition is valid. */
+static int set_partition(const CgroupEnv *env, CgroupReport *r, const char *cg, bool exclusive) {
+        _cleanup_free_ char *cur = NULL;
+        const char *want = exclusive ? "root" : "member";
+        CgroupResult *it;
+        int k;
+
+        k = read_attr(env, cg, "cpuset.cpus.partition", &cur);
+        if (k == -ENOMEM)
+                return k;
+        if (!exclusive && (k < 0 || streq(cur, "member")))
+                return 0; /* nothing asked, nothing to undo: no item */
+        it = item_new(r, CGROUP_ITEM_PARTITION, cg, want);
+        if (!it)
+                return -ENOMEM;
+        if (k < 0)
+                return item_fail(it, k, "cannot read cpuset.cpus.partition: %s", errno_reason(k));
+        set_str(&it->found, cur);
+        if (streq(cur, want))
+                return item_ok(it, CGROUP_ALREADY);
+        k = write_attr(env, cg, "cpuset.cpus.partition", want);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "%s", errno_reason(k));
+        cur = mfree(cur);
+        k = read_attr(env, cg, "cpuset.cpus.partition", &cur);
+        if (k < 0)
+                return item_fail(it, k, "written, but the read-back failed");
+        set_str(&it->found, cur);
+        if (streq(cur, want))
+                return item_ok(it, CGROUP_DONE);
+        /* "root invalid (Parent is not a partition root)" and the like: the
+         * kernel's reason is the report; not fatal, the group still works as
+         * a member. */
+        return item_fail(it, -EINVAL, "%s", cur);
+}
+
+static int check_effective(const CgroupEnv *env, CgroupReport *r, const char *cg, const Bitmap *cpus) {
+        _cleanup_free_ char *want = NULL, *cur = NULL;
+        CgroupResult *it;
+        int k;
+
+        k = bitmap_format_list(cpus, &want);
+        if (k < 0)
+                return k;
+        it = item_new(r, CGROUP_ITEM_EFFECTIVE, cg, want);
+        if (!it)
+                return -ENOMEM;
+        k = read_attr(env, cg, "cpuset.cpus.effective", &cur);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "cannot read cpuset.cpus.effective: %s", errno_reason(k));
+        set_str(&it->found, cur);
+        if (!bitmap_text_equal(cur, want))
+                /* CPUs offline, outside the parent's, or taken by a sibling's partition. */
+                return item_fail(it, -EIO, "effective CPUs %s differ from the planned %s", cur, want);
+        return item_ok(it, CGROUP_DONE);
+}
+
+static bool group_has_children(const Plan *plan, size_t i) {
+        size_t n = strlen(plan->groups[i].path);
+
+        for (size_t c = 0; c < plan->n_groups; c++)
+                if (c != i && strneq(plan->groups[c].path, plan->groups[i].path, n) && plan->groups[c].path[n] == '/')
+                        return true;
+        return false;
+}
+
+static int env_check(const CgroupEnv *env, const Plan *plan, CgroupEnv *ret) {
+        if (!env->mount || env->mount[0] != '/')
+                return -ENOENT; /* no cgroup2 mount found */
+        if (plan && !root_path_valid(plan->cgroup_root))
+                return -EINVAL;
+        *ret = *env;
+        if (!ret->ops)
+                ret->ops = &cgroup_ops_kernel;
+        if (!ret->pidref)
+                ret->pidref = &pidref_ops_host;
+        return 0;
+}
+
+static size_t failed_since(const CgroupReport *r, size_t from) {
+        size_t n = 0;
+
+        for (size_t i = from; i < r->n; i++)
+                n += r->items[i].outcome == CGROUP_FAILED;
+        return n;
+}
+
+/* Walk each step; only out-of-memory stops the walk. */
+#define STEP(expr)                              \
+        do {                                    \
+                int _k = (expr);                \
+                if (_k == -ENOMEM)              \
+                        return _k;              \
+        } while (0)
+
+int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
+        _cleanup_free_ char *cur = NULL;
+        size_t start = r->n;
+        bool owned = false;
+        CgroupEnv env;
+        int k;
+
+        k = env_check(env_in, plan, &env);
+        if (k < 0)
+                return k;
+
+        /* 1. The path from the mount down to topod's root: controllers in
+         *    each ancestor (journaled where topod did not create it), missing
+         *    directories created. */
+        cur = strdup("/");
+        if (!cur)
+                return -ENOMEM;
+        for (const char *c = plan->cgroup_root + 1; *c;) {
+                size_t len = strcspn(c, "/");
+                _cleanup_free_ char *comp = strndup(c, len), *next = NULL;
+                size_t before;
+
+                if (!comp)
+                        return -ENOMEM;
+                before = r->n;
+                for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
+                        STEP(ensure_controller(&env, r, journal, cur, controllers[i], owned));
+                if (failed_since(r, before) > 0)
+                        return (int) failed_since(r, start); /* nothing below can work */
+                k = cg_join(cur, comp, &next);
+                if (k < 0)
+                        return k;
+                before = r->n;
+                STEP(ensure_dir(&env, r, journal, next, &owned));
+                if (failed_since(r, before) > 0)
+                        return (int) failed_since(r, start);
+                free(cur);
+                cur = TAKE_PTR(next);
+                c += len;
+                while (*c == '/')
+                        c++;
+        }
+
+        /* 2. topod's root and each group, parents first (the plan's order). */
+        if (plan->n_groups > 0)
+                for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
+                        STEP(ensure_controller(&env, r, journal, plan->cgroup_root, controllers[i], owned));
+        for (size_t g = 0; g < plan->n_groups; g++) {
+                const PlanGroup *pg = &plan->groups[g];
+                _cleanup_free_ char *cg = NULL;
+                bool g_owned = false;
+                size_t before = r->n;
+
+                if (!rel_path_valid(pg->path)) {
+                        CgroupResult *it = item_new(r, CGROUP_ITEM_MKDIR, pg->path, NULL);
+
+                        if (!it)
+                                return -ENOMEM;
+                        item_fail(it, -EINVAL, "not a cgroup path below topod's root");
+                        continue;
+                }
+                k = cg_join(plan->cgroup_root, pg->path, &cg);
+                if (k < 0)
+                        return k;
+                STEP(ensure_dir(&env, r, journal, cg, &g_owned));
+                if (failed_since(r, before) > 0)
+                        continue; /* its children fail on their own mkdir */
+                if (group_has_children(plan, g))
+                        for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
+                                STEP(ensure_controller(&env, r, journal, cg, controllers[i], g_owned));
+                if (pg->cpus && !bitmap_is_empty(pg->cpus))
+                        STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
+                if (pg->mems && !bitmap_is_empty(pg->mems))
+                        STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
+                if (pg->weight > 0)
+                        STEP(set_weight(&env, r, cg, pg->weight));
+                STEP(set_partition(&env, r, cg, pg->exclusive));
+        }
+
+        /* 3. Read back what the kernel made of the cpusets, once all are written. */
+        for (size_t g = 0; g < plan->n_groups; g++) {
+                const PlanGroup *pg = &plan->groups[g];
+                _cleanup_free_ char *cg = NULL;
+
+                if (!pg->cpus || bitmap_is_empty(pg->cpus) || !rel_path_valid(pg->path))
+                        continue;
+                k = cg_join(plan->cgroup_root, pg->path, &cg);
+                if (k < 0)
+                        return k;
+                if (cg_exists(&env, cg) <= 0)
+                        continue; /* its mkdir failed: reported */
+                STEP(check_effective(&env, r, cg, pg->cpus));
+        }
+        return (int) MIN(failed_since(r, start), (size_t) INT32_MAX);
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+typedef struct SortEntry {
+        pid_t tgid, tid;
+        int group;
+        size_t idx;
+} SortEntry;
+
+static int sort_entry_cmp(const void *a, const void *b) {
+        const SortEntry *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        if (x->group != y->group)
+                return x->group < y->group ? -1 : 1;
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+void cgroup_processes_free(CgroupProcess *p, size_t n) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(p[i].tasks);
+        free(p);
+}
+
+int cgroup_plan_processes(const Plan *plan, CgroupProcess **ret, size_t *ret_n) {
+        _cleanup_free_ SortEntry *e = NULL;
+        CgroupProcess *out = NULL;
+        size_t n = 0, n_out = 0;
+
+        e = calloc(MAX(plan->n_tasks, 1u), sizeof(SortEntry));
+        if (!e)
+                return -ENOMEM;
+        for (size_t i = 0; i < plan->n_tasks; i++) {
+                const PlanTask *t = &plan->tasks[i];
+
+                if (t->group < 0 || (size_t) t->group >= plan->n_groups || t->tid <= 0 || t->tgid <= 0)
+                        continue;
+                e[n++] = (SortEntry) { .tgid = t->tgid, .tid = t->tid, .group = t->group, .idx = i };
+        }
+        qsort(e, n, sizeof(SortEntry), sort_entry_cmp);
+
+        out = calloc(MAX(n, 1u), sizeof(CgroupProcess));
+        if (!out)
+                return -ENOMEM;
+        for (size_t a = 0; a < n;) {
+                size_t b = a, best_a = a, best_n = 0;
+                bool best_leader = false;
+                pid_t best_min = 0;
+                CgroupProcess *p = &out[n_out];
+
+                while (b < n && e[b].tgid == e[a].tgid)
+                        b++;
+                /* Runs of one group within [a, b), each sorted by tid. */
+                for (size_t s = a; s < b;) {
+                        size_t t = s;
+                        bool leader = false;
+
+                        while (t < b && e[t].group == e[s].group) {
+                                leader = leader || e[t].tid == e[t].tgid;
+                                t++;
+                        }
+                        if (t - s > best_n || (t - s == best_n && ((leader && !best_leader) ||
+                                                                   (leader == best_leader && e[s].tid < best_min)))) {
+                                best_a = s;
+                                best_n = t - s;
+                                best_leader = leader;
+                                best_min = e[s].tid;
+                        }
+                        s = t;
+                }
+                p->tgid = e[a].tgid;
+                p->group = e[best_a].group;
+                p->n_planned = (unsigned) (b - a);
+                p->tasks = calloc(best_n, sizeof(size_t));
+                if (!p->tasks) {
+                        cgroup_processes_free(out, n_out);
+                        return -ENOMEM;
+                }
+                /* The main thread first: the journal names a process by it. */
+                for (size_t i = best_a; i < best_a + best_n; i++)
+                        if (e[i].tid == e[i].tgid)
+                                p->tasks[p->n_tasks++] = e[i].idx;
+                for (size_t i = best_a; i < best_a + best_n; i++)
+                        if (e[i].tid != e[i].tgid)
+                                p->tasks[p->n_tasks++] = e[i].idx;
+                n_out++;
+                a = b;
+        }
+        *ret = out;
+        *ret_n = n_out;
+        return 0;
+}
+
+/* Take a handle on the first planned thread of the process that is still
+ * the one the plan meant. -ESRCH: none is. */
+static int acquire_process(const CgroupEnv *env, const Plan *plan, const CgroupProcess *p, PidRef *ret,
+                           const PlanTask **ret_task) {
+        int k = -ESRCH;
+
+        for (size_t i = 0; i < p->n_tasks; i++) {
+                const PlanTask *t = &plan->tasks[p->tasks[i]];
+
+                k = pidref_acquire(env->root, env->pidref, t->tid, t->start_time, ret);
+                if (k == -ESRCH)
+                        continue;
+                if (k >= 0)
+                        *ret_task = t;
+                return k;
+        }
+        return -ESRCH;
+}
+
+/* The start time of the process's main thread while tid (of the same
+ * process) is held: the main thread's number cannot be reused while any
+ * thread of the process lives. */
+static int leader_start_time(const CgroupEnv *env, const PlanTask *t, uint64_t *ret) {
+        if (t->tid == t->tgid) {
+                *ret = t->start_time;
+                return 0;
+        }
+        return pidref_read_start_time(env->root, -1, t->tgid, ret);
+}
+
+/* Write tid to cg's cgroup.procs and check: the item's outcome. ref is the
+ * thread written. *ret_written: the kernel took the write (may be NULL). */
+static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, bool *ret_written) {
+        _cleanup_free_ char *after = NULL;
+        char num[16];
+        int k;
+
+        snprintf(num, sizeof(num), "%d", (int) ref->tid);
+        k = write_attr(env, cg, "cgroup.procs", num);
+        if (ret_written)
+                *ret_written = k >= 0;
+        if (k == -ESRCH)
+                return item_ok(it, CGROUP_VANISHED);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "writing cgroup.procs: %s", errno_reason(k));
+        k = pidref_alive(ref, env->root, env->pidref);
+        if (k == 0)
+                return item_ok(it, CGROUP_VANISHED);
+        if (k < 0)
+                return item_fail(it, k, "moved, but whether the task lives could not be told");
+        k = read_task_cgroup(env, ref->tid, &after);
+        if (k == -ESRCH)
+                return item_ok(it, CGROUP_VANISHED);
+        if (k < 0)
+                return item_fail(it, k, "moved, but /proc/%d/cgroup could not be read back", (int) ref->tid);
+        if (!streq(after, cg)) {
+                set_str(&it->found, after);
+                return item_fail(it, -EIO, "moved, but /proc/%d/cgroup reads %s", (int) ref->tid, after);
+        }
+        return item_ok(it, CGROUP_DONE);
+}
+
+typedef struct Pending {
+        size_t proc;     /* index into the processes */
+        size_t item;     /* index into the report */
+        pid_t tgid;
+        uint64_t leader_start;
+        bool recorded;   /* journal entry made by this batch */
+} Pending;
+
+int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
+        CgroupProcess *procs = NULL;
+        _cleanup_free_ Pending *pend = NULL;
+        size_t n_procs = 0, n_pend = 0, start = r->n;
+        CgroupEnv env;
+        int k;
+
+        k = env_check(env_in, plan, &env);
+        if (k < 0)
+                return k;
+        k = cgroup_plan_processes(plan, &procs, &n_procs);
+        if (k < 0)
+                return k;
+        pend = calloc(MAX(n_procs, 1u), sizeof(Pending));
+        if (!pend) {
+                k = -ENOMEM;
+                goto finish;
+        }
+
+        /* 1. Where is each process now? Record the originals of those that
+         *    move, and commit once before the first move. */
+        for (size_t i = 0; i < n_procs; i++) {
+                const CgroupProcess *p = &procs[i];
+                _cleanup_free_ char *cg = NULL, *now = NULL;
+                const PlanTask *t = NULL;
+                PidRef ref = PIDREF_NULL;
+                uint64_t lst = 0;
+                CgroupResult *it;
+
+                if (!rel_path_valid(plan->groups[p->group].path))
+                        continue; /* reported by the tree */
+                if (cg_join(plan->cgroup_root, plan->groups[p->group].path, &cg) < 0 ||
+                    !(it = item_new(r, CGROUP_ITEM_MOVE, cg, NULL))) {
+                        k = -ENOMEM;
+                        goto finish;
+                }
+                it->tgid = p->tgid;
+                it->pid = plan->tasks[p->tasks[0]].tid;
+                k = acquire_process(&env, plan, p, &ref, &t);
+                if (k == -ESRCH) {
+                        item_ok(it, CGROUP_VANISHED);
+                        continue;
+                }
+                if (k < 0) {
+                        item_fail(it, k, "cannot take a handle on the task");
+                        continue;
+                }
+                it->pid = t->tid;
+                k = read_task_cgroup(&env, t->tid, &now);
+                if (k >= 0)
+                        k = leader_start_time(&env, t, &lst);
+                if (k >= 0 && pidref_alive(&ref, env.root, env.pidref) == 0)
+                        k = -ESRCH; /* the leader's number might have been reused meanwhile */
+                pidref_done(&ref);
+                if (k == -ESRCH) {
+                        item_ok(it, CGROUP_VANISHED);
+                        continue;
+                }
+                if (k < 0) {
+                        item_fail(it, k, "cannot read where the task is");
+                        continue;
+                }
+                set_str(&it->from, now);
+                if (streq(now, cg)) {
+                        item_ok(it, CGROUP_ALREADY);
+                        continue;
+                }
+                pend[n_pend] = (Pending) { .proc = i, .item = r->n - 1, .tgid = p->tgid, .leader_start = lst };
+                if (journal && !cgroup_path_is_below(now, plan->cgroup_root)) {
+                        k = journal_record_task(journal, p->tgid, lst, now);
+                        if (k == -ENOMEM)
+                                goto finish;
+                        if (k < 0) {
+                                item_fail(it, k, "the original cgroup could not be journaled: not moved");
+                                continue;
+                        }
+                        pend[n_pend].recorded = k > 0;
+                        it->journaled = true;
+                }
+                n_pend++;
+        }
+        k = journal_commit_maybe(journal);
+        if (k < 0) {
+                for (size_t i = 0; i < n_pend; i++) {
+                        CgroupResult *it = &r->items[pend[i].item];
+
+                        it->journaled = false;
+                        item_fail(it, k, "the journal could not be committed: not moved");
+                }
+                goto finish;
+        }
+
+        /* 2. Move. */
+        for (size_t i = 0; i < n_pend; i++) {
+                const CgroupProcess *p = &procs[pend[i].proc];
+                CgroupResult *it = &r->items[pend[i].item];
+                const PlanTask *t = NULL;
+                PidRef ref = PIDREF_NULL;
+                bool written = false;
+
+                k = acquire_process(&env, plan, p, &ref, &t);
+                if (k == -ESRCH)
+                        item_ok(it, CGROUP_VANISHED);
+                else if (k < 0)
+                        item_fail(it, k, "cannot take a handle on the task");
+                else {
+                        it->pid = t->tid;
+                        k = move_one(&env, it, &ref, it->path, &written);
+                        pidref_done(&ref);
+                        if (k == -ENOMEM)
+                                goto finish;
+                }
+                /* An entry recorded for a process that did not move (gone, or
+                 * refused) is moot; one that moved stays even if the thread
+                 * written exited afterwards (the rest of the process may live). */
+                if (pend[i].recorded && !written) {
+                        (void) journal_forget_task(journal, pend[i].tgid, pend[i].leader_start);
+                        it->journaled = false;
+                }
+        }
+        k = journal_commit_maybe(journal);
+        if (k < 0)
+                goto finish; /* only forgotten entries were not committed: harmless */
+        k = (int) MIN(failed_since(r, start), (size_t) INT32_MAX);
+
+finish:
+        cgroup_processes_free(procs, n_procs);
+        return k;
+}
+
+int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *r) {
+        int a, b;
+
+        a = cgroup_apply_tree(env, plan, journal, r);
+        if (a < 0)
+                return a;
+        b = cgroup_apply_tasks(env, plan, journal, r);
+        if (b < 0)
+                return b;
+        return a + b;
+}
+
+/* ---- restore ------------------------------------------------------------ */
+
+/* The nearest cgroup at or above path that exists and that topod did not
+ * create. */
+static int escape_target(const CgroupEnv *env, const Journal *j, const char *path, char **ret) {
+        _cleanup_free_ char *cur = strdup(path);
+        int k;
+
+        if (!cur)
+                return -ENOMEM;
+        /* " (deleted)": the kernel's mark for a removed cgroup; its parent may live. */
+        if (strchr(cur, ' '))
+                *strchr(cur, ' ') = '\0';
+        for (;;) {
+                char *up;
+
+                if (streq(cur, "/"))
+                        break;
+                if (!journal_has_cgroup(j, cur)) {
+                        k = cg_exists(env, cur);
+                        if (k < 0 && k != -ENOENT)
+                                return k;
+                        if (k > 0)
+                                break;
+                }
+                k = cg_parent(cur, &up);
+                if (k < 0)
+                        return k;
+                free(cur);
+                cur = up;
+        }
+        *ret = TAKE_PTR(cur);
+        return 0;
+}
+
+static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i) {
+        const JournalTask *jt = &j->tasks[i];
+        _cleanup_free_ char *dest = NULL, *now = NULL;
+        PidRef ref = PIDREF_NULL;
+        pid_t tid = jt->tid;
+        uint64_t st = jt->start_time;
+        CgroupResult *it;
+        int k;
+
+        k = escape_target(env, j, jt->cgroup, &dest);
+        if (k < 0)
+                return k;
+        it = item_new(r, CGROUP_ITEM_MOVE, dest, NULL);
+        if (!it)
+                return -ENOMEM;
+        it->pid = it->tgid = tid;
+        k = pidref_acquire(env->root, env->pidref, tid, st, &ref);
+        if (k == -ESRCH) {
+                item_ok(it, CGROUP_VANISHED);
+                (void) journal_forget_task(j, tid, st);
+                return 0;
+        }
+        if (k < 0)
+                return item_fail(it, k, "cannot take a handle on the task");
+        k = read_task_cgroup(env, tid, &now);
+        if (k == -ESRCH) {
+                pidref_done(&ref);
+                item_ok(it, CGROUP_VANISHED);
+                (void) journal_forget_task(j, tid, st);
+                return 0;
+        }
+        if (k < 0) {
+                pidref_done(&ref);
+                return item_fail(it, k, "cannot read where the task is");
+        }
+        set_str(&it->from, now);
+        if (streq(now, dest)) {
+                pidref_done(&ref);
+                item_ok(it, CGROUP_ALREADY);
+                (void) journal_forget_task(j, tid, st);
+                return 0;
+        }
+        k = move_one(env, it, &ref, dest, NULL);
+        pidref_done(&ref);
+        if (k == -ENOMEM)
+                return k;
+        if (it->outcome != CGROUP_FAILED)
+                (void) journal_forget_task(j, tid, st);
+        return 0;
+}
+
+/* Processes in a cgroup topod created that the journal does not know. */
+static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j, const char *cg) {
+        _cleanup_free_ char *path = NULL, *text = NULL, *dest = NULL;
+        int k;
+
+        k = fs_path(env, cg, "cgroup.procs", &path);
+        if (k < 0)
+                return k;
+        k = root_read_file(env->root, path, CGROUP_PROCS_MAX, &text, NULL);
+        if (k == -ENOENT)
+                return 0;
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0) {
+                CgroupResult *it = item_new(r, CGROUP_ITEM_MOVE, cg, NULL);
+
+                if (!it)
+                        return -ENOMEM;
+                return item_fail(it, k, "cannot read cgroup.procs: %s", errno_reason(k));
+        }
+        for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
+                _cleanup_free_ char *now = NULL;
+                PidRef ref = PIDREF_NULL;
+                CgroupResult *it;
+                uint64_t st;
+                char *end;
+                long pid;
+
+                errno = 0;
+                pid = strtol(tok, &end, 10);
+                if (errno || *end || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                if (!dest) {
+                        _cleanup_free_ char *up = NULL;
+
+                        k = cg_parent(cg, &up);
+                        if (k < 0)
+                                return k;
+                        k = escape_target(env, j, up, &dest);
+                        if (k < 0)
+                                return k;
+                }
+                it = item_new(r, CGROUP_ITEM_MOVE, dest, NULL);
+                if (!it)
+                        return -ENOMEM;
+                it->pid = it->tgid = (pid_t) pid;
+                set_str(&it->from, cg);
+                /* Its identity now; then still in cg, so still the one listed. */
+                k = pidref_read_start_time(env->root, -1, (pid_t) pid, &st);
+                if (k >= 0)
+                        k = pidref_acquire(env->root, env->pidref, (pid_t) pid, st, &ref);
+                if (k >= 0) {
+                        k = read_task_cgroup(env, (pid_t) pid, &now);
+                        if (k >= 0 && !streq(now, cg))
+                                k = -ESRCH; /* left by itself */
+                }
+                if (k == -ESRCH) {
+                        pidref_done(&ref);
+                        item_ok(it, CGROUP_VANISHED);
+                        continue;
+                }
+                if (k < 0) {
+                        pidref_done(&ref);
+                        item_fail(it, k, "cannot take a handle on the task");
+                        continue;
+                }
+                k = move_one(env, it, &ref, dest, NULL);
+                pidref_done(&ref);
+                if (k == -ENOMEM)
+                        return k;
+                if (it->outcome == CGROUP_DONE) {
+                        set_str(&it->reason, "not journaled (forked after the move, or placed by someone else): "
+                                             "moved to the nearest cgroup topod did not create");
+                }
+        }
+        return 0;
+}
+
+static int undo_controller(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *entry) {
+        _cleanup_free_ char *cg = NULL, *cur = NULL, *word = NULL, *mark = strdup(entry);
+        const char *m = strstr(entry, SUBTREE_MARK), *ctl;
+        CgroupResult *it;
+        int k;
+
+        if (!mark)
+                return -ENOMEM;
+        ctl = m + strlen(SUBTREE_MARK);
+        cg = m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry));
+        if (!cg || asprintf(&word, "-%s", ctl) < 0)
+                return -ENOMEM;
+        it = item_new(r, CGROUP_ITEM_CONTROLLER, cg, word);
+        if (!it)
+                return -ENOMEM;
+        k = read_attr(env, cg, "cgroup.subtree_control", &cur);
+        if (k == -ENOENT) {
+                item_ok(it, CGROUP_ALREADY); /* the cgroup is gone */
+                (void) journal_forget_cgroup(j, mark);
+                return 0;
+        }
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "cannot read cgroup.subtree_control: %s", errno_reason(k));
+        set_str(&it->found, cur);
+        if (!word_listed(cur, ctl)) {
+                item_ok(it, CGROUP_ALREADY);
+                (void) journal_forget_cgroup(j, mark);
+                return 0;
+        }
+        k = write_attr(env, cg, "cgroup.subtree_control", word);
+        if (k == -ENOMEM)
+                return k;
+        if (k == -EBUSY)
+                /* A child (not topod's) uses it: leave it on, keep the entry. */
+                return item_fail(it, k, "busy: a child cgroup still has %s enabled", ctl);
+        if (k < 0)
+                return item_fail(it, k, "%s", errno_reason(k));
+        cur = mfree(cur);
+        k = read_attr(env, cg, "cgroup.subtree_control", &cur);
+        if (k < 0)
+                return item_fail(it, k, "written, but the read-back failed");
+        if (word_listed(cur, ctl)) {
+                set_str(&it->found, cur);
+                return item_fail(it, -EIO, "written, but the read-back still lists it");
+        }
+        item_ok(it, CGROUP_DONE);
+        (void) journal_forget_cgroup(j, mark);
+        return 0;
+}
+
+static int remove_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *entry) {
+        _cleanup_free_ char *cg = strdup(entry), *path = NULL;
+        CgroupResult *it;
+        int k;
+
+        if (!cg)
+                return -ENOMEM;
+        it = item_new(r, CGROUP_ITEM_RMDIR, cg, NULL);
+        if (!it)
+                return -ENOMEM;
+        k = fs_path(env, cg, NULL, &path);
+        if (k < 0)
+                return k;
+        k = env->ops->rmdir(env->ops->userdata, env->root, path);
+        if (k == -ENOENT) {
+                item_ok(it, CGROUP_ALREADY);
+                (void) journal_forget_cgroup(j, cg);
+                return 0;
+        }
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "rmdir: %s", errno_reason(k));
+        k = cg_exists(env, cg);
+        if (k > 0)
+                return item_fail(it, -EIO, "rmdir returned, but the directory is still there");
+        item_ok(it, CGROUP_DONE);
+        (void) journal_forget_cgroup(j, cg);
+        return 0;
+}
+
+int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
+        size_t start = r->n;
+        CgroupEnv env;
+        int k;
+
+        k = env_check(env_in, NULL, &env);
+        if (k < 0)
+                return k;
+
+        /* 1. Journaled processes back (backwards: forgetting entry i keeps
+         *    the ones before it in place). */
+        for (size_t i = journal->n_tasks; i > 0; i--)
+                STEP(restore_task(&env, r, journal, i - 1));
+
+        /* 2. Whatever else sits in topod's cgroups. */
+        for (size_t i = 0; i < journal->n_cgroups; i++)
+                if (!strstr(journal->cgroups[i], SUBTREE_MARK))
+                        STEP(evict_unknown(&env, r, journal, journal->cgroups[i]));
+
+        /* 3. Created cgroups and enabled controllers, newest first: children
+         *    before parents, a parent's controllers after its children went. */
+        for (size_t i = journal->n_cgroups; i > 0; i--) {
+                _cleanup_free_ char *entry = strdup(journal->cgroups[i - 1]);
+
+                if (!entry)
+                        return -ENOMEM;
+                if (strstr(entry, SUBTREE_MARK))
+                        STEP(undo_controller(&env, r, journal, entry));
+                else
+                        STEP(remove_dir(&env, r, journal, entry));
+        }
+
+        k = journal_commit_maybe(journal);
+        if (k < 0)
+                return k;
+        return (int) MIN(failed_since(r, start), (size_t) INT32_MAX);
+}

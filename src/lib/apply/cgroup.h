@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The cgroup writer: the Plan's tree under topod's root on the cgroup2
+ * mount, its cpusets and weights, and the tasks moved into it; restore puts
+ * everything back from the journal.
+ *
+ * Everything goes through the Root: paths are "<cgroup2 mount><cgroup
+ * path>/<file>" relative to it ("sys/fs/cgroup/topod.slice/node0/cpu.weight"),
+ * the mount being the one KernelCaps found. Cgroup paths are written as
+ * /proc/<pid>/cgroup shows them: relative to the mount, starting with '/'.
+ *
+ * Why plain cgroupfs files and not libcgroup (Debian 12's 2.0.2). libcgroup
+ * would do create / set values / attach on v2, but:
+ *   - it finds the hierarchy itself by reading the real /proc/mounts in
+ *     cgroup_init() and builds absolute paths from it: it cannot go through
+ *     our Root, so neither the unit tests' fake tree nor `--root DIR` could
+ *     use it, and the code the tests run would not be the code the daemon runs;
+ *   - cgroup_create_cgroup() writes every value of a cgroup in one call and
+ *     returns one code: no per-item done / already / failed and no read-back
+ *     of each value, which apply must report; on v2 it also enables the
+ *     controllers in the parents' cgroup.subtree_control by itself, including
+ *     parents topod did not create, without telling us what it enabled, so
+ *     that could not be journaled and undone;
+ *   - it needs +cpu +cpuset enabled at the mount's root before it works at
+ *     all (create fails 50016 "No such file or directory", attach says
+ *     "Cgroup is not mounted", 50001): we have to write that file ourselves;
+ *   - cgroup_delete_cgroup() removes a v2 directory and still returns
+ *     ENOENT (50016; it tries once per controller on the same directory);
+ *   - its errors are its own numbers (500xx) with the errno kept aside.
+ * What is left for it — mkdir, one write per file, rmdir — is no shorter
+ * through it. So: plain files, one open+write per value, every value read
+ * back, and the library does not link libcgroup (dep_cgroup).
+ *
+ * What topod writes, and where:
+ *   - Its own root (Plan.cgroup_root, e.g. /topod.slice) and everything under
+ *     it: created by topod (each directory recorded in the journal before the
+ *     mkdir), every attribute written there.
+ *   - The path from the mount to its root: the ancestors topod did not create
+ *     (the mount's root cgroup, a systemd slice) get +cpuset +cpu in their
+ *     cgroup.subtree_control when missing, and nothing else. That is needed:
+ *     the controllers must be enabled on every level above a cgroup for its
+ *     cpuset.* / cpu.* files to exist. Each controller enabled in a cgroup
+ *     topod did not create is recorded in the journal first and disabled
+ *     again on restore. No other attribute of a cgroup topod did not create
+ *     is ever written.
+ *   - The journal has no kind for "controller enabled"; until it has one, such
+ *     an entry is a journal "cgroup" entry "<cgroup>/cgroup.subtree_control/
+ *     <controller>" (e.g. "/cgroup.subtree_control/cpu"). That cannot be a
+ *     created cgroup: no cgroup can be named cgroup.subtree_control, the file
+ *     of that name exists in every cgroup directory. Only this module reads
+ *     "cgroup" entries.
+ *
+ * Tasks. topod's groups are domain cgroups and the tasks come from domain
+ * cgroups topod does not own (systemd's); cgroup v2 moves only whole
+ * processes between domain cgroups (cgroup.threads moves threads only within
+ * one threaded subtree, and turning the source cgroups threaded is writing
+ * attributes of cgroups topod did not create). So a process is moved with
+ * cgroup.procs, never cgroup.threads. The Plan places threads; a process goes
+ * to the group where most of its planned threads are planned; on a tie, the
+ * group of its main thread (tid == tgid) if that is among the tied ones,
+ * else the group of the lowest tid among them. The number written to
+ * cgroup.procs is the tid of one planned thread of that group (the main
+ * thread first): writing any tid of a process moves its whole thread group,
+ * and that thread is the one whose identity was checked with a PidRef
+ * (tid + start time) just before the write and whose survival after it tells
+ * the write reached the process meant.
+ *
+ * Journal: before the first move of a batch, the original cgroup of every
+ * process about to move is recorded (as "task <tgid> <main thread's start
+ * time> <path>") and committed once; a process found already in topod's
+ * tree is not recorded (its original is in the journal or lost). A process
+ * that exited is reported vanished, not failed, and its entry forgotten.
+ *
+ * Restore moves each journaled process back to its original cgroup, or to
+ * the nearest ancestor of it that still exists; moves processes topod did
+ * not journal out of topod's groups (children forked after the move, tasks
+ * other placers put there) into the nearest ancestor topod did not create;
+ * removes the cgroups topod created, children first; disables the
+ * controllers it enabled; and forgets each journal entry once it is restored
+ * (or moot), committing the journal at the end.
+ *
+ * Library code: nothing is printed; every item is reported. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "apply/journal.h"
+#include "apply/pidref.h"
+#include "base/macro.h"
+#include "base/root.h"
+#include "decide/plan.h"
+
+/* Bounds on what the machine can make us read: one attribute file, a
+ * cgroup.procs list, a /proc/<pid>/cgroup. */
+#define CGROUP_ATTR_MAX (64u * 1024u)
+#define CGROUP_PROCS_MAX (4u * 1024u * 1024u)
+
+/* How changes reach the kernel: paths are relative to the Root. Tests stand
+ * in for the kernel's rules (no internal processes, controllers needed in
+ * the parent, EBUSY on rmdir of a busy cgroup). Reads go to the files. Each
+ * returns 0 or a negative errno. */
+typedef struct CgroupOps {
+        int (*mkdir)(void *userdata, const Root *root, const char *path);
+        int (*rmdir)(void *userdata, const Root *root, const char *path);
+        /* One write() of the whole value, as cgroupfs wants it. */
+        int (*write)(void *userdata, const Root *root, const char *path, const char *value);
+        void *userdata;
+} CgroupOps;
+
+extern const CgroupOps cgroup_ops_kernel;
+
+/* Where and how: the Root, the cgroup2 mount as KernelCaps found it
+ * ("/sys/fs/cgroup"), and the ops (NULL: the kernel, pidref_ops_host). */
+typedef struct CgroupEnv {
+        const Root *root;
+        const char *mount;
+        const CgroupOps *ops;
+        const PidRefOps *pidref;
+} CgroupEnv;
+
+typedef enum CgroupItemKind {
+        CGROUP_ITEM_CONTROLLER, /* value "+cpu" / "-cpu" in path's cgroup.subtree_control */
+        CGROUP_ITEM_MKDIR,
+        CGROUP_ITEM_CPUS,       /* cpuset.cpus */
+        CGROUP_ITEM_MEMS,       /* cpuset.mems */
+        CGROUP_ITEM_WEIGHT,     /* cpu.weight */
+        CGROUP_ITEM_PARTITION,  /* cpuset.cpus.partition */
+        CGROUP_ITEM_EFFECTIVE,  /* read-back: cpuset.cpus.effective against the plan */
+        CGROUP_ITEM_MOVE,       /* a process into path (apply) or back (restore) */
+        CGROUP_ITEM_RMDIR,
+        _CGROUP_ITEM_MAX,
+} CgroupItemKind;
+
+typedef enum CgroupOutcome {
+        CGROUP_DONE,     /* changed and read back (EFFECTIVE: matches) */
+        CGROUP_ALREADY,  /* was so: nothing written */
+        CGROUP_SKIPPED,  /* deliberately not written; reason says why (cpu.idle set) */
+        CGROUP_VANISHED, /* the task exited, or its tid names another task: not a failure */
+        CGROUP_FAILED,   /* error and reason say why */
+        _CGROUP_OUTCOME_MAX,
+} CgroupOutcome;
+
+typedef struct CgroupResult {
+        CgroupItemKind kind;
+        char *path;  /* the cgroup ("/topod.slice/node0") */
+        char *value; /* what was asked ("4-7", "300", "+cpu", "root"; MOVE: NULL) */
+        char *found; /* what was there before, or what the read-back showed on failure */
+        pid_t pid;   /* MOVE: the tid written (its process moves) */
+        pid_t tgid;  /* MOVE */
+        char *from;  /* MOVE: the cgroup it was in */
+        bool journaled; /* an original was recorded and committed for this change */
+        CgroupOutcome outcome;
+        int error;    /* negative errno when failed, else 0 */
+        char *reason; /* NULL unless failed or skipped; for a partition the kernel's own text */
+} CgroupResult;
+
+typedef struct CgroupReport {
+        CgroupResult *items;
+        size_t n, allocated;
+} CgroupReport;
+
+int cgroup_report_new(CgroupReport **ret);
+CgroupReport *cgroup_report_free(CgroupReport *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupReport *, cgroup_report_free);
+size_t cgroup_report_count(const CgroupReport *r, CgroupOutcome o);
+
+const char *cgroup_outcome_to_string(CgroupOutcome o);
+const char *cgroup_item_kind_to_string(CgroupItemKind k);
+
+/* Failures, sorted:
+ *   temporary (retry on the next reconcile): EBUSY (rmdir of a cgroup that
+ *     still has tasks or children; disabling a controller a child still
+ *     uses; "no internal processes" while tasks sit in an inner cgroup),
+ *     EAGAIN, EINTR, ENOMEM, EMFILE/ENFILE, and anything unknown;
+ *   permanent until the machine or the policy changes: EACCES/EPERM (not
+ *     root, or a delegated tree we may not write), ENOENT (no cgroup2 mount,
+ *     or a controller not available in the parent), EINVAL (a value the
+ *     kernel refuses: CPUs or nodes outside the parent's, cpu.weight while
+ *     cpu.idle is set), EOPNOTSUPP (a threaded cgroup in the way), EROFS. */
+bool cgroup_error_is_temporary(int error);
+
+/* Pure: the v2 line ("0::/path") of /proc/<pid>/cgroup text. A " (deleted)"
+ * suffix is kept. -ENODATA when there is no such line, -EBADMSG when it is
+ * not an absolute path. */
+int cgroup_parse_proc_cgroup(const char *text, char **ret);
+
+/* Pure: is path the cgroup 'top' or below it? ("/a/b" is below "/a", "/ab" is not.) */
+bool cgroup_path_is_below(const char *path, const char *top);
+
+/* One process as the writer moves it. */
+typedef struct CgroupProcess {
+        pid_t tgid;
+        int group;       /* index into Plan.groups */
+        size_t *tasks;   /* indices into Plan.tasks planned into group: main thread first, then by tid */
+        size_t n_tasks;
+        unsigned n_planned; /* threads of the process the plan places anywhere */
+} CgroupProcess;
+
+/* Pure: the plan's placed threads grouped by process, each process with its
+ * group chosen as described above, in tgid order. */
+int cgroup_plan_processes(const Plan *plan, CgroupProcess **ret, size_t *ret_n);
+void cgroup_processes_free(CgroupProcess *p, size_t n);
+
+/* The tree: topod's root (creating it and enabling +cpuset +cpu on the path
+ * from the mount as needed), then each PlanGroup parents first — mkdir,
+ * controllers for inner directories, cpuset.cpus, cpuset.mems, cpu.weight
+ * (skipped while cpu.idle is 1), cpuset.cpus.partition (root for exclusive
+ * groups; member otherwise, only when it is not member already) — and
+ * finally cpuset.cpus.effective read back against the plan. Results are
+ * appended to report. journal may be NULL (nothing recorded). Returns the
+ * number of failed items (0: all done or already so), or a negative errno
+ * when it could not run: -ENOENT no cgroup2 mount, -EINVAL a cgroup_root
+ * that is not an absolute path below the mount, -ENOMEM. */
+int cgroup_apply_tree(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
+
+/* Move each process of the plan into its group (see above). Returns the
+ * number of failed items, or a negative errno as cgroup_apply_tree(); a
+ * journal that cannot be committed is -errno, with nothing moved. */
+int cgroup_apply_tasks(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
+
+/* Both, tree first. */
+int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
+
+/* Put back what the journal's "task" and "cgroup" entries record (see
+ * above), forgetting each entry once restored or moot, then commit the
+ * journal when it has a directory. Returns the number of failed items
+ * (their entries stay), or a negative errno when it could not run or the
+ * journal could not be committed (the report holds what was done). */
+int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report);

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "reconcile.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+const char *reconcile_status_to_string(ReconcileStatus s) {
+        static const char *const names[_RECONCILE_STATUS_MAX] = {
+                [RECONCILE_DONE] = "done",       [RECONCILE_ALREADY] = "already", [RECONCILE_VANISHED] = "vanished",
+                [RECONCILE_SKIPPED] = "skipped", [RECONCILE_FAILED] = "failed",
+        };
+        return (unsigned) s < _RECONCILE_STATUS_MAX ? names[s] : "?";
+}
+
+ReconcileReport *reconcile_report_free(ReconcileReport *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n; i++) {
+                free(r->items[i].what);
+                free(r->items[i].reason);
+        }
+        free(r->items);
+        free(r);
+        return NULL;
+}
+
+_printf_(5, 6) static int add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason, const char *fmt,
+                              ...) {
+        ReconcileItem *it;
+        va_list ap;
+        char *what;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&what, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        if (r->n == r->allocated) {
+                size_t n = r->allocated ? r->allocated * 2 : 32;
+                ReconcileItem *ni = realloc(r->items, n * sizeof(ReconcileItem));
+
+                if (!ni) {
+                        free(what);
+                        return -ENOMEM;
+                }
+                r->items = ni;
+                r->allocated = n;
+        }
+        it = &r->items[r->n++];
+        *it = (ReconcileItem) { .what = what, .status = status, .error = error };
+        if (reason && *reason && !(it->reason = strdup(reason)))
+                return -ENOMEM;
+        r->counts[status]++;
+        return 0;
+}
+
+static ReconcileStatus from_feat(FeatOutcome o) {
+        switch (o) {
+        case FEAT_DONE:
+                return RECONCILE_DONE;
+        case FEAT_ALREADY:
+                return RECONCILE_ALREADY;
+        default:
+                return RECONCILE_FAILED;
+        }
+}
+
+static ReconcileStatus from_cgroup(CgroupOutcome o) {
+        switch (o) {
+        case CGROUP_DONE:
+                return RECONCILE_DONE;
+        case CGROUP_ALREADY:
+                return RECONCILE_ALREADY;
+        case CGROUP_SKIPPED:
+                return RECONCILE_SKIPPED;
+        case CGROUP_VANISHED:
+                return RECONCILE_VANISHED;
+        default:
+                return RECONCILE_FAILED;
+        }
+}
+
+static ReconcileStatus from_cookie(CookieOutcome o) {
+        switch (o) {
+        case COOKIE_DONE:
+                return RECONCILE_DONE;
+        case COOKIE_ALREADY:
+                return RECONCILE_ALREADY;
+        case COOKIE_VANISHED:
+                return RECONCILE_VANISHED;
+        case COOKIE_REFUSED:
+                return RECONCILE_SKIPPED;
+        default:
+                return RECONCILE_FAILED;
+        }
+}
+
+static int add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
+        int k;
+
+        for (size_t i = 0; i < cr->n; i++) {
+                const CgroupResult *c = &cr->items[i];
+
+                if (c->kind == CGROUP_ITEM_EFFECTIVE)
+                        /* A read-back changes nothing: a match is "already so". */
+                        k = add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : from_cgroup(c->outcome), c->error,
+                                c->reason, "cgroup %s: %s %s (read back)", c->path, cgroup_item_kind_to_string(c->kind),
+                                c->value ?: "");
+                else if (c->kind == CGROUP_ITEM_MOVE)
+                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup: move process %d (tid %d) %s %s",
+                                (int) c->tgid, (int) c->pid, c->from ? "from" : "to", c->from ? c->from : c->path);
+                else
+                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s", c->path,
+                                cgroup_item_kind_to_string(c->kind), c->value ? " " : "", c->value ?: "");
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
+        const char *dbg = rc->caps->debugfs_mount;
+        int k;
+
+        for (size_t i = 0; i < plan->kernel->n_features; i++) {
+                const PolicyFeature *f = &plan->kernel->features[i];
+                FeatResult res = {};
+
+                if (!dbg || !rc->caps->features_readable) {
+                        k = add(r, RECONCILE_SKIPPED, rc->caps->sched_features.error, rc->caps->sched_features.reason,
+                                "feature %s %s", f->name, f->on ? "on" : "off");
+                } else {
+                        (void) feat_set(rc->root, rc->feat_ops, dbg, rc->journal, f->name, f->on, &res);
+                        k = add(r, from_feat(res.outcome), res.error, res.reason, "feature %s %s", f->name,
+                                f->on ? "on" : "off");
+                }
+                if (k < 0)
+                        return k;
+        }
+        if (plan->mode && plan->mode_written) {
+                FeatResult res = {};
+
+                (void) feat_set_cgroup_mode(rc->root, rc->feat_ops, dbg, rc->journal, plan->mode, &res);
+                if ((k = add(r, from_feat(res.outcome), res.error, res.reason, "cgroup_mode %s", plan->mode)) < 0)
+                        return k;
+        } else if (plan->mode && plan->mode_emulated) {
+                if ((k = add(r, RECONCILE_SKIPPED, 0, "no sched/cgroup_mode on this kernel: emulated by cpu.weight",
+                             "cgroup_mode %s", plan->mode)) < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
+        _cleanup_free_ CookieTask *tasks = NULL;
+        _cleanup_free_ CookieResult *results = NULL;
+        int k;
+
+        if (plan->n_cookie_groups == 0 && (!rc->journal || rc->journal->n_cookies == 0))
+                return 0;
+        if (!rc->cookies)
+                return add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookies");
+        tasks = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieTask));
+        results = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieResult));
+        if (!tasks || !results)
+                return -ENOMEM;
+
+        for (size_t g = 0; g < plan->n_cookie_groups; g++) {
+                size_t n = 0;
+                bool same = true;
+                uint64_t first = 0;
+
+                for (size_t i = 0; i < plan->n_tasks; i++)
+                        if (plan->tasks[i].cookie_group == (int) g)
+                                tasks[n++] = (CookieTask) { plan->tasks[i].tid, plan->tasks[i].start_time };
+                if (n == 0)
+                        continue;
+                /* Already one cookie, shared by the group alone? (Cookies of
+                 * other groups differ: each was made by its own CREATE.) */
+                for (size_t i = 0; i < n && same; i++) {
+                        uint64_t c = 0;
+
+                        same = cookie_get(rc->cookies, tasks[i].tid, &c) >= 0 && c != 0 && (i == 0 || c == first);
+                        if (i == 0)
+                                first = c;
+                }
+                for (size_t i = 0; i < n && rc->journal; i++) {
+                        if ((k = journal_record_cookie(rc->journal, tasks[i].tid, tasks[i].start_time)) < 0)
+                                return k;
+                }
+                if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
+                        return add(r, RECONCILE_FAILED, k, "the journal could not be written: nothing changed",
+                                   "cookie group %zu", g);
+                if (same) {
+                        for (size_t i = 0; i < n; i++)
+                                if ((k = add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
+                                             (int) tasks[i].tid)) < 0)
+                                        return k;
+                        continue;
+                }
+                k = cookie_assign(rc->cookies, tasks, n, results);
+                if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
+                        return k;
+                for (size_t i = 0; i < n; i++)
+                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie group %zu: tid %d",
+                                     g, (int) results[i].tid)) < 0)
+                                return k;
+        }
+
+        /* Tasks topod gave a cookie that the plan no longer groups: clear. */
+        if (rc->journal)
+                for (size_t i = 0; i < rc->journal->n_cookies;) {
+                        const JournalCookie *jc = &rc->journal->cookies[i];
+                        const PlanTask *pt = plan_find_task(plan, jc->tid);
+                        CookieTask t = { jc->tid, jc->start_time };
+                        CookieResult res = {};
+
+                        if (pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) {
+                                i++;
+                                continue;
+                        }
+                        (void) cookie_clear(rc->cookies, &t, 1, &res);
+                        if ((k = add(r, from_cookie(res.outcome), res.error, NULL, "cookie cleared: tid %d",
+                                     (int) t.tid)) < 0)
+                                return k;
+                        if (res.outcome == COOKIE_FAILED) {
+                                i++;
+                                continue;
+                        }
+                        /* Cleared or gone: forget it (shifts the array). */
+                        if ((k = journal_forget_cookie(rc->journal, t.tid, t.start_time)) < 0)
+                                return k;
+                }
+        return 0;
+}
+
+static int new_report(ReconcileReport **ret) {
+        *ret = calloc(1, sizeof(ReconcileReport));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **ret) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
+        int k;
+
+        if ((k = new_report(&r)) < 0)
+                return k;
+        /* What the plan already knows cannot be done here. */
+        for (char **n = plan->notes; n && *n; n++)
+                if ((k = add(r, RECONCILE_SKIPPED, 0, *n, "plan")) < 0)
+                        return k;
+        /* Kernel-wide first: they do not depend on tasks. */
+        if ((k = apply_kernel(rc, plan, r)) < 0)
+                return k;
+        if (rc->caps->cgroup2.available && rc->caps->cgroup2_mount) {
+                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops };
+
+                if ((k = cgroup_report_new(&cr)) < 0)
+                        return k;
+                k = cgroup_apply(&env, plan, rc->journal, cr);
+                if (k < 0 && k != -ENOENT)
+                        (void) add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
+                if ((k = add_cgroup_report(r, cr)) < 0)
+                        return k;
+        } else if (plan->n_groups > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
+                                                  "cgroup tree")) < 0)
+                return k;
+        if ((k = apply_cookies(rc, plan, r)) < 0)
+                return k;
+        if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
+                (void) add(r, RECONCILE_FAILED, k, NULL, "journal commit");
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
+        _cleanup_free_ FeatResult *fr = NULL;
+        size_t n_fr = 0;
+        int k;
+
+        if ((k = new_report(&r)) < 0)
+                return k;
+        if (!rc->journal)
+                return -EINVAL;
+
+        /* Cookies first: clearing needs the tasks, which the cgroup moves
+         * do not change. */
+        while (rc->journal->n_cookies > 0) {
+                const JournalCookie jc = rc->journal->cookies[0];
+                CookieTask t = { jc.tid, jc.start_time };
+                CookieResult res = {};
+
+                if (rc->cookies)
+                        (void) cookie_clear(rc->cookies, &t, 1, &res);
+                else
+                        res = (CookieResult) { .tid = jc.tid, .outcome = COOKIE_FAILED, .error = -EOPNOTSUPP };
+                if ((k = add(r, from_cookie(res.outcome), res.error, NULL, "cookie cleared: tid %d", (int) jc.tid)) < 0)
+                        return k;
+                /* Forgotten whatever came of it: a cookie that cannot be
+                 * cleared now will not clear later either. */
+                if ((k = journal_forget_cookie(rc->journal, jc.tid, jc.start_time)) < 0)
+                        return k;
+        }
+
+        if (rc->caps->cgroup2_mount) {
+                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops };
+
+                if ((k = cgroup_report_new(&cr)) < 0)
+                        return k;
+                k = cgroup_restore(&env, rc->journal, cr);
+                if (k < 0)
+                        (void) add(r, RECONCILE_FAILED, k, NULL, "cgroup restore");
+                if ((k = add_cgroup_report(r, cr)) < 0)
+                        return k;
+        }
+
+        if (rc->caps->debugfs_mount && (rc->journal->n_features > 0 || rc->journal->cgroup_mode)) {
+                k = feat_restore(rc->root, rc->feat_ops, rc->caps->debugfs_mount, rc->journal, &fr, &n_fr);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n_fr; i++) {
+                        if ((k = add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
+                                     fr[i].kind == FEAT_KIND_CGROUP_MODE ? "cgroup_mode" : "feature", fr[i].name)) < 0)
+                                return k;
+                        if (fr[i].outcome == FEAT_FAILED)
+                                continue;
+                        if (fr[i].kind == FEAT_KIND_CGROUP_MODE)
+                                (void) journal_forget_cgroup_mode(rc->journal);
+                        else
+                                (void) journal_forget_feature(rc->journal, fr[i].name);
+                }
+        }
+        if (rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
+                (void) add(r, RECONCILE_FAILED, k, NULL, "journal commit");
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int reconcile_report_print_text(FILE *f, const ReconcileReport *r) {
+        for (size_t i = 0; i < r->n; i++) {
+                const ReconcileItem *it = &r->items[i];
+
+                fprintf(f, "%-8s %s", reconcile_status_to_string(it->status), it->what);
+                if (it->status == RECONCILE_FAILED || it->reason)
+                        fprintf(f, ": %s%s%s", it->reason ?: "", it->reason && it->error ? " " : "",
+                                it->error ? errno_name(it->error) : "");
+                fputc('\n', f);
+        }
+        fprintf(f, "%u done, %u already so, %u vanished, %u skipped, %u failed\n", r->counts[RECONCILE_DONE],
+                r->counts[RECONCILE_ALREADY], r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_SKIPPED],
+                r->counts[RECONCILE_FAILED]);
+        return 0;
+}
+
+int reconcile_report_print_json(Json *j, const ReconcileReport *r) {
+        json_object_begin(j);
+        json_key(j, "counts");
+        json_object_begin(j);
+        for (unsigned s = 0; s < _RECONCILE_STATUS_MAX; s++)
+                json_kv_uint(j, reconcile_status_to_string((ReconcileStatus) s), r->counts[s]);
+        json_object_end(j);
+        json_key(j, "items");
+        json_array_begin(j);
+        for (size_t i = 0; i < r->n; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "what", r->items[i].what);
+                json_kv_string(j, "status", reconcile_status_to_string(r->items[i].status));
+                json_kv_string(j, "error", r->items[i].error ? errno_name(r->items[i].error) : NULL);
+                json_kv_string(j, "reason", r->items[i].reason);
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_object_end(j);
+        return 0;
+}

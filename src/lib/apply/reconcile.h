@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Reconcile: make the machine what the plan says, through the appliers
+ * (features and cgroup_mode, the cgroup tree and task moves, cookies), and
+ * put everything back from the journal on stop or after a crash.
+ *
+ * Every original value is journaled (and the journal committed) before it
+ * is changed; every item is reported: done, already so, vanished (a task
+ * that exited is not a failure), skipped, or failed with why. Failures do
+ * not stop the rest: a machine half-tuned beats one left untouched because
+ * one write was refused. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apply/cgroup.h"
+#include "apply/cookie.h"
+#include "apply/feat.h"
+#include "apply/journal.h"
+#include "base/json.h"
+#include "base/macro.h"
+#include "base/root.h"
+#include "decide/plan.h"
+#include "observe/kernelcaps.h"
+
+typedef enum ReconcileStatus {
+        RECONCILE_DONE,
+        RECONCILE_ALREADY,
+        RECONCILE_VANISHED,
+        RECONCILE_SKIPPED,
+        RECONCILE_FAILED,
+        _RECONCILE_STATUS_MAX,
+} ReconcileStatus;
+
+typedef struct ReconcileItem {
+        char *what;   /* "feature TTWU_QUEUE off", "cgroup /topod.slice/avx cpuset.cpus 0-3", "cookie group 1: tid 42" */
+        ReconcileStatus status;
+        int error;    /* negative errno when failed */
+        char *reason; /* or NULL */
+} ReconcileItem;
+
+typedef struct ReconcileReport {
+        ReconcileItem *items;
+        size_t n, allocated;
+        unsigned counts[_RECONCILE_STATUS_MAX];
+} ReconcileReport;
+
+ReconcileReport *reconcile_report_free(ReconcileReport *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ReconcileReport *, reconcile_report_free);
+const char *reconcile_status_to_string(ReconcileStatus s);
+
+typedef struct Reconciler {
+        const Root *root;
+        const KernelCaps *caps;
+        Journal *journal;         /* committed before every change */
+        CookieApplier *cookies;   /* NULL: no cookie work */
+        const CgroupOps *cgroup_ops;   /* NULL: the kernel */
+        const FeatOps *feat_ops;       /* NULL: the kernel */
+} Reconciler;
+
+/* Apply the plan. Returns 0 and the report (which may hold failures), or a
+ * negative errno when nothing could be attempted. */
+int reconcile_apply(const Reconciler *r, const Plan *plan, ReconcileReport **ret);
+
+/* Put back what the journal recorded: features and mode, tasks to their
+ * original cgroups, cookies cleared, topod's cgroups removed. Restored
+ * entries are forgotten; the journal is committed (and removed by the
+ * caller when empty). */
+int reconcile_restore(const Reconciler *r, ReconcileReport **ret);
+
+int reconcile_report_print_text(FILE *f, const ReconcileReport *r);
+int reconcile_report_print_json(Json *j, const ReconcileReport *r);

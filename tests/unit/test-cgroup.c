@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cgroup writer against a fake cgroupfs: plain directories and files in
+ * a temporary tree, with CgroupOps standing in for the kernel's rules —
+ * interface files appear when the parent enables a controller, "no internal
+ * processes", EBUSY on rmdir of a busy cgroup, cpu.weight refused while
+ * cpu.idle is 1, a partition that may come out invalid, offline CPUs that
+ * keep cpuset.cpus.effective short, and cgroup.procs moving whole processes
+ * and updating /proc/<pid>/cgroup. */
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "apply/cgroup.h"
+#include "apply/journal.h"
+#include "base/bitmap.h"
+#include "base/root.h"
+#include "base/util.h"
+#include "fake-root.h"
+#include "tests.h"
+
+#define MOUNT "/sys/fs/cgroup"
+#define TASKS_MAX 32
+#define CG_MAX 512 /* a fake cgroup path */
+
+typedef struct FakeTask {
+        pid_t tid, tgid;
+        uint64_t start;
+        char cgroup[CG_MAX];
+        bool dead;
+} FakeTask;
+
+typedef struct Fake {
+        char *root_dir;
+        FakeTask tasks[TASKS_MAX];
+        size_t n_tasks;
+        const char *partition_text; /* what "root" reads back as; NULL: "root" */
+        const char *offline;        /* CPUs missing from every effective set */
+        pid_t kill_on_move;         /* exits just before its cgroup.procs write lands */
+        unsigned n_writes, n_mkdirs, n_rmdirs;
+} Fake;
+
+static Fake fake;
+
+static void full_path(const char *rel, char *buf, size_t size) {
+        snprintf(buf, size, "%s/%s", fake.root_dir, rel[0] == '/' ? rel + 1 : rel);
+}
+
+static char *fake_read(const char *rel) {
+        char path[PATH_MAX];
+        static char buf[4096];
+        FILE *f;
+        size_t n;
+
+        full_path(rel, path, sizeof(path));
+        f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        return strstrip(buf);
+}
+
+/* "sys/fs/cgroup/a/b/file" -> cgroup dir "/a/b" */
+static void cg_dir_of(const char *path, char *buf, size_t size) {
+        ASSERT_TRUE(strneq(path, MOUNT, strlen(MOUNT)));
+        snprintf(buf, size, "%s", path + strlen(MOUNT));
+        if (!buf[0])
+                snprintf(buf, size, "/");
+}
+
+static void cg_file(const char *cg, const char *file, char *buf, size_t size) {
+        snprintf(buf, size, "%s%s/%s", MOUNT, streq(cg, "/") ? "" : cg, file);
+}
+
+static bool listed(const char *text, const char *word) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        ASSERT_OK(strv_split_ws(text ?: "", 64, &l));
+        return strv_contains(l, word);
+}
+
+static void rewrite_procs(const char *cg) {
+        char rel[PATH_MAX], text[1024] = "";
+
+        for (size_t i = 0; i < fake.n_tasks; i++) {
+                FakeTask *t = &fake.tasks[i];
+                char num[16];
+
+                if (t->dead || t->tid != t->tgid || !streq(t->cgroup, cg))
+                        continue;
+                snprintf(num, sizeof(num), "%d\n", (int) t->tgid);
+                strcat(text, num);
+        }
+        cg_file(cg, "cgroup.procs", rel, sizeof(rel));
+        fake_write(fake.root_dir, rel, text);
+}
+
+static void write_task_files(FakeTask *t) {
+        char rel[128], text[CG_MAX + 64];
+
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t->tid, (int) t->tid);
+        snprintf(text, sizeof(text),
+                 "%d (t %d) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %" PRIu64
+                 " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) t->tid, (int) t->tid, (int) t->tgid, (int) t->tgid, t->start);
+        fake_write(fake.root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) t->tid);
+        snprintf(text, sizeof(text), "0::%s\n", t->cgroup);
+        fake_write(fake.root_dir, rel, text);
+}
+
+static void add_task(pid_t tid, pid_t tgid, uint64_t start, const char *cg) {
+        FakeTask *t = &fake.tasks[fake.n_tasks++];
+
+        ASSERT_TRUE(fake.n_tasks <= TASKS_MAX);
+        *t = (FakeTask) { .tid = tid, .tgid = tgid, .start = start };
+        snprintf(t->cgroup, sizeof(t->cgroup), "%s", cg);
+        write_task_files(t);
+        rewrite_procs(cg);
+}
+
+static FakeTask *find_task(pid_t tid) {
+        for (size_t i = 0; i < fake.n_tasks; i++)
+                if (fake.tasks[i].tid == tid && !fake.tasks[i].dead)
+                        return &fake.tasks[i];
+        return NULL;
+}
+
+static void kill_task(pid_t tid) {
+        FakeTask *t = find_task(tid);
+        char rel[64], path[PATH_MAX];
+
+        ASSERT_TRUE(t);
+        t->dead = true;
+        snprintf(rel, sizeof(rel), "proc/%d", (int) tid);
+        full_path(rel, path, sizeof(path));
+        fake_root_remove(strdup(path));
+        rewrite_procs(t->cgroup);
+}
+
+static const char *task_cgroup(pid_t tid) {
+        char rel[64];
+        char *s;
+
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) tid);
+        s = fake_read(rel);
+        return s && startswith(s, "0::") ? s + 3 : s;
+}
+
+/* ---- the fake kernel ------------------------------------------------------ */
+
+static int fk_mkdir(void *userdata, const Root *root, const char *path) {
+        char full[PATH_MAX], cg[CG_MAX], parent[CG_MAX], rel[PATH_MAX], ctl[256], eff[256];
+        char *slash;
+
+        fake.n_mkdirs++;
+        full_path(path, full, sizeof(full));
+        if (access(full, F_OK) == 0)
+                return -EEXIST;
+        if (mkdir(full, 0755) < 0)
+                return -errno;
+        cg_dir_of(path, cg, sizeof(cg));
+        snprintf(parent, sizeof(parent), "%s", cg);
+        slash = strrchr(parent, '/');
+        if (slash == parent)
+                parent[1] = '\0';
+        else
+                *slash = '\0';
+        cg_file(parent, "cgroup.subtree_control", rel, sizeof(rel));
+        snprintf(ctl, sizeof(ctl), "%s", fake_read(rel) ?: "");
+        cg_file(parent, "cpuset.cpus.effective", rel, sizeof(rel));
+        snprintf(eff, sizeof(eff), "%s", fake_read(rel) ?: "");
+
+#define PUT(file, text)                                   \
+        do {                                              \
+                cg_file(cg, file, rel, sizeof(rel));      \
+                fake_write(fake.root_dir, rel, text);     \
+        } while (0)
+        PUT("cgroup.procs", "");
+        PUT("cgroup.subtree_control", "\n");
+        PUT("cgroup.controllers", ctl);
+        if (listed(ctl, "cpu")) {
+                PUT("cpu.weight", "100\n");
+                PUT("cpu.idle", "0\n");
+        }
+        if (listed(ctl, "cpuset")) {
+                PUT("cpuset.cpus", "\n");
+                PUT("cpuset.mems", "\n");
+                PUT("cpuset.cpus.effective", eff);
+                PUT("cpuset.cpus.partition", "member\n");
+        }
+#undef PUT
+        return 0;
+}
+
+static int rm_file(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) ftw;
+        return flag == FTW_F ? unlink(p) : 0;
+}
+
+static int fk_rmdir(void *userdata, const Root *root, const char *path) {
+        char full[PATH_MAX], cg[CG_MAX], rel[PATH_MAX];
+        struct dirent *de;
+        DIR *d;
+        char *procs;
+
+        fake.n_rmdirs++;
+        full_path(path, full, sizeof(full));
+        d = opendir(full);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && !streq(de->d_name, ".") && !streq(de->d_name, "..")) {
+                        closedir(d);
+                        return -EBUSY;
+                }
+        closedir(d);
+        cg_dir_of(path, cg, sizeof(cg));
+        cg_file(cg, "cgroup.procs", rel, sizeof(rel));
+        procs = fake_read(rel);
+        if (procs && *procs)
+                return -EBUSY;
+        nftw(full, rm_file, 8, FTW_PHYS);
+        return rmdir(full) < 0 ? -errno : 0;
+}
+
+/* The children's cgroup.controllers follow the parent's subtree_control,
+ * and their interface files appear with it. */
+static void propagate(const char *cg, const char *ctl) {
+        char dir[PATH_MAX + 512], rel[PATH_MAX], child[CG_MAX + 256];
+        struct dirent *de;
+        DIR *d;
+
+        snprintf(rel, sizeof(rel), "%s%s", MOUNT, streq(cg, "/") ? "" : cg);
+        full_path(rel, dir, sizeof(dir));
+        d = opendir(dir);
+        ASSERT_TRUE(d);
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                snprintf(child, sizeof(child), "%s/%.200s", streq(cg, "/") ? "" : cg, de->d_name);
+#define PUT_MISSING(file, text)                                     \
+        do {                                                        \
+                cg_file(child, file, rel, sizeof(rel));             \
+                if (!fake_read(rel))                                \
+                        fake_write(fake.root_dir, rel, text);       \
+        } while (0)
+                cg_file(child, "cgroup.controllers", rel, sizeof(rel));
+                fake_write(fake.root_dir, rel, ctl);
+                if (listed(ctl, "cpu")) {
+                        PUT_MISSING("cpu.weight", "100\n");
+                        PUT_MISSING("cpu.idle", "0\n");
+                }
+                if (listed(ctl, "cpuset")) {
+                        PUT_MISSING("cpuset.cpus", "\n");
+                        PUT_MISSING("cpuset.mems", "\n");
+                        PUT_MISSING("cpuset.cpus.effective", "0-15\n");
+                        PUT_MISSING("cpuset.cpus.partition", "member\n");
+                }
+#undef PUT_MISSING
+        }
+        closedir(d);
+}
+
+static int write_subtree(const char *cg, const char *rel, const char *value) {
+        char crel[PATH_MAX], out[256] = "";
+        _cleanup_strv_free_ char **cur = NULL, **avail = NULL, **words = NULL;
+
+        cg_file(cg, "cgroup.controllers", crel, sizeof(crel));
+        ASSERT_OK(strv_split_ws(fake_read(crel) ?: "", 64, &avail));
+        ASSERT_OK(strv_split_ws(fake_read(rel) ?: "", 64, &cur));
+        ASSERT_OK(strv_split_ws(value, 64, &words));
+        for (char **w = words; *w; w++) {
+                const char *c = *w + 1;
+
+                if (**w != '+' && **w != '-')
+                        return -EINVAL;
+                if (!strv_contains(avail, c))
+                        return -ENOENT;
+                if (**w == '+') {
+                        char *procs;
+
+                        cg_file(cg, "cgroup.procs", crel, sizeof(crel));
+                        procs = fake_read(crel);
+                        if (!streq(cg, "/") && procs && *procs)
+                                return -EBUSY; /* no internal processes */
+                        if (!strv_contains(cur, c))
+                                ASSERT_OK(strv_push_dup(&cur, c));
+                } else
+                        for (char **x = cur; *x; x++)
+                                if (streq(*x, c)) {
+                                        free(*x);
+                                        memmove(x, x + 1, (strv_length(x + 1) + 1) * sizeof(char *));
+                                        break;
+                                }
+        }
+        /* The kernel lists them in its own order. */
+        for (char **a = avail; *a; a++)
+                if (strv_contains(cur, *a)) {
+                        if (*out)
+                                strcat(out, " ");
+                        strcat(out, *a);
+                }
+        strcat(out, "\n");
+        fake_write(fake.root_dir, rel, out);
+        propagate(cg, out);
+        return 0;
+}
+
+static int fake_kernel_write(void *userdata, const Root *root, const char *path, const char *value) {
+        char cg[CG_MAX], rel[PATH_MAX];
+        const char *file = strrchr(path, '/') + 1;
+        char *slash;
+
+        fake.n_writes++;
+        snprintf(rel, sizeof(rel), "%s", path);
+        slash = strrchr(rel, '/');
+        *slash = '\0';
+        cg_dir_of(rel, cg, sizeof(cg));
+        snprintf(rel, sizeof(rel), "%s", path);
+        if (!fake_read(rel))
+                return -ENOENT;
+
+        if (streq(file, "cgroup.subtree_control"))
+                return write_subtree(cg, rel, value);
+        if (streq(file, "cpuset.cpus")) {
+                _cleanup_(bitmap_freep) Bitmap *b = NULL, *off = NULL;
+                _cleanup_free_ char *eff = NULL;
+                char erel[PATH_MAX];
+
+                if (bitmap_parse_list(value, &b) < 0)
+                        return -EINVAL;
+                fake_write(fake.root_dir, rel, value);
+                ASSERT_OK(bitmap_parse_list(fake.offline ?: "", &off));
+                BITMAP_FOREACH(i, off)
+                        bitmap_clear(b, (unsigned) i);
+                ASSERT_OK(bitmap_format_list(b, &eff));
+                cg_file(cg, "cpuset.cpus.effective", erel, sizeof(erel));
+                fake_write(fake.root_dir, erel, eff);
+                return 0;
+        }
+        if (streq(file, "cpu.weight")) {
+                char irel[PATH_MAX];
+                long w = strtol(value, NULL, 10);
+
+                cg_file(cg, "cpu.idle", irel, sizeof(irel));
+                if (streq(fake_read(irel) ?: "", "1") || w < 1 || w > 10000)
+                        return -EINVAL;
+                fake_write(fake.root_dir, rel, value);
+                return 0;
+        }
+        if (streq(file, "cpuset.cpus.partition")) {
+                if (streq(value, "root"))
+                        fake_write(fake.root_dir, rel, fake.partition_text ?: "root");
+                else if (streq(value, "member"))
+                        fake_write(fake.root_dir, rel, "member");
+                else
+                        return -EINVAL;
+                return 0;
+        }
+        if (streq(file, "cgroup.procs")) {
+                FakeTask *t = find_task((pid_t) strtol(value, NULL, 10));
+                char srel[PATH_MAX], old[CG_MAX];
+                char *sub;
+
+                if (t && t->tid == fake.kill_on_move) {
+                        kill_task(t->tid);
+                        t = NULL;
+                }
+                if (!t)
+                        return -ESRCH;
+                cg_file(cg, "cgroup.subtree_control", srel, sizeof(srel));
+                sub = fake_read(srel);
+                if (!streq(cg, "/") && sub && *sub)
+                        return -EBUSY;
+                snprintf(old, sizeof(old), "%s", t->cgroup);
+                /* The whole process moves. */
+                for (size_t i = 0; i < fake.n_tasks; i++)
+                        if (!fake.tasks[i].dead && fake.tasks[i].tgid == t->tgid) {
+                                snprintf(fake.tasks[i].cgroup, sizeof(fake.tasks[i].cgroup), "%s", cg);
+                                write_task_files(&fake.tasks[i]);
+                        }
+                rewrite_procs(old);
+                rewrite_procs(cg);
+                return 0;
+        }
+        fake_write(fake.root_dir, rel, value);
+        return 0;
+}
+
+static const CgroupOps fake_ops = {
+        .mkdir = fk_mkdir,
+        .rmdir = fk_rmdir,
+        .write = fake_kernel_write,
+};
+
+static const PidRefOps no_pidfds = {}; /* proc directories through the Root */
+
+static Root *setup(void) {
+        Root *root;
+
+        fake = (Fake) { .root_dir = fake_root_new() };
+        fake_write(fake.root_dir, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_write(fake.root_dir, "sys/fs/cgroup/cgroup.subtree_control", "\n");
+        fake_write(fake.root_dir, "sys/fs/cgroup/cgroup.procs", "");
+        fake_write(fake.root_dir, "sys/fs/cgroup/cpuset.cpus.effective", "0-15\n");
+        /* Pre-existing cgroups of someone else (systemd), without controllers. */
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/system.slice"));
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/system.slice/a.service"));
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/user.slice"));
+        fake.n_mkdirs = 0;
+        ASSERT_OK(root_open(fake.root_dir, &root));
+        return root;
+}
+
+static void teardown(Root *root) {
+        root_free(root);
+        fake_root_remove(fake.root_dir);
+        fake.root_dir = NULL;
+}
+
+static CgroupEnv env_for(const Root *root) {
+        return (CgroupEnv) { .root = root, .mount = MOUNT, .ops = &fake_ops, .pidref = &no_pidfds };
+}
+
+/* ---- plans ---------------------------------------------------------------- */
+
+static void add_group(Plan *p, const char *path, const char *cpus, const char *mems, unsigned weight, bool excl) {
+        PlanGroup *g;
+
+        p->groups = realloc(p->groups, (p->n_groups + 1) * sizeof(PlanGroup));
+        ASSERT_TRUE(p->groups);
+        g = &p->groups[p->n_groups++];
+        *g = (PlanGroup) { .path = strdup(path), .policy = 0, .domain = -1, .weight = weight, .exclusive = excl };
+        ASSERT_OK(bitmap_parse_list(cpus, &g->cpus));
+        ASSERT_OK(bitmap_parse_list(mems, &g->mems));
+}
+
+static void add_plan_task(Plan *p, pid_t tid, pid_t tgid, uint64_t start, int group) {
+        p->tasks = realloc(p->tasks, (p->n_tasks + 1) * sizeof(PlanTask));
+        ASSERT_TRUE(p->tasks);
+        p->tasks[p->n_tasks++] = (PlanTask) {
+                .tid = tid, .tgid = tgid, .start_time = start, .policy = 0, .group = group, .cookie_group = -1
+        };
+}
+
+static Plan *plan_new_root(const char *root) {
+        Plan *p = calloc(1, sizeof(Plan));
+
+        ASSERT_TRUE(p);
+        p->hierarchy = CONFIG_HIERARCHY_NESTED;
+        p->cgroup_root = strdup(root);
+        return p;
+}
+
+/* node0 {0-7} with llc0 {0-3} w200 and llc1 {4-7} w300 exclusive. */
+static Plan *standard_plan(void) {
+        Plan *p = plan_new_root("/topod.slice");
+
+        add_group(p, "node0", "0-7", "0", 100, false);
+        add_group(p, "node0/llc0", "0-3", "0", 200, false);
+        add_group(p, "node0/llc1", "4-7", "0", 300, true);
+        add_plan_task(p, 100, 100, 1000, 1);
+        add_plan_task(p, 200, 200, 2000, 2);
+        add_plan_task(p, 201, 200, 2001, 2);
+        return p;
+}
+
+static void standard_tasks(void) {
+        add_task(100, 100, 1000, "/system.slice/a.service");
+        add_task(200, 200, 2000, "/user.slice");
+        add_task(201, 200, 2001, "/user.slice");
+}
+
+static const CgroupResult *find_item(const CgroupReport *r, CgroupItemKind kind, const char *path) {
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].kind == kind && streq(r->items[i].path, path))
+                        return &r->items[i];
+        return NULL;
+}
+
+static void dump(const CgroupReport *r) {
+        for (size_t i = 0; i < r->n; i++) {
+                const CgroupResult *it = &r->items[i];
+
+                printf("  %-22s %-28s %-8s %-9s %s %s\n", cgroup_item_kind_to_string(it->kind), it->path,
+                       it->value ?: "", cgroup_outcome_to_string(it->outcome), it->error ? errno_name(it->error) : "",
+                       it->reason ?: "");
+        }
+}
+
+static char *journal_dir(void) {
+        char *d;
+
+        ASSERT_TRUE(asprintf(&d, "%s/run-topod", fake.root_dir) > 0);
+        return d;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_parse_proc_cgroup(void) {
+        _cleanup_free_ char *a = NULL, *b = NULL;
+        char *x = NULL;
+
+        ASSERT_OK(cgroup_parse_proc_cgroup("0::/a/b\n", &a));
+        ASSERT_STREQ(a, "/a/b");
+        ASSERT_OK(cgroup_parse_proc_cgroup("12:cpu,cpuacct:/x\n0::/\n", &b));
+        ASSERT_STREQ(b, "/");
+        ASSERT_ERROR(cgroup_parse_proc_cgroup("12:cpu:/x\n", &x), ENODATA);
+        ASSERT_ERROR(cgroup_parse_proc_cgroup("0::x\n", &x), EBADMSG);
+        ASSERT_ERROR(cgroup_parse_proc_cgroup("", &x), ENODATA);
+        ASSERT_NULL(x);
+
+        ASSERT_TRUE(cgroup_path_is_below("/a/b", "/a"));
+        ASSERT_TRUE(cgroup_path_is_below("/a", "/a"));
+        ASSERT_FALSE(cgroup_path_is_below("/ab", "/a"));
+        ASSERT_TRUE(cgroup_path_is_below("/x", "/"));
+}
+
+static void test_plan_processes(void) {
+        _cleanup_(plan_freep) Plan *p = plan_new_root("/t");
+        CgroupProcess *procs = NULL;
+        size_t n = 0;
+
+        add_group(p, "g0", "0", "0", 100, false);
+        add_group(p, "g1", "1", "0", 100, false);
+        /* Majority wins: 100 goes to g1 with 101 and 102, written as 101. */
+        add_plan_task(p, 100, 100, 1, 0);
+        add_plan_task(p, 101, 100, 1, 1);
+        add_plan_task(p, 102, 100, 1, 1);
+        /* A tie: the main thread's group. */
+        add_plan_task(p, 200, 200, 1, 1);
+        add_plan_task(p, 201, 200, 1, 0);
+        /* A tie without the main thread planned: the lowest tid's group. */
+        add_plan_task(p, 302, 300, 1, 0);
+        add_plan_task(p, 301, 300, 1, 1);
+        /* Not placed: ignored. */
+        add_plan_task(p, 400, 400, 1, -1);
+
+        ASSERT_OK(cgroup_plan_processes(p, &procs, &n));
+        ASSERT_EQ(n, 3);
+        ASSERT_EQ(procs[0].tgid, 100);
+        ASSERT_EQ(procs[0].group, 1);
+        ASSERT_EQ(procs[0].n_planned, 3);
+        ASSERT_EQ(procs[0].n_tasks, 2);
+        ASSERT_EQ(p->tasks[procs[0].tasks[0]].tid, 101);
+        ASSERT_EQ(procs[1].tgid, 200);
+        ASSERT_EQ(procs[1].group, 1);
+        ASSERT_EQ(p->tasks[procs[1].tasks[0]].tid, 200);
+        ASSERT_EQ(procs[2].tgid, 300);
+        ASSERT_EQ(procs[2].group, 1);
+        ASSERT_EQ(p->tasks[procs[2].tasks[0]].tid, 301);
+        cgroup_processes_free(procs, n);
+}
+
+static void test_apply_restore(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL, *r3 = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+        unsigned writes;
+
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        dump(r);
+        ASSERT_EQ(cgroup_report_count(r, CGROUP_FAILED), 0);
+
+        /* The mount's root got the controllers, journaled; the tree exists. */
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "cpuset cpu");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/cgroup.subtree_control"), "cpuset cpu");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/cgroup.subtree_control"), "cpuset cpu");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cgroup.subtree_control"), "");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.cpus"), "0-3");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.cpus.effective"), "0-3");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.mems"), "0");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpu.weight"), "300");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpuset.cpus.partition"), "root");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/system.slice/cgroup.subtree_control"), ""); /* not ours */
+        it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->outcome == CGROUP_DONE);
+
+        /* Processes moved whole; originals journaled by main thread. */
+        ASSERT_STREQ(task_cgroup(100), "/topod.slice/node0/llc0");
+        ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
+        ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->outcome == CGROUP_DONE && it->journaled && it->tgid == 200);
+        ASSERT_STREQ(it->from, "/user.slice");
+
+        {
+                _cleanup_(journal_freep) Journal *disk = NULL;
+                JournalError e;
+
+                ASSERT_EQ(journal_load(jdir, &disk, &e), 1);
+                ASSERT_EQ(disk->n_tasks, 2);
+                ASSERT_STREQ(journal_get_task(disk, 100, 1000)->cgroup, "/system.slice/a.service");
+                ASSERT_STREQ(journal_get_task(disk, 200, 2000)->cgroup, "/user.slice");
+                ASSERT_EQ(disk->n_cgroups, 6);
+                ASSERT_STREQ(disk->cgroups[0], "/cgroup.subtree_control/cpuset");
+                ASSERT_STREQ(disk->cgroups[1], "/cgroup.subtree_control/cpu");
+                ASSERT_STREQ(disk->cgroups[2], "/topod.slice");
+                ASSERT_STREQ(disk->cgroups[5], "/topod.slice/node0/llc1");
+        }
+
+        /* Again: everything already so, nothing written, journal untouched. */
+        writes = fake.n_writes;
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r2), 0);
+        for (size_t i = 0; i < r2->n; i++)
+                if (r2->items[i].kind != CGROUP_ITEM_EFFECTIVE)
+                        ASSERT_EQ(r2->items[i].outcome, CGROUP_ALREADY);
+        ASSERT_EQ(fake.n_writes, writes);
+        ASSERT_FALSE(j->dirty);
+
+        /* A process that came in later by itself (a fork): not journaled. */
+        add_task(300, 300, 3000, "/topod.slice/node0/llc0");
+
+        ASSERT_OK(cgroup_report_new(&r3));
+        ASSERT_EQ(cgroup_restore(&env, j, r3), 0);
+        dump(r3);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(201), "/user.slice");
+        ASSERT_STREQ(task_cgroup(300), "/");
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "");
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
+/* Killed after the journal was written: the next start recovers from it. */
+static void test_crash_recovery(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        Journal *j = NULL;
+        JournalError e;
+
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_OK(cgroup_apply_tree(&env, p, j, r));
+        j = journal_free(j); /* the crash: only the file is left */
+
+        ASSERT_EQ(journal_load(jdir, &j, &e), 1);
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_restore(&env, j, r2), 0);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "");
+        ASSERT_STREQ(task_cgroup(200), "/user.slice");
+        ASSERT_TRUE(journal_is_empty(j));
+        journal_free(j);
+        j = NULL;
+        ASSERT_EQ(journal_load(jdir, &j, &e), 1);
+        ASSERT_TRUE(journal_is_empty(j));
+        journal_free(j);
+        teardown(TAKE_PTR(root));
+}
+
+static void test_vanished(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        standard_tasks();
+        kill_task(100);            /* gone before the apply */
+        fake.kill_on_move = 200;   /* goes between the check and the write */
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && it->error == 0);
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && !it->journaled);
+        ASSERT_EQ(j->n_tasks, 0);
+
+        /* A reused tid (another start time) is not the planned task. */
+        add_task(100, 100, 9999, "/user.slice");
+        fake.kill_on_move = 0;
+        cgroup_report_free(TAKE_PTR(r));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r), 0);
+        ASSERT_EQ(r->items[0].outcome, CGROUP_VANISHED);
+        ASSERT_STREQ(task_cgroup(100), "/user.slice");
+        teardown(TAKE_PTR(root));
+}
+
+static void test_partition_invalid_and_idle(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        fake.partition_text = "root invalid (Parent is not a partition root)";
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r), 1);
+        it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED);
+        ASSERT_EQ(it->error, -EINVAL);
+        ASSERT_STREQ(it->reason, "root invalid (Parent is not a partition root)");
+        /* Not fatal: the rest is there. */
+        it = find_item(r, CGROUP_ITEM_WEIGHT, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->outcome == CGROUP_DONE);
+
+        /* cpu.idle set: the weight is skipped, not failed. */
+        fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc0/cpu.idle", "1\n");
+        p->groups[1].weight = 700;
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r2), 1); /* the partition again */
+        it = find_item(r2, CGROUP_ITEM_WEIGHT, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->outcome == CGROUP_SKIPPED && it->reason);
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpu.weight"), "200");
+        teardown(TAKE_PTR(root));
+}
+
+static void test_effective_differs(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        fake.offline = "3";
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r), 2); /* node0 and llc0 */
+        it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && it->error == -EIO);
+        ASSERT_STREQ(it->found, "0-2");
+        teardown(TAKE_PTR(root));
+}
+
+/* An ancestor with tasks of its own cannot enable controllers: reported,
+ * nothing created below it, nothing left in the journal. */
+static void test_internal_process(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        free(p->cgroup_root);
+        p->cgroup_root = strdup("/system.slice/a.service/topod");
+        add_task(100, 100, 1000, "/system.slice/a.service");
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_TRUE(cgroup_apply_tree(&env, p, j, r) > 0);
+        dump(r);
+        it = find_item(r, CGROUP_ITEM_CONTROLLER, "/system.slice/a.service");
+        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && it->error == -EBUSY);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/system.slice/a.service/topod"), 0);
+        /* The root's and system.slice's enables are journaled (and undone by restore). */
+        ASSERT_EQ(j->n_cgroups, 4);
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/system.slice/cgroup.subtree_control"), "cpuset cpu");
+        ASSERT_OK(cgroup_restore(&env, j, r));
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/system.slice/cgroup.subtree_control"), "");
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
+/* The original cgroup is gone by restore time: the nearest live ancestor. */
+static void test_restore_nearest_ancestor(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+
+        standard_tasks();
+        ASSERT_OK(journal_new(NULL, &j)); /* in memory only */
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        ASSERT_OK(fk_rmdir(NULL, NULL, MOUNT "/system.slice/a.service"));
+        ASSERT_EQ(cgroup_restore(&env, j, r), 0);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice");
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
+static void test_bad_inputs(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+
+        ASSERT_OK(cgroup_report_new(&r));
+        env.mount = NULL;
+        ASSERT_ERROR(cgroup_apply(&env, p, NULL, r), ENOENT);
+        env.mount = MOUNT;
+        free(p->cgroup_root);
+        p->cgroup_root = strdup("/../etc");
+        ASSERT_ERROR(cgroup_apply(&env, p, NULL, r), EINVAL);
+        free(p->cgroup_root);
+        p->cgroup_root = strdup("/topod.slice");
+        free(p->groups[2].path);
+        p->groups[2].path = strdup("node0/../../x");
+        ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r), 1);
+        /* The rest was applied. */
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.cpus"), "0-3");
+        teardown(TAKE_PTR(root));
+}
+
+int main(void) {
+        RUN(test_parse_proc_cgroup);
+        RUN(test_plan_processes);
+        RUN(test_apply_restore);
+        RUN(test_crash_recovery);
+        RUN(test_vanished);
+        RUN(test_partition_invalid_and_idle);
+        RUN(test_effective_differs);
+        RUN(test_internal_process);
+        RUN(test_restore_nearest_ancestor);
+        RUN(test_bad_inputs);
+        return 0;
+}

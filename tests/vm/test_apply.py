@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""vm-apply: topod applies a plan on a real kernel and puts everything back.
+
+Explicit rules (tests/vm/data/apply/): processes named crunch-* share one
+core-scheduling cookie and are spread over LLCs; the ping-pong pair gets a
+cookie per process, CPUs 8-15, weight 300, and TTWU_QUEUE off. A bystander
+is left alone. `topod --oneshot` applies (journaling originals), a second
+run finds everything already so, `topod --restore` puts back features,
+cgroups and cookies and removes the journal. With --nosmt the same policies
+on a nosmt guest: no cookies (reported, not failed), the rest applied.
+Exit 0 pass, 1 fail, 77 skip."""
+
+import argparse
+import os
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vmlib  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data", "apply")
+CONF = "--config /etc/topod-test/topod.conf"
+
+START = ("workload idle crunch-1 & echo c1=$! > /tmp/pids; "
+         "workload idle crunch-2 & echo c2=$! >> /tmp/pids; "
+         "workload pingpong & echo pp=$! >> /tmp/pids; "
+         "workload idle & echo by=$! >> /tmp/pids; "
+         "sleep 1.5")  # the renames happen after 1 s
+LOOK = "topoctl classify --samples 1 --interval 100ms --json " + CONF
+CGROUPS = ("for d in /sys/fs/cgroup/topod.slice/*/; do "
+           "echo $(basename $d) $(cat $d/cpuset.cpus.effective) $(cat $d/cpu.weight); done")
+
+
+def threads_by_tgid(look, pids):
+    out = {}
+    for t in (look or {}).get("threads", []):
+        for name, pid in pids.items():
+            if t.get("tgid") == pid:
+                out.setdefault(name, []).append(t)
+    return out
+
+
+def test(args):
+    nosmt = args.nosmt
+    r = vmlib.run_guest(
+        [START,
+         "topod --oneshot --json " + CONF,                                   # 1
+         LOOK,                                                               # 2
+         "cat /sys/kernel/debug/sched/features",                            # 3
+         CGROUPS,                                                            # 4
+         "cat /run/topod/journal",                                           # 5
+         "topod --oneshot --json " + CONF,                                   # 6
+         "topod --restore --json",                                           # 7
+         LOOK,                                                               # 8
+         "cat /sys/kernel/debug/sched/features",                            # 9
+         "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",            # 10
+         "cat /tmp/pids"],                                                   # 11
+        binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
+        files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
+               "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
+               "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini")},
+        append_extra="nosmt" if nosmt else "",
+        name="test_apply_nosmt" if nosmt else "test_apply")
+    c = vmlib.Checks()
+    pids = {k: int(v) for k, v in (line.split("=", 1) for line in r.stdout(11).split())}
+
+    rep = c.json(r, 1, "topod --oneshot (apply)")
+    counts = c.get(rep, "counts") or {}
+    failed = [i for i in c.get(rep, "items") or [] if i.get("status") == "failed"]
+    c.eq(failed, [], "apply: no failed items")
+    c.true(counts.get("done", 0) > 0, "apply: changes were made", str(counts))
+
+    look = threads_by_tgid(c.json(r, 2, "classify after apply"), pids)
+    cookies = {k: sorted({t.get("cookie") for t in v}) for k, v in look.items()}
+    cg = {k: sorted({t.get("cgroup") for t in v}) for k, v in look.items()}
+    print("  cookies after apply:", cookies)
+    print("  cgroups after apply:", cg)
+    if nosmt:
+        for k in ("c1", "c2", "pp", "by"):
+            c.eq(cookies.get(k), [None], "%s: no cookie reading on nosmt (ENODEV)" % k)
+        skipped = [i for i in c.get(rep, "items") or [] if i.get("status") == "skipped"
+                   and "cookie" in (i.get("reason") or "")]
+        c.true(len(skipped) > 0, "nosmt: cookie items reported skipped")
+    else:
+        c.true(cookies.get("c1") == cookies.get("c2") and len(cookies.get("c1", [])) == 1
+               and cookies["c1"][0] not in (0, None), "crunch-1 and crunch-2 share one cookie",
+               str(cookies))
+        c.true(len(cookies.get("pp", [])) == 1 and cookies["pp"][0] not in (0, None)
+               and cookies["pp"] != cookies.get("c1"), "ping-pong: one cookie of its own", str(cookies))
+        c.eq(cookies.get("by"), [0], "bystander: no cookie")
+    c.eq(sorted(cg.get("c1", []) + cg.get("c2", [])), ["/topod.slice/crunch-llc0", "/topod.slice/crunch-llc1"],
+         "crunch processes spread over two LLC groups")
+    c.eq(cg.get("pp"), ["/topod.slice/pingpong"], "ping-pong group")
+    c.true(cg.get("by") and not cg["by"][0].startswith("/topod.slice"), "bystander not moved", str(cg.get("by")))
+
+    c.contains(r.stdout(3).split(), "NO_TTWU_QUEUE", "feature TTWU_QUEUE off after apply")
+    groups = {line.split()[0]: line.split()[1:] for line in r.stdout(4).splitlines() if line.strip()}
+    # With nosmt the odd CPUs (the second siblings) are offline: the
+    # effective cpuset is the planned one's online part.
+    want = {"crunch-llc0": "0,2" if nosmt else "0-3", "crunch-llc1": "4,6" if nosmt else "4-7",
+            "pingpong": "8,10,12,14" if nosmt else "8-15"}
+    c.eq(groups.get("crunch-llc0"), [want["crunch-llc0"], "100"], "crunch-llc0: effective cpuset and weight")
+    c.eq(groups.get("crunch-llc1"), [want["crunch-llc1"], "100"], "crunch-llc1: effective cpuset and weight")
+    c.eq(groups.get("pingpong"), [want["pingpong"], "300"], "pingpong: effective cpuset, weight 300")
+    c.true("feature TTWU_QUEUE on" in r.stdout(5), "journal holds the original TTWU_QUEUE", r.stdout(5))
+
+    rep2 = c.json(r, 6, "topod --oneshot again")
+    c.eq((c.get(rep2, "counts") or {}).get("done"), 0, "second apply: nothing to change")
+    c.eq((c.get(rep2, "counts") or {}).get("failed"), 0, "second apply: nothing failed")
+
+    rest = c.json(r, 7, "topod --restore")
+    c.eq((c.get(rest, "counts") or {}).get("failed"), 0, "restore: nothing failed")
+    look = threads_by_tgid(c.json(r, 8, "classify after restore"), pids)
+    after_cookies = {k: sorted({t.get("cookie") for t in v}) for k, v in look.items()}
+    after_cg = {k: sorted({t.get("cgroup") for t in v}) for k, v in look.items()}
+    if not nosmt:
+        c.eq(after_cookies, {k: [0] for k in look}, "restore: every cookie cleared")
+    c.true(all(not g.startswith("/topod.slice") for v in after_cg.values() for g in v),
+           "restore: tasks back out of topod's cgroups", str(after_cg))
+    c.eq(after_cg.get("c1"), cg.get("by"), "restore: crunch-1 back where the bystander is (its original)")
+    c.contains(r.stdout(9).split(), "TTWU_QUEUE", "restore: TTWU_QUEUE on again")
+    c.true("No such file" in r.stdout(10) and r.stdout(10).strip().endswith("directory"),
+           "restore: topod.slice gone and the journal removed", r.stdout(10))
+
+    if c.failed:
+        print("outputs: %s/out/" % r.run_dir)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    p = vmlib.add_common_args(argparse.ArgumentParser(description=__doc__))
+    p.add_argument("--topod", required=True)
+    p.add_argument("--topoctl", required=True)
+    p.add_argument("--workload", required=True)
+    p.add_argument("--nosmt", action="store_true")
+    vmlib.main(test, p.parse_args())
