@@ -17,6 +17,7 @@
 #include "base/util.h"
 #include "check.h"
 #include "classify-verb.h"
+#include "restore.h"
 #include "decide/config.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
@@ -32,6 +33,7 @@ typedef struct Args {
         bool strict;
         bool offline;
         ClassifyVerbArgs classify;
+        const char *state_dir;
         int argc;      /* positional arguments after the verb */
         char **argv;
 } Args;
@@ -57,6 +59,7 @@ static void help(void) {
                "  status          Print the kernel capability probe, one line per capability\n"
                "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
                "  classify        Watch threads for a while; print class, evidence, policy\n"
+               "  reset           Put back everything topod changed (from its journal)\n"
                "\n"
                "Options:\n"
                "      --json            Print JSON instead of text\n"
@@ -72,6 +75,7 @@ static void help(void) {
                "      --events          classify: list proc-connector events seen meanwhile\n"
                "      --config FILE     classify: topod.conf to read (default /etc/topod/topod.conf)\n"
                "      --policies PATH   classify: policies to match (default: the config's policies_dir)\n"
+               "      --state-dir DIR   reset: where the journal is (default run/topod below the root)\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
                "\n"
@@ -177,6 +181,12 @@ static int verb_classify(const Args *a) {
         return topoctl_classify(&c);
 }
 
+static int verb_reset(const Args *a) {
+        if (a->argc > 0)
+                return usage_error("reset takes no arguments, got '%s'", a->argv[0]);
+        return topoctl_restore(a->root, a->state_dir, a->json);
+}
+
 static const struct {
         const char *name;
         int (*run)(const Args *a);
@@ -185,11 +195,12 @@ static const struct {
         { "status", verb_status },
         { "check", verb_check },
         { "classify", verb_classify },
+        { "reset", verb_reset },
 };
 
 int main(int argc, char *argv[]) {
         enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION, ARG_STRICT, ARG_OFFLINE,
-               ARG_SAMPLES, ARG_INTERVAL, ARG_PID, ARG_ALL, ARG_EVENTS, ARG_CONFIG, ARG_POLICIES };
+               ARG_SAMPLES, ARG_INTERVAL, ARG_PID, ARG_ALL, ARG_EVENTS, ARG_CONFIG, ARG_POLICIES, ARG_STATE_DIR };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -206,6 +217,7 @@ int main(int argc, char *argv[]) {
                 { "events", no_argument, NULL, ARG_EVENTS },
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "policies", required_argument, NULL, ARG_POLICIES },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 {},
         };
         Args a = {};
@@ -282,6 +294,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_POLICIES:
                         a.classify.policies = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        a.state_dir = optarg;
                         break;
                 case '?':
                         if (optopt)

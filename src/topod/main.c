@@ -18,6 +18,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "check.h"
+#include "restore.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
@@ -62,80 +63,8 @@ typedef struct OneshotArgs {
         bool dry_run;
 } OneshotArgs;
 
-/* The journal directory: --state-dir, else run/topod below the root. */
-static int state_dir_of(const OneshotArgs *a, const Root *root, char **ret) {
-        if (a->state_dir) {
-                *ret = strdup(a->state_dir);
-                return *ret ? 0 : -ENOMEM;
-        }
-        return root_host_path(root, "run/topod", ret);
-}
-
-static int open_journal(const OneshotArgs *a, const Root *root, Journal **ret, bool *ret_found) {
-        _cleanup_free_ char *dir = NULL;
-        JournalError e = {};
-        int k;
-
-        if ((k = state_dir_of(a, root, &dir)) < 0)
-                return k;
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        k = journal_load(dir, ret, &e);
-        if (k < 0) {
-                fprintf(stderr, "topod: %s/journal:%u: %s\n", dir, e.line, e.message[0] ? e.message : strerror(-k));
-                return k;
-        }
-        *ret_found = k > 0;
-        return 0;
-}
-
 static int print_report(const ReconcileReport *r, bool json) {
-        if (json) {
-                _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-                if (!j)
-                        return -ENOMEM;
-                return reconcile_report_print_json(j, r);
-        }
-        return reconcile_report_print_text(stdout, r);
-}
-
-/* Put back what the journal recorded, then remove it when nothing is left. */
-static int run_restore(const OneshotArgs *a) {
-        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
-        _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
-        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_free_ char *dir = NULL;
-        bool found = false;
-        int k;
-
-        if ((k = root_open(a->root, &root)) < 0 || (k = kernelcaps_probe(root, NULL, &caps)) < 0) {
-                fprintf(stderr, "topod: cannot observe the machine: %s\n", strerror(-k));
-                return EXIT_FAILURE;
-        }
-        if ((k = open_journal(a, root, &j, &found)) < 0)
-                return EXIT_FAILURE;
-        if (!found) {
-                puts("nothing to restore: no journal");
-                return EXIT_SUCCESS;
-        }
-        if (caps->core_sched.available || j->n_cookies > 0)
-                (void) cookie_applier_new(root, NULL, &ca);
-        {
-                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca };
-
-                if ((k = reconcile_restore(&rc, &r)) < 0) {
-                        fprintf(stderr, "topod: restore failed: %s\n", strerror(-k));
-                        return EXIT_FAILURE;
-                }
-        }
-        if (journal_is_empty(j) && state_dir_of(a, root, &dir) >= 0 && (k = journal_remove(dir)) < 0)
-                fprintf(stderr, "topod: cannot remove the journal in %s: %s\n", dir, strerror(-k));
-        if (print_report(r, a->json) < 0 || fflush(stdout) != 0)
-                return EXIT_FAILURE;
-        return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return restore_print_report(r, json);
 }
 
 /* One pass of the pipeline without touching anything: observe (watching
@@ -183,7 +112,7 @@ static int run_oneshot(const OneshotArgs *a) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
                 bool found = false;
 
-                if ((k = open_journal(a, p->root, &jr, &found)) < 0)
+                if ((k = restore_open_journal(a->state_dir, p->root, &jr, &found)) < 0)
                         return EXIT_FAILURE;
                 if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
                         CookieInterlocks il = { .smt_off = !p->caps->smt_active,
@@ -337,7 +266,7 @@ int main(int argc, char *argv[]) {
                                   .samples = samples, .json = json, .dry_run = dry_run };
 
                 if (restore)
-                        return run_restore(&a);
+                        return topoctl_restore(a.root, a.state_dir, a.json);
                 if (!oneshot) {
                         /* Said plainly rather than pretending: the event loop
                          * is not built yet. */

@@ -280,7 +280,47 @@ static void test_kernel_only_while_matched(void) {
         }
 }
 
+/* A group named like an inner directory of the nested tree is refused,
+ * never merged into it. */
+static void test_path_clash(void) {
+        static const char A[] = "[policy]\nname = a\npriority = 20\n[match]\ncomm = a\n[place]\ngroup = a\ncpus = llc\n";
+        static const char B[] = "[policy]\nname = b\npriority = 10\n[match]\ncomm = b\n[place]\ngroup = node0\nweight = 500\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 [numa] l3:2 core:2 pu:1" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(plan_freep) Plan *p = NULL;
+        IniSource ini[2] = { { "a.ini", A, sizeof(A) - 1 }, { "b.ini", B, sizeof(B) - 1 } };
+        PlanTaskInput tasks[2] = {
+                { .tid = 10, .tgid = 10, .match = { .comm = "a" } },
+                { .tid = 11, .tgid = 11, .match = { .comm = "b" } },
+        };
+        KernelCaps caps = {};
+        bool in_force[2] = { true, true };
+        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = tasks, .n_tasks = 2 };
+        bool noted = false;
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        config->hierarchy = CONFIG_HIERARCHY_NESTED;
+        ASSERT_OK(policy_set_parse(ini, 2, d, &ps));
+        in.topology = t;
+        in.config = config;
+        in.policies = ps;
+        ASSERT_OK(plan_build(&in, &p));
+        ASSERT_TRUE(plan_find_task(p, 10) != NULL);
+        ASSERT_NULL(plan_find_task(p, 11));
+        for (size_t i = 0; i < p->n_groups; i++)
+                if (streq(p->groups[i].path, "node0"))
+                        ASSERT_EQ(p->groups[i].policy, -1);
+        for (char **n = p->notes; n && *n; n++)
+                noted |= strstr(*n, "clashes") != NULL;
+        ASSERT_TRUE(noted);
+}
+
 int main(void) {
+        RUN(test_path_clash);
         RUN(test_kernel_only_while_matched);
         RUN(test_golden_plans);
         RUN(test_facts);

@@ -2,6 +2,8 @@
 /* The task scanner against fake /proc trees. */
 
 #include "fake-root.h"
+#include <sys/resource.h>
+
 #include "observe/tasks.h"
 
 static void fake_thread(const char *root, int tgid, int tid, const char *comm, unsigned flags, const char *sched,
@@ -90,7 +92,7 @@ static void test_scan(void) {
         ASSERT_STREQ(t->process->exe, "/usr/bin/server");
         ASSERT_STREQ(t->process->cmdline, "server --port 80");
         ASSERT_STREQ(t->process->cgroup, "/system.slice/server.service");
-        ASSERT_EQ(t->process->n_threads, 3);
+        ASSERT_EQ(task_snapshot_count_threads(s, 100), 3);
         ASSERT_EQ(t->avx, PROC_AVX_NEVER);
         ASSERT_TRUE(t->has_uid);
         ASSERT_EQ(t->uid, 1000);
@@ -187,7 +189,7 @@ static void test_incremental(void) {
         task_scanner_stats(sc, &st);
         ASSERT_EQ(s->n_tasks, 4);
         ASSERT_EQ(st.held_fds, 4);
-        ASSERT_EQ(task_snapshot_find(s, 100)->process->n_threads, 2);
+        ASSERT_EQ(task_snapshot_count_threads(s, 100), 2);
         task_snapshot_free(s);
         fake_root_remove(d);
 }
@@ -234,7 +236,7 @@ static void test_by_events(void) {
         ASSERT_OK(task_scanner_mark(sc, 100));
         s = scan(sc, false);
         ASSERT_EQ(s->n_tasks, 7);
-        ASSERT_EQ(task_snapshot_find(s, 103)->process->n_threads, 4);
+        ASSERT_EQ(task_snapshot_count_threads(s, 100), 4);
         task_snapshot_free(s);
 
         /* Without trust, /proc is listed again. */
@@ -244,6 +246,38 @@ static void test_by_events(void) {
         ASSERT_FALSE(st.by_events);
         ASSERT_EQ(s->n_tasks, 7);
         task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
+/* Past the descriptor budget, threads are still all seen: their schedstat
+ * is read and closed instead of held. */
+static void test_fd_budget(void) {
+        char *d = fake_root_new();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        struct rlimit old, low;
+        TaskScanStats st;
+        TaskSnapshot *s;
+
+        for (int p = 0; p < 60; p++)
+                fake_thread(d, 1000 + p, 1000 + p, "many", 0, "1 0 1\n", NULL);
+        ASSERT_TRUE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+        low = old;
+        low.rlim_cur = 80; /* budget: half, 40 */
+        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        for (int round = 0; round < 3; round++) {
+                s = scan(sc, round == 0);
+                task_scanner_stats(sc, &st);
+                ASSERT_EQ(s->n_tasks, 60);
+                ASSERT_EQ(s->unreadable, 0);
+                ASSERT_EQ(s->vanished, 0);
+                ASSERT_EQ(st.held_fds, 40);
+                ASSERT_TRUE(st.fd_limit_hit);
+                task_snapshot_free(s);
+        }
+        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &old) == 0);
         fake_root_remove(d);
 }
 
@@ -267,6 +301,7 @@ int main(void) {
         RUN(test_scan);
         RUN(test_incremental);
         RUN(test_by_events);
+        RUN(test_fd_budget);
         RUN(test_live);
         return 0;
 }

@@ -209,6 +209,7 @@ static void thread_init(ThreadClass *t, const TaskFacts *f, uint64_t now) {
         };
         t->avx_line = f->avx != PROC_AVX_NO_LINE;
         t->kernel_thread = f->kernel_thread;
+        t->has_baseline = f->has_schedstat;
 }
 
 static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFacts *f, uint64_t now) {
@@ -304,7 +305,8 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
 
                 for (size_t j = 0; same && j < snap->n_tasks; j++)
                         same = snap->tasks[j].tid == c->threads[j].tid &&
-                               snap->tasks[j].start_time == c->threads[j].start_time && snap->tasks[j].has_schedstat;
+                               snap->tasks[j].start_time == c->threads[j].start_time && snap->tasks[j].has_schedstat &&
+                               c->threads[j].has_baseline;
                 if (same) {
                         for (size_t j = 0; j < snap->n_tasks; j++) {
                                 int k = thread_sample(&c->params, &c->threads[j], &snap->tasks[j], now);
@@ -327,7 +329,7 @@ int classifier_update(Classifier *c, const TaskSnapshot *snap) {
                 while (i < c->n_threads && c->threads[i].tid < f->tid)
                         i++;
                 if (i < c->n_threads && c->threads[i].tid == f->tid && c->threads[i].start_time == f->start_time &&
-                    f->has_schedstat) {
+                    f->has_schedstat && c->threads[i].has_baseline) {
                         int k;
 
                         *t = c->threads[i];

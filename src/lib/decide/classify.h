@@ -127,6 +127,7 @@ typedef struct ThreadClass {
         uint64_t candidate_since_usec;
         bool kernel_thread;
         bool avx_line;              /* arch_status reports AVX-512 at all */
+        bool has_baseline;          /* last_sched was read (else the next sample starts afresh) */
 } ThreadClass;
 
 typedef struct Classifier {

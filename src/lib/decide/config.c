@@ -144,7 +144,7 @@ static const KeyDef keys[] = {
         { "classifier", "min_task_age", KEY_DURATION, OFF(min_task_age_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "dwell", KEY_DURATION, OFF(classify_dwell_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "majority", KEY_PERCENT, OFF(classify_majority), 1, 100, NULL, 0 },
-        { "classifier", "min_samples", KEY_UINT, OFF(classify_min_samples), 1, 64, NULL, 0 },
+        { "classifier", "min_samples", KEY_UINT, OFF(classify_min_samples), 1, CLASSIFY_RING_MAX, NULL, 0 },
         { "classifier", "avx_busy_min", KEY_PERCENT, OFF(avx_busy_min), 0, 100, NULL, 0 },
         { "classifier", "latency_wakeups_min", KEY_UINT, OFF(latency_wakeups_min), 0, 1000000, NULL, 0 },
         { "classifier", "latency_burst_max", KEY_DURATION, OFF(latency_burst_max_usec), 1, 3600 * USEC_PER_SEC, NULL, 0 },

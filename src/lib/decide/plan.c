@@ -230,6 +230,11 @@ static int add_group(Builder *b, const char *path, int policy, PlanDomainKind ki
 
         for (size_t i = 0; i < p->n_groups; i++)
                 if (streq(p->groups[i].path, path)) {
+                        /* The same path for something else (a group named
+                         * like an inner directory, or like another
+                         * policy's derived name): refuse, never merge. */
+                        if (p->groups[i].policy != policy || p->groups[i].kind != kind)
+                                return -EEXIST;
                         /* An inner directory shared by several leaves: its
                          * cpuset covers them all. */
                         if (kind == PLAN_DOMAIN_INNER && (k = bitmap_or(p->groups[i].cpus, cpus)) < 0)
@@ -533,6 +538,15 @@ int plan_build(const PlanInputs *in, Plan **ret) {
                 d = pick_domain(domains[pol], n_domains[pol], (unsigned) (j - i), policy->place.spread, &cursor[pol]);
                 domains[pol][d].load += (unsigned) (j - i);
                 g = group_for(&b, pol, &domains[pol][d]);
+                if (g == -EEXIST) {
+                        domains[pol][d].load -= (unsigned) (j - i);
+                        k = note(p, "%s: its group's cgroup path clashes with another group's; its tasks are left alone "
+                                    "(rename its [place] group)", policy->name);
+                        if (k < 0)
+                                goto finish;
+                        i = j;
+                        continue;
+                }
                 if (g < 0) {
                         k = g;
                         goto finish;

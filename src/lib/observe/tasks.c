@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #ifndef PR_SCHED_CORE
@@ -103,6 +104,8 @@ struct TaskScanner {
         size_t n_held;
         TaskScanStats stats;
 
+        size_t held_budget; /* most schedstat fds held at once */
+
         /* With a complete stream of process events, a process that had no
          * FORK, EXEC or EXIT since the last scan has the same threads: its
          * task directory need not be listed, nor /proc. */
@@ -160,7 +163,6 @@ static int push_process(Builder *b, ProcessFacts *p) {
                 b->procs_cap = n;
         }
         p->refs++;
-        p->n_threads = 0;
         b->snap->processes[b->snap->n_processes++] = p;
         return 0;
 }
@@ -202,7 +204,7 @@ static int read_process(int pfd, pid_t tgid, const ProcStat *leader, ProcessFact
         }
 
         n = readlinkat(pfd, "exe", buf, TASKS_PATH_MAX);
-        if (n > 0) {
+        if (n > 0 && n < (ssize_t) TASKS_PATH_MAX) { /* a full buffer may be cut: unknown */
                 p->exe = strndup(buf, (size_t) n);
                 if (!p->exe)
                         return -ENOMEM;
@@ -212,7 +214,7 @@ static int read_process(int pfd, pid_t tgid, const ProcStat *leader, ProcessFact
         if (k < 0)
                 return k;
         n = read_small_at(pfd, "cgroup", buf, sizeof(buf));
-        if (n > 0) {
+        if (n > 0 && (size_t) n < sizeof(buf) - 1) { /* a full buffer may end in a cut line */
                 k = procfs_parse_cgroup(buf, (size_t) n, &p->cgroup);
                 if (k < 0 && k != -ENODATA && k != -EINVAL)
                         return k;
@@ -317,11 +319,21 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
                         close(fd);
                         return 0;
                 }
+                if (fd >= 0 && b->n_held >= s->held_budget) {
+                        /* Over budget: read now, keep nothing open. */
+                        t.has_schedstat = true;
+                        t.sched = ss;
+                        close(fd);
+                        fd = -EBADF;
+                        s->stats.fd_limit_hit = true;
+                }
         }
         if (fd >= 0) {
                 t.has_schedstat = true;
                 t.sched = ss;
         }
+        /* Without a held fd the previous facts are reused only if the
+         * schedstat just read says it did not run. */
 
         if (prev && prev->tgid == proc->tgid && !b->full && prev->has_schedstat &&
             prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices) {
@@ -355,7 +367,6 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
                 close(fd);
         if (k < 0)
                 return k;
-        proc->n_threads++;
         return 1;
 }
 
@@ -382,7 +393,10 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
         snprintf(name, sizeof(name), "%d", (int) tgid);
         pfd = openat(procfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (pfd < 0) {
-                b->snap->vanished++;
+                if (is_vanished(negative_errno()))
+                        b->snap->vanished++;
+                else
+                        b->snap->unreadable++; /* EMFILE and the like: not gone */
                 return 0;
         }
 
@@ -447,6 +461,14 @@ static int compare_tid(const void *a, const void *b) {
         return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+unsigned task_snapshot_count_threads(const TaskSnapshot *s, pid_t tgid) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < s->n_tasks; i++)
+                n += s->tasks[i].tgid == tgid;
+        return n;
+}
+
 const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid) {
         TaskFacts key = { .tid = tid };
 
@@ -461,6 +483,14 @@ int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret
         if (!s)
                 return -ENOMEM;
         s->root = root;
+        {
+                /* Keep a reserve of descriptors for everything else (the
+                 * directories and files of a scan, the apply stage). */
+                struct rlimit rl;
+                rlim_t cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+
+                s->held_budget = cur > 512 ? (size_t) MIN(cur - 256, (rlim_t) TASKS_MAX) : (size_t) (cur / 2);
+        }
         if (ops) {
                 s->ops = *ops;
                 s->has_ops = true;
@@ -585,7 +615,6 @@ static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFac
                 close(fd);
                 return k;
         }
-        proc->n_threads++;
         return 1;
 }
 
@@ -718,6 +747,23 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
                 qsort(s->held, s->n_held, sizeof(Held), compare_held);
         if (snap->n_tasks > 0)
                 qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
+        {
+                /* A task directory listed while threads come and go can name
+                 * a tid twice (the kernel resumes by position): keep one. */
+                size_t w = 0;
+
+                for (size_t i = 0; i < snap->n_tasks; i++)
+                        if (w == 0 || snap->tasks[w - 1].tid != snap->tasks[i].tid)
+                                snap->tasks[w++] = snap->tasks[i];
+                snap->n_tasks = w;
+                for (size_t i = 1; s->n_held > 0 && i < s->n_held;)
+                        if (s->held[i].tid == s->held[i - 1].tid) {
+                                close(s->held[i].fd);
+                                memmove(&s->held[i], &s->held[i + 1], (s->n_held - i - 1) * sizeof(Held));
+                                s->n_held--;
+                        } else
+                                i++;
+        }
         /* The arrays grew by doubling: give back the slack. */
         if (snap->n_tasks > 0 && b.tasks_cap > snap->n_tasks) {
                 TaskFacts *t = realloc(snap->tasks, snap->n_tasks * sizeof(TaskFacts));

@@ -27,8 +27,9 @@ typedef struct ProcessFacts {
         char *exe;     /* NULL: kernel thread, exited, or not readable */
         char *cmdline; /* "" for kernel threads */
         char *cgroup;  /* the cgroup v2 path, or NULL */
-        unsigned n_threads; /* threads of it in the snapshot */
-        unsigned refs;      /* snapshots holding it: facts are shared from scan to scan */
+        unsigned refs; /* snapshots holding it: facts are shared from scan to scan, so nothing
+                        * here may depend on one snapshot (count threads with
+                        * task_snapshot_count_threads()) */
 } ProcessFacts;
 
 typedef struct TaskFacts {
@@ -129,6 +130,9 @@ int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
 TaskSnapshot *task_snapshot_ref(TaskSnapshot *s);
 TaskSnapshot *task_snapshot_free(TaskSnapshot *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TaskSnapshot *, task_snapshot_free);
+
+/* Threads of the process tgid in the snapshot. */
+unsigned task_snapshot_count_threads(const TaskSnapshot *s, pid_t tgid);
 
 /* Binary search by tid; NULL when absent. */
 const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid);

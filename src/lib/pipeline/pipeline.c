@@ -231,6 +231,9 @@ int pipeline_sample(Pipeline *p, bool full) {
         if (full) {
                 p->last_full_usec = now;
                 p->rescan = false;
+                /* After an event storm the scanner stopped trusting events;
+                 * a full scan is a fresh start. */
+                task_scanner_trust_events(p->scanner, p->events != NULL);
         }
         p->samples++;
         return classifier_update(p->classifier, p->snap);

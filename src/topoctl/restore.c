@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "restore.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "apply/cookie.h"
+#include "base/json.h"
+#include "base/macro.h"
+#include "observe/kernelcaps.h"
+
+int restore_state_dir(const char *state_dir, const Root *root, char **ret) {
+        if (state_dir) {
+                *ret = strdup(state_dir);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return root_host_path(root, "run/topod", ret);
+}
+
+int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found) {
+        _cleanup_free_ char *dir = NULL;
+        JournalError e = {};
+        int k;
+
+        if ((k = restore_state_dir(state_dir, root, &dir)) < 0)
+                return k;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                k = negative_errno();
+                fprintf(stderr, "%s: cannot create %s: %s\n", program_invocation_short_name, dir, strerror(-k));
+                return k;
+        }
+        k = journal_load(dir, ret, &e);
+        if (k < 0) {
+                fprintf(stderr, "%s: %s/journal:%u: %s\n", program_invocation_short_name, dir, e.line,
+                        e.message[0] ? e.message : strerror(-k));
+                return k;
+        }
+        *ret_found = k > 0;
+        return 0;
+}
+
+int restore_print_report(const ReconcileReport *r, bool json) {
+        if (json) {
+                _cleanup_(json_freep) Json *j = json_new(stdout, true);
+
+                if (!j)
+                        return -ENOMEM;
+                return reconcile_report_print_json(j, r);
+        }
+        return reconcile_report_print_text(stdout, r);
+}
+
+int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
+        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_free_ char *dir = NULL;
+        bool found = false;
+        int k;
+
+        if ((k = root_open(root_dir, &root)) < 0 || (k = kernelcaps_probe(root, NULL, &caps)) < 0) {
+                fprintf(stderr, "%s: cannot observe the machine: %s\n", program_invocation_short_name, strerror(-k));
+                return EXIT_FAILURE;
+        }
+        if (restore_open_journal(state_dir, root, &j, &found) < 0)
+                return EXIT_FAILURE;
+        if (!found) {
+                if (json)
+                        puts("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},\"items\":[]}");
+                else
+                        puts("nothing to restore: no journal");
+                return EXIT_SUCCESS;
+        }
+        if (j->n_cookies > 0)
+                (void) cookie_applier_new(root, NULL, &ca);
+        {
+                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca };
+
+                if ((k = reconcile_restore(&rc, &r)) < 0) {
+                        fprintf(stderr, "%s: restore failed: %s\n", program_invocation_short_name, strerror(-k));
+                        return EXIT_FAILURE;
+                }
+        }
+        if (journal_is_empty(j) && restore_state_dir(state_dir, root, &dir) >= 0 && (k = journal_remove(dir)) < 0)
+                fprintf(stderr, "%s: cannot remove the journal in %s: %s\n", program_invocation_short_name, dir,
+                        strerror(-k));
+        if (restore_print_report(r, json) < 0 || fflush(stdout) != 0)
+                return EXIT_FAILURE;
+        return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
