@@ -51,7 +51,7 @@ def test(args):
          CGROUPS,                                                            # 4
          "cat /run/topod/journal",                                           # 5
          "topod --oneshot --json " + CONF,                                   # 6
-         "topod --restore --json",                                           # 7
+         "topoctl reset --json",                                             # 7
          LOOK,                                                               # 8
          "cat /sys/kernel/debug/sched/features",                            # 9
          "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",            # 10
