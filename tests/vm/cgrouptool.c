@@ -40,6 +40,7 @@
 #include "base/root.h"
 #include "base/util.h"
 #include "observe/kernelcaps.h"
+#include "guest-tool.h"
 
 static const struct {
         const char *path, *cpus, *mems;
@@ -50,16 +51,6 @@ static const struct {
         { "node0/llc1", "4-7", "0", 300, false },  { "node1", "8-15", "1", 100, false },
         { "node1/llc2", "8-11", "1", 400, false }, { "node1/llc3", "12-15", "1", 500, true },
 };
-
-static void error_json(const char *what, int err, const char *message) {
-        _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-        json_object_begin(j);
-        json_kv_string(j, "failed", what);
-        json_kv_string(j, "error", errno_name(err));
-        json_kv_string(j, "message", message ?: strerror(-err));
-        json_object_end(j);
-}
 
 static int group_index(const char *path) {
         for (size_t i = 0; i < ELEMENTSOF(groups); i++)
@@ -202,34 +193,6 @@ static void report_json(Json *j, const CgroupReport *r) {
                 json_object_end(j);
         }
         json_array_end(j);
-}
-
-static int open_journal(const char *dir, Journal **ret) {
-        JournalError e = {};
-        char msg[256];
-        int k;
-
-        if (!dir)
-                return journal_new(NULL, ret);
-        k = journal_load(dir, ret, &e);
-        if (k < 0) {
-                snprintf(msg, sizeof(msg), "%s/%s:%u: %s", dir, JOURNAL_FILE_NAME, e.line, e.message);
-                error_json("journal_load", k, msg);
-        }
-        return k;
-}
-
-static void hold(const char *file) {
-        int fd;
-
-        if (!file)
-                return;
-        fflush(stdout);
-        fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd >= 0)
-                close(fd);
-        for (;;)
-                pause();
 }
 
 static int verb_apply(const Root *root, const CgroupEnv *env, const char *jdir, long moves, const char *hold_file,

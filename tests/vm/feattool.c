@@ -24,6 +24,7 @@
 #include "base/root.h"
 #include "base/util.h"
 #include "observe/kernelcaps.h"
+#include "guest-tool.h"
 
 static void result_json(Json *j, const FeatResult *r) {
         json_object_begin(j);
@@ -52,29 +53,6 @@ static void result_json(Json *j, const FeatResult *r) {
         json_kv_string(j, "reason", r->reason);
         json_kv_bool(j, "journaled", r->journaled);
         json_object_end(j);
-}
-
-static void error_json(const char *what, int err, const char *message) {
-        _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-        json_object_begin(j);
-        json_kv_string(j, "failed", what);
-        json_kv_string(j, "error", errno_name(err));
-        json_kv_string(j, "message", message ?: strerror(-err));
-        json_object_end(j);
-}
-
-static void hold(const char *file) {
-        int fd;
-
-        if (!file)
-                return;
-        fflush(stdout);
-        fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd >= 0)
-                close(fd);
-        for (;;)
-                pause();
 }
 
 static int verb_read(const Root *root, const KernelCaps *caps) {
@@ -115,21 +93,6 @@ static int verb_read(const Root *root, const KernelCaps *caps) {
         json_object_end(j);
         json_object_end(j);
         return 0;
-}
-
-static int open_journal(const char *dir, Journal **ret) {
-        JournalError e = {};
-        char msg[256];
-        int k;
-
-        if (!dir)
-                return journal_new(NULL, ret) < 0 ? -ENOMEM : 0;
-        k = journal_load(dir, ret, &e);
-        if (k < 0) {
-                snprintf(msg, sizeof(msg), "%s/%s:%u: %s", dir, JOURNAL_FILE_NAME, e.line, e.message);
-                error_json("journal_load", k, msg);
-        }
-        return k;
 }
 
 static int verb_set(const Root *root, const KernelCaps *caps, const char *jdir, const char *hold_file, char **args,

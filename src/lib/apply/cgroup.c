@@ -39,23 +39,8 @@ static int kernel_rmdir(void *userdata, const Root *root, const char *path) {
 }
 
 static int kernel_write(void *userdata, const Root *root, const char *path, const char *value) {
-        _cleanup_close_ int fd = -EBADF;
-        size_t len = strlen(value);
-        ssize_t n;
-
         (void) userdata;
-        fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
-        if (fd < 0)
-                return fd;
-        /* cgroupfs parses one write() as one value: never split it. */
-        do
-                n = write(fd, value, len);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return negative_errno();
-        if ((size_t) n != len)
-                return -EIO;
-        return 0;
+        return root_write_value(root, path, value);
 }
 
 const CgroupOps cgroup_ops_kernel = {

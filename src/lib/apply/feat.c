@@ -12,24 +12,8 @@
 /* ---- the kernel's side -------------------------------------------------- */
 
 static int kernel_write(void *userdata, const Root *root, const char *path, const char *word) {
-        _cleanup_close_ int fd = -EBADF;
-        size_t len = strlen(word);
-        ssize_t n;
-
         (void) userdata;
-        /* Under lockdown debugfs refuses the open with EPERM. The kernel
-         * parses the whole word from one write(): never split it. */
-        fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
-        if (fd < 0)
-                return fd;
-        do
-                n = write(fd, word, len);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return negative_errno(); /* EINVAL: the kernel does not know the word */
-        if ((size_t) n != len)
-                return -EIO;
-        return 0;
+        return root_write_value(root, path, word);
 }
 
 const FeatOps feat_ops_kernel = {

@@ -165,6 +165,21 @@ int root_read_line(const Root *r, const char *rel, char **ret) {
         return 0;
 }
 
+int root_write_value(const Root *r, const char *rel, const char *value) {
+        _cleanup_close_ int fd = root_openat(r, rel, O_WRONLY | O_NOCTTY);
+        size_t len = strlen(value);
+        ssize_t n;
+
+        if (fd < 0)
+                return fd;
+        do
+                n = write(fd, value, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        return (size_t) n == len ? 0 : -EIO;
+}
+
 int root_exists(const Root *r, const char *rel) {
         struct stat st;
 

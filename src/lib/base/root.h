@@ -44,6 +44,11 @@ int root_read_file(const Root *r, const char *rel, size_t max, char **ret, size_
 /* First line of a file, without the newline (sysfs attribute files). */
 int root_read_line(const Root *r, const char *rel, char **ret);
 
+/* Write a kernel attribute (cgroupfs, debugfs) in ONE write(): the kernel
+ * parses each write as one value, so it must never be split. 0, or negative
+ * errno (EINVAL: the kernel refused the value; EPERM: lockdown, …). */
+int root_write_value(const Root *r, const char *rel, const char *value);
+
 /* Does the path exist (any type)? 1 yes, 0 no, negative errno on other errors. */
 int root_exists(const Root *r, const char *rel);
 
