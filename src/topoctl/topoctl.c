@@ -17,6 +17,7 @@
 #include "base/util.h"
 #include "check.h"
 #include "classify-verb.h"
+#include "plan-verb.h"
 #include "restore.h"
 #include "decide/config.h"
 #include "observe/kernelcaps.h"
@@ -59,6 +60,7 @@ static void help(void) {
                "  status          Print the kernel capability probe, one line per capability\n"
                "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
                "  classify        Watch threads for a while; print class, evidence, policy\n"
+               "  plan            What topod would change: the plan against the machine\n"
                "  reset           Put back everything topod changed (from its journal)\n"
                "\n"
                "Options:\n"
@@ -181,6 +183,20 @@ static int verb_classify(const Args *a) {
         return topoctl_classify(&c);
 }
 
+static int verb_plan(const Args *a) {
+        PlanVerbArgs p = {
+                .root = a->root,
+                .config = a->classify.config,
+                .policies = a->classify.policies,
+                .samples = a->classify.samples,
+                .json = a->json,
+        };
+
+        if (a->argc > 0)
+                return usage_error("plan takes no arguments, got '%s'", a->argv[0]);
+        return topoctl_plan(&p);
+}
+
 static int verb_reset(const Args *a) {
         if (a->argc > 0)
                 return usage_error("reset takes no arguments, got '%s'", a->argv[0]);
@@ -195,6 +211,7 @@ static const struct {
         { "status", verb_status },
         { "check", verb_check },
         { "classify", verb_classify },
+        { "plan", verb_plan },
         { "reset", verb_reset },
 };
 

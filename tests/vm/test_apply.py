@@ -55,7 +55,9 @@ def test(args):
          LOOK,                                                               # 8
          "cat /sys/kernel/debug/sched/features",                            # 9
          "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",            # 10
-         "cat /tmp/pids"],                                                   # 11
+         "cat /tmp/pids",                                                    # 11
+         "topod --oneshot " + CONF + " > /dev/null; topoctl plan --json " + CONF,     # 12
+         "topoctl reset > /dev/null; topoctl plan --json " + CONF],                   # 13
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -122,6 +124,15 @@ def test(args):
     c.contains(r.stdout(9).split(), "TTWU_QUEUE", "restore: TTWU_QUEUE on again")
     c.true("No such file" in r.stdout(10) and r.stdout(10).strip().endswith("directory"),
            "restore: topod.slice gone and the journal removed", r.stdout(10))
+
+    # topoctl plan: nothing to change right after an apply, the whole plan
+    # to do again after a reset.
+    applied = c.json(r, 12, "topoctl plan after apply")
+    c.eq((c.get(applied, "counts") or {}).get("differs"), 0, "plan after apply: nothing differs")
+    c.true((c.get(applied, "counts") or {}).get("same", 0) > 0, "plan after apply: items compared")
+    reset = c.json(r, 13, "topoctl plan after reset")
+    c.true((c.get(reset, "counts") or {}).get("differs", 0) > 0, "plan after reset: changes to make",
+           str(c.get(reset, "counts")))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)
