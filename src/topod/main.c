@@ -18,6 +18,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "check.h"
+#include "daemon.h"
 #include "restore.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
@@ -268,12 +269,11 @@ int main(int argc, char *argv[]) {
                 if (restore)
                         return topoctl_restore(a.root, a.state_dir, a.json);
                 if (!oneshot) {
-                        /* Said plainly rather than pretending: the event loop
-                         * is not built yet. */
-                        fputs("topod: the daemon loop is not built yet: use --oneshot (apply once), "
-                              "--oneshot --dry-run (print the plan) or --restore\n",
-                              stderr);
-                        return EXIT_FAILURE;
+                        DaemonArgs da = { .root = root, .config = config, .policies = policies, .state_dir = state_dir };
+
+                        if (dry_run || json || samples)
+                                return usage_error("--dry-run, --json and --samples go with --oneshot");
+                        return topod_run(&da);
                 }
                 return run_oneshot(&a);
         }
