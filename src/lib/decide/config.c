@@ -166,16 +166,13 @@ typedef struct ConfigParser {
 } ConfigParser;
 
 _printf_(4, 5) static int cerr(ConfigParser *cp, unsigned line, const char *id, const char *fmt, ...) {
-        _cleanup_free_ char *m = NULL;
         va_list ap;
         int k;
 
         va_start(ap, fmt);
-        k = vasprintf(&m, fmt, ap);
+        k = diag_addv(cp->d, DIAG_ERROR, cp->file, line, id, fmt, ap);
         va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        return diag_add(cp->d, DIAG_ERROR, cp->file, line, id, "%s", m);
+        return k;
 }
 
 static int on_section(void *userdata, const char *name, unsigned line) {

@@ -24,8 +24,18 @@ Diagnostics *diag_free(Diagnostics *d) {
 }
 
 int diag_add(Diagnostics *d, DiagSeverity sev, const char *file, unsigned line, const char *id, const char *fmt, ...) {
-        Diagnostic *n, *x;
         va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = diag_addv(d, sev, file, line, id, fmt, ap);
+        va_end(ap);
+        return k;
+}
+
+int diag_addv(Diagnostics *d, DiagSeverity sev, const char *file, unsigned line, const char *id, const char *fmt,
+              va_list ap) {
+        Diagnostic *n, *x;
         char *msg = NULL;
         int k;
 
@@ -39,9 +49,7 @@ int diag_add(Diagnostics *d, DiagSeverity sev, const char *file, unsigned line, 
                 return 0;
         }
 
-        va_start(ap, fmt);
         k = vasprintf(&msg, fmt, ap);
-        va_end(ap);
         if (k < 0)
                 return -ENOMEM;
 

@@ -8,6 +8,7 @@
  * or as JSON. The id is a stable short word per class of finding
  * ("unknown-key", "bad-value", "shadowed", …) for tests and machines. */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -48,6 +49,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Diagnostics *, diag_free);
  * for messages is not a reason to stop parsing. */
 _printf_(6, 7) int diag_add(Diagnostics *d, DiagSeverity sev, const char *file, unsigned line, const char *id,
                             const char *fmt, ...);
+_printf_(6, 0) int diag_addv(Diagnostics *d, DiagSeverity sev, const char *file, unsigned line, const char *id,
+                             const char *fmt, va_list ap);
 
 /* Sort by file, then line, keeping insertion order among equals. */
 void diag_sort(Diagnostics *d);

@@ -267,29 +267,23 @@ typedef struct Parser {
 } Parser;
 
 _printf_(4, 5) static int perr(Parser *ps, unsigned line, const char *id, const char *fmt, ...) {
-        _cleanup_free_ char *m = NULL;
         va_list ap;
         int k;
 
         va_start(ap, fmt);
-        k = vasprintf(&m, fmt, ap);
+        k = diag_addv(ps->d, DIAG_ERROR, ps->file, line, id, fmt, ap);
         va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        return diag_add(ps->d, DIAG_ERROR, ps->file, line, id, "%s", m);
+        return k;
 }
 
 _printf_(4, 5) static int pwarn(Parser *ps, unsigned line, const char *id, const char *fmt, ...) {
-        _cleanup_free_ char *m = NULL;
         va_list ap;
         int k;
 
         va_start(ap, fmt);
-        k = vasprintf(&m, fmt, ap);
+        k = diag_addv(ps->d, DIAG_WARNING, ps->file, line, id, fmt, ap);
         va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        return diag_add(ps->d, DIAG_WARNING, ps->file, line, id, "%s", m);
+        return k;
 }
 
 /* "expected a, b or c" with a "did you mean" when close. */
