@@ -118,6 +118,34 @@ static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return sd_event_exit(d->event, 0);
 }
 
+/* SIGHUP: the new configuration is parsed and checked whole before
+ * anything changes; a bad one is refused (file:line logged) and the running
+ * policy stays in force; a good one is swapped in and reconciled, changing
+ * only what differs. */
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Daemon *d = userdata;
+        _cleanup_(diag_freep) Diagnostics *dg = diag_new();
+        int k;
+
+        (void) s;
+        (void) si;
+        if (!dg)
+                return 0;
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
+        k = pipeline_reload(d->p, dg);
+        for (size_t i = 0; i < dg->n; i++)
+                fprintf(stderr, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
+                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
+        if (k < 0)
+                logf_("reload refused (%s): the running policy stays in force", k == -EINVAL ? "errors above" : strerror(-k));
+        else {
+                logf_("reloaded: %zu policies", d->p->policies->n);
+                (void) pass(d);
+        }
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
 static void restore_all(Daemon *d, const char *why) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_free_ char *dir = NULL;
@@ -151,6 +179,7 @@ int topod_run(const DaemonArgs *a) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, dg, &d.p, &reason);
@@ -178,6 +207,7 @@ int topod_run(const DaemonArgs *a) {
         if ((k = sd_event_default(&d.event)) < 0 ||
             (k = sd_event_add_signal(d.event, NULL, SIGTERM, on_term, &d)) < 0 ||
             (k = sd_event_add_signal(d.event, NULL, SIGINT, on_term, &d)) < 0 ||
+            (k = sd_event_add_signal(d.event, NULL, SIGHUP, on_reload, &d)) < 0 ||
             (k = sd_event_add_time_relative(d.event, &d.timer, CLOCK_MONOTONIC, 0, 0, on_timer, &d)) < 0 ||
             (k = sd_event_add_time_relative(d.event, &d.soon, CLOCK_MONOTONIC, DAEMON_EVENT_DELAY_USEC, 0, on_soon, &d)) < 0 ||
             (k = sd_event_source_set_enabled(d.soon, SD_EVENT_OFF)) < 0) {

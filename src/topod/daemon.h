@@ -3,8 +3,8 @@
 
 /* The long-running topod: recover a journal left by a crash, then every
  * sample interval (and at once on process events) observe, decide and
- * reconcile; on SIGTERM or SIGINT put everything back (restore_on_exit)
- * and exit. Signals are handled through the event loop, never in a signal
+ * reconcile; on SIGHUP reload the configuration (all or nothing); on
+ * SIGTERM or SIGINT put everything back (restore_on_exit) and exit. Signals are handled through the event loop, never in a signal
  * handler. */
 
 typedef struct DaemonArgs {

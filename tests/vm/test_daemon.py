@@ -5,7 +5,9 @@ The apply test's policies (tests/vm/data/apply/). topod starts, applies,
 places a process started after it (found through the proc connector: its
 cookie joins its group's), and on SIGTERM puts everything back. Then a
 kill -9 leaves the journal behind, and the next start recovers from it
-first. Exit 0 pass, 1 fail, 77 skip."""
+first. SIGHUP reloads: an edited policy takes effect, a broken one is
+refused with file:line and the running policy stays. Exit 0 pass, 1 fail,
+77 skip."""
 
 import argparse
 import os
@@ -35,6 +37,20 @@ LATE = ("workload idle crunch-2 & echo c2=$! >> /tmp/pids; C2=$!; "
 STOP = ("T=$(cat /tmp/topod.pid); kill -TERM $T; "
         "for i in $(seq 300); do [ -d /proc/$T ] || exit 0; sleep 0.1; done; exit 1")
 CRASH = "kill -9 $(cat /tmp/topod.pid); sleep 0.3; cat /run/topod/journal | head -3"
+# Reload: an edit moves the ping-pong group to CPUs 0-7; a broken file is
+# refused with file:line and the running policy stays.
+RELOAD_GOOD = ("sed -i 's/^cpus = 8-15/cpus = 0-7/' /etc/topod-test/policies.d/20-pingpong.ini; "
+               "kill -HUP $(cat /tmp/topod.pid); "
+               "for i in $(seq 300); do grep -q reloaded /tmp/topod.log && "
+               "[ \"$(cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus)\" = 0-7 ] && break; sleep 0.1; done; "
+               "cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus")
+# The bad reload also carries a good edit (back to 8-15): all or nothing
+# means that edit must not take effect either.
+RELOAD_BAD = ("sed -i 's/^cpus = 0-7/cpus = 8-15/' /etc/topod-test/policies.d/20-pingpong.ini; "
+              "printf '[policy]\\nname = broken\\n[match]\\nclas = avx\\n' > /etc/topod-test/policies.d/30-broken.ini; "
+              "kill -HUP $(cat /tmp/topod.pid); "
+              "for i in $(seq 300); do grep -q 'reload refused' /tmp/topod.log && break; sleep 0.1; done; sleep 2; "
+              "cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus; grep -E '30-broken.ini:[0-9]+: error' /tmp/topod.log")
 
 
 def test(args):
@@ -53,7 +69,11 @@ def test(args):
          STOP,                                                         # 11
          LOOK,                                                         # 12
          "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",      # 13
-         "cat /tmp/pids; cat /tmp/topod.log"],                         # 14
+         "cat /tmp/pids; cat /tmp/topod.log",                          # 14
+         up(4),                                                        # 15
+         RELOAD_GOOD,                                                  # 16
+         RELOAD_BAD,                                                   # 17
+         STOP],                                                        # 18
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -96,6 +116,13 @@ def test(args):
          "at the end: every cookie cleared")
     out13 = r.stdout(13)
     c.true("No such file" in out13 and out13.strip().endswith("directory"), "at the end: nothing left behind", out13)
+
+    c.eq(r.rc(15), 0, "started a fourth time")
+    c.eq(r.stdout(16).split(), ["0-7"], "SIGHUP with an edited policy: the group moves to CPUs 0-7")
+    out17 = r.stdout(17).splitlines()
+    c.eq(out17[:1], ["0-7"], "SIGHUP with a broken policy: nothing of the new files applies")
+    c.true(any("30-broken.ini:4: error" in l for l in out17), "the refusal names file:line", r.stdout(17))
+    c.eq(r.rc(18), 0, "stopped at the end")
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -96,6 +96,7 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
 
         if (!p)
                 return -ENOMEM;
+        p->options = *o;
         raise_fd_limit();
         if ((k = root_open(o->root, &p->root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
@@ -149,6 +150,51 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 }
         }
         *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int pipeline_reload(Pipeline *p, Diagnostics *d) {
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *policies = NULL;
+        _cleanup_free_ char *conf = NULL, *dir = NULL;
+        char *paths[2] = {};
+        size_t errors = d->n_errors;
+        ClassifyParams params;
+        int k;
+
+        if (p->options.config)
+                conf = strdup(p->options.config);
+        else
+                (void) root_host_path(p->root, CONFIG_DEFAULT_PATH, &conf);
+        if (!conf)
+                return -ENOMEM;
+        k = config_read(conf, p->options.config != NULL, d, &config);
+        if (k < 0 && k != -EINVAL)
+                return k;
+        if (!config)
+                return -EINVAL;
+        if (p->options.policies)
+                dir = strdup(p->options.policies);
+        else
+                (void) root_host_path(p->root, config->policies_dir, &dir);
+        if (!dir)
+                return -ENOMEM;
+        paths[0] = dir;
+        k = policy_read_paths(paths, 1, d, &policies);
+        if (k < 0 && k != -EINVAL)
+                return k;
+        if (!policies || d->n_errors > errors)
+                return -EINVAL; /* keep what runs */
+
+        /* Swap. */
+        config_free(p->config);
+        p->config = TAKE_PTR(config);
+        policy_set_free(p->policies);
+        p->policies = TAKE_PTR(policies);
+        if ((k = load_in_force(p)) < 0)
+                return k;
+        classify_params_from_config(p->config, &params);
+        p->classifier->params = params;
         return 0;
 }
 

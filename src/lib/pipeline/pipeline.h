@@ -45,6 +45,7 @@ typedef struct Pipeline {
         KernelCaps *caps;
         uint64_t kernel_version;
         UserTable *users;
+        PipelineOptions options; /* what it was opened with, for reloads (strings not owned) */
         TaskScanner *scanner;
         Classifier *classifier;
         ProcEvents *events; /* NULL: polling only */
@@ -66,6 +67,12 @@ Pipeline *pipeline_free(Pipeline *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Pipeline *, pipeline_free);
 
 uint64_t pipeline_now_usec(void);
+
+/* Read topod.conf and the policies again. All or nothing: when any file
+ * has an error (in d, with file:line) the running configuration stays
+ * untouched and -EINVAL is returned; else the new one is swapped in (the
+ * classifier keeps its samples, with the new thresholds). */
+int pipeline_reload(Pipeline *p, Diagnostics *d);
 
 /* Handle queued proc-connector events (without blocking). */
 void pipeline_drain_events(Pipeline *p);
