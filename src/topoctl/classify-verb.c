@@ -51,6 +51,29 @@ static bool event_wanted(const Context *c, const TaskEvent *e) {
         return pid <= 0 || e->tgid == pid || e->pid == pid || e->parent_tgid == pid;
 }
 
+/* The rows both outputs print: wanted threads with their class, evidence
+ * and selected policy (-1: none). */
+typedef struct Row {
+        const TaskFacts *t;
+        const ThreadClass *tc;
+        ClassifyEvidence ev;
+        int policy;
+} Row;
+
+static bool row_at(const Context *c, size_t i, Row *ret) {
+        const Pipeline *pl = c->p;
+        const TaskFacts *t = &pl->snap->tasks[i];
+        const ThreadClass *tc = classifier_find(pl->classifier, t->tid);
+
+        if (!wanted(c, t) || !tc)
+                return false;
+        ret->t = t;
+        ret->tc = tc;
+        classifier_evidence(pl->classifier, tc, &ret->ev);
+        ret->policy = pipeline_select(pl, t, tc->class);
+        return true;
+}
+
 static int print_json(const Context *c) {
         _cleanup_(json_freep) Json *j = json_new(stdout, true);
         const Pipeline *pl = c->p;
@@ -64,16 +87,16 @@ static int print_json(const Context *c) {
         json_key(j, "threads");
         json_array_begin(j);
         for (size_t i = 0; i < pl->snap->n_tasks; i++) {
-                const TaskFacts *t = &pl->snap->tasks[i];
-                const ThreadClass *tc = classifier_find(pl->classifier, t->tid);
                 _cleanup_free_ char *line = NULL;
-                ClassifyEvidence ev;
-                int pol;
+                Row r;
 
-                if (!wanted(c, t) || !tc)
+                if (!row_at(c, i, &r))
                         continue;
-                classifier_evidence(pl->classifier, tc, &ev);
-                pol = pipeline_select(pl, t, tc->class);
+                const TaskFacts *t = r.t;
+                const ThreadClass *tc = r.tc;
+                const ClassifyEvidence ev = r.ev;
+                int pol = r.policy;
+
                 json_object_begin(j);
                 json_kv_int(j, "tid", t->tid);
                 json_kv_int(j, "tgid", t->tgid);
@@ -162,17 +185,16 @@ static int print_text(const Context *c) {
 
         printf("%7s %7s %-16s %-10s %-24s %s\n", "TID", "TGID", "COMM", "CLASS", "POLICY", "EVIDENCE");
         for (size_t i = 0; i < pl->snap->n_tasks; i++) {
-                const TaskFacts *t = &pl->snap->tasks[i];
-                const ThreadClass *tc = classifier_find(pl->classifier, t->tid);
                 _cleanup_free_ char *line = NULL;
-                ClassifyEvidence ev;
-                int pol;
+                Row r;
 
-                if (!wanted(c, t) || !tc)
+                if (!row_at(c, i, &r))
                         continue;
-                classifier_evidence(pl->classifier, tc, &ev);
-                pol = pipeline_select(pl, t, tc->class);
-                (void) classify_evidence_format(&ev, p, &line);
+                const TaskFacts *t = r.t;
+                const ThreadClass *tc = r.tc;
+                int pol = r.policy;
+
+                (void) classify_evidence_format(&r.ev, p, &line);
                 printf("%7d %7d %-16.16s %-10s %-24.24s %s%s%s\n", (int) t->tid, (int) t->tgid, t->comm,
                        policy_class_to_string(tc->class), pol >= 0 ? pl->policies->policies[pol]->name : "-",
                        tc->candidate != tc->class ? "pending " : "",

@@ -213,7 +213,8 @@ int main(int argc, char **argv) {
         const char *jdir = NULL, *hold_file = NULL, *root_dir = "/", *verb;
         int c, k;
 
-        while ((c = getopt_long(argc, argv, "+", options, NULL)) >= 0)
+        /* Permuting: options may stand before or after the verb. */
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'j':
                         jdir = optarg;
@@ -232,21 +233,6 @@ int main(int argc, char **argv) {
                 return 2;
         }
         verb = argv[optind++];
-        /* Options may also follow the verb. */
-        while ((c = getopt_long(argc, argv, "+", options, NULL)) >= 0)
-                switch (c) {
-                case 'j':
-                        jdir = optarg;
-                        break;
-                case 'H':
-                        hold_file = optarg;
-                        break;
-                case 'r':
-                        root_dir = optarg;
-                        break;
-                default:
-                        return 2;
-                }
 
         k = root_open(root_dir, &root);
         if (k < 0) {
