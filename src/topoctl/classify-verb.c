@@ -87,7 +87,6 @@ static int print_json(const Context *c) {
         json_key(j, "threads");
         json_array_begin(j);
         for (size_t i = 0; i < pl->snap->n_tasks; i++) {
-                _cleanup_free_ char *line = NULL;
                 Row r;
 
                 if (!row_at(c, i, &r))
@@ -113,29 +112,7 @@ static int print_json(const Context *c) {
                 json_kv_uint(j, "class_since_usec", pl->classifier->now_usec - tc->class_since_usec);
                 json_kv_string(j, "candidate", policy_class_to_string(tc->candidate));
                 json_key(j, "evidence");
-                json_object_begin(j);
-                json_kv_string(j, "rule", classify_rule_to_string(ev.rule));
-                json_kv_string(j, "verdict", policy_class_to_string(ev.verdict));
-                json_kv_uint(j, "samples", ev.samples);
-                json_kv_uint(j, "window_usec", ev.window_usec);
-                json_kv_uint(j, "cpu_permille", ev.cpu_permille);
-                json_key(j, "burst_usec");
-                if (ev.burst_usec == UINT64_MAX)
-                        json_null(j);
-                else
-                        json_uint(j, ev.burst_usec);
-                json_kv_uint(j, "wakeups_per_sec", ev.wakeups_per_sec);
-                json_kv_uint(j, "voluntary_permille", ev.voluntary_permille);
-                json_kv_bool(j, "avx_line", ev.avx_line);
-                json_kv_uint(j, "avx_permille", ev.avx_permille);
-                json_key(j, "votes_permille");
-                json_object_begin(j);
-                for (unsigned k = 0; k < _POLICY_CLASS_MAX; k++)
-                        json_kv_uint(j, policy_class_to_string((PolicyClass) k), ev.votes_permille[k]);
-                json_object_end(j);
-                if (classify_evidence_format(&ev, p, &line) >= 0)
-                        json_kv_string(j, "text", line);
-                json_object_end(j);
+                classify_evidence_print_json(j, &ev, p);
                 json_key(j, "policy");
                 if (pol < 0)
                         json_null(j);

@@ -16,6 +16,7 @@
 #include "base/root.h"
 #include "base/util.h"
 #include "check.h"
+#include "client.h"
 #include "classify-verb.h"
 #include "plan-verb.h"
 #include "restore.h"
@@ -53,15 +54,17 @@ _printf_(1, 2) static int usage_error(const char *fmt, ...) {
 static void help(void) {
         printf("Usage: topoctl [OPTIONS] VERB [ARGS]\n"
                "\n"
-               "Ask the machine (and topod) what topology and kernel facilities it has.\n"
+               "Ask topod, or the machine, what it sees and what it would do.\n"
                "\n"
                "Verbs:\n"
+               "  explain PID     Why each thread of PID is where it is (needs topod)\n"
+               "  status          topod's state, and the kernel capability probe\n"
+               "  reload          Make topod re-read its configuration; errors as file:line\n"
+               "  plan            The plan in force (topod), or computed here if it is not running\n"
+               "  reset           Put back everything topod changed (it pauses until a reload)\n"
                "  topology        Print packages, NUMA nodes, LLCs, cores, PUs, SMT siblings\n"
-               "  status          Print the kernel capability probe, one line per capability\n"
                "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
                "  classify        Watch threads for a while; print class, evidence, policy\n"
-               "  plan            What topod would change: the plan against the machine\n"
-               "  reset           Put back everything topod changed (from its journal)\n"
                "\n"
                "Options:\n"
                "      --json            Print JSON instead of text\n"
@@ -77,7 +80,7 @@ static void help(void) {
                "      --events          classify: list proc-connector events seen meanwhile\n"
                "      --config FILE     classify: topod.conf to read (default /etc/topod/topod.conf)\n"
                "      --policies PATH   classify: policies to match (default: the config's policies_dir)\n"
-               "      --state-dir DIR   reset: where the journal is (default run/topod below the root)\n"
+               "      --state-dir DIR   Where topod's socket and journal are (default run/topod below the root)\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
                "\n"
@@ -133,15 +136,80 @@ static int verb_topology(const Args *a) {
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* Ask the running topod; print the reply. Returns the exit status, or -1
+ * when no daemon listens (reason in *ret_reason) so the caller can fall
+ * back or say so. */
+static int ask_daemon(const Args *a, const char *method, pid_t pid, char **ret_reason) {
+        _cleanup_(client_freep) Client *c = NULL;
+        _cleanup_free_ char *text = NULL, *name = NULL, *message = NULL;
+        int k;
+
+        if (client_open(a->root, a->state_dir, &c, ret_reason) < 0)
+                return -1;
+        k = client_call(c, method, pid, a->json, &text, &name, &message);
+        if (k < 0) {
+                /* A refused reload's message is the file:line list. */
+                fprintf(stderr, "%s%s", message ?: strerror(-k),
+                        message && *message && message[strlen(message) - 1] == '\n' ? "" : "\n");
+                if (name && !strstr(name, "io.topod.Error") && !(message && strstr(message, name)))
+                        fprintf(stderr, "topoctl: %s failed: %s\n", method, name);
+                return EXIT_FAILURE;
+        }
+        fputs(text, stdout);
+        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* For the verbs that need the daemon: one line, exit 1. */
+static int need_daemon(const Args *a, const char *method, pid_t pid) {
+        _cleanup_free_ char *reason = NULL;
+        int r = ask_daemon(a, method, pid, &reason);
+
+        if (r >= 0)
+                return r;
+        fprintf(stderr, "topoctl: %s\n", reason ?: "topod is not running");
+        return EXIT_FAILURE;
+}
+
+static int verb_explain(const Args *a) {
+        char *end;
+        long v;
+
+        if (a->argc != 1)
+                return usage_error("%s", "explain takes one process or thread id");
+        errno = 0;
+        v = strtol(a->argv[0], &end, 10);
+        if (errno || *end || end == a->argv[0] || v <= 0 || v > INT32_MAX)
+                return usage_error("explain takes a process or thread id, got '%s'", a->argv[0]);
+        return need_daemon(a, "Explain", (pid_t) v);
+}
+
+static int verb_reload(const Args *a) {
+        if (a->argc > 0)
+                return usage_error("reload takes no arguments, got '%s'", a->argv[0]);
+        return need_daemon(a, "Reload", 0);
+}
+
 static int verb_status(const Args *a) {
         _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
         _cleanup_(root_freep) Root *r = NULL;
+        bool not_running = false;
         int k;
 
         if (a->argc > 0)
                 return usage_error("status takes no arguments, got '%s'", a->argv[0]);
         if (a->xml || a->synthetic)
                 return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
+        {
+                _cleanup_free_ char *reason = NULL;
+                int d = ask_daemon(a, "Status", 0, &reason);
+
+                if (d >= 0)
+                        return d;
+                /* No daemon: say so, and still print what the kernel
+                 * offers — the first thing to look at when it won't start. */
+                fprintf(stderr, "topoctl: %s\n", reason ?: "topod is not running");
+                not_running = true;
+        }
         k = root_open(a->root, &r);
         if (k < 0) {
                 fprintf(stderr, "topoctl: cannot open root %s: %s\n", a->root ?: "/", strerror(-k));
@@ -162,7 +230,7 @@ static int verb_status(const Args *a) {
                 k = kernelcaps_print_text(stdout, c, root_path(r));
         if (k < 0)
                 return EXIT_FAILURE;
-        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return fflush(stdout) == 0 && !not_running ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 static int verb_check(const Args *a) {
@@ -194,12 +262,28 @@ static int verb_plan(const Args *a) {
 
         if (a->argc > 0)
                 return usage_error("plan takes no arguments, got '%s'", a->argv[0]);
+        if (!a->classify.config && !a->classify.policies && !a->classify.samples) {
+                _cleanup_free_ char *reason = NULL;
+                int d = ask_daemon(a, "Plan", 0, &reason);
+
+                if (d >= 0)
+                        return d;
+                fprintf(stderr, "topoctl: %s; computing the plan here\n", reason ?: "topod is not running");
+        }
         return topoctl_plan(&p);
 }
 
 static int verb_reset(const Args *a) {
         if (a->argc > 0)
                 return usage_error("reset takes no arguments, got '%s'", a->argv[0]);
+        {
+                _cleanup_free_ char *reason = NULL;
+                int d = ask_daemon(a, "Reset", 0, &reason);
+
+                if (d >= 0)
+                        return d;
+        }
+        /* No daemon: restore from the journal it left, here. */
         return topoctl_restore(a->root, a->state_dir, a->json);
 }
 
@@ -207,8 +291,10 @@ static const struct {
         const char *name;
         int (*run)(const Args *a);
 } verbs[] = {
-        { "topology", verb_topology },
+        { "explain", verb_explain },
         { "status", verb_status },
+        { "reload", verb_reload },
+        { "topology", verb_topology },
         { "check", verb_check },
         { "classify", verb_classify },
         { "plan", verb_plan },

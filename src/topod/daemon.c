@@ -4,18 +4,26 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
 #include "apply/cookie.h"
 #include "apply/reconcile.h"
+#include "base/json.h"
 #include "base/macro.h"
+#include "bus.h"
+#include "explain.h"
+#include "observe/observe-print.h"
 #include "pipeline/pipeline.h"
 #include "restore.h"
+#include "sandbox.h"
 
 /* Process events are batched: a burst of execs costs one pass. */
 #define DAEMON_EVENT_DELAY_USEC 2000u
@@ -27,12 +35,22 @@ typedef struct Daemon {
         Pipeline *p;
         Journal *journal;
         CookieApplier *cookies;
+        BusServer *bus;
+        char *state_dir;
+
+        Plan *plan;              /* in force: the last pass's */
+        ReconcileReport *report; /* what the last pass did */
+        uint64_t started_usec, last_pass_usec, last_pass_cost_usec;
         unsigned passes;
         unsigned last_failed;
         bool ready;
+        bool paused;             /* topoctl reset: observe, apply nothing, until a reload */
+
+        unsigned reloads, reloads_refused;
+        char *last_reload;       /* one line: when and how the last reload went */
 } Daemon;
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...) _printf_(1, 2);
 static void logf_(const char *fmt, ...) {
         va_list ap;
 
@@ -43,11 +61,17 @@ static void logf_(const char *fmt, ...) {
         va_end(ap);
 }
 
-/* One pass: scan, plan, reconcile only what differs. */
+static Reconciler reconciler(const Daemon *d) {
+        return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies };
+}
+
+/* One pass: scan, plan, reconcile only what differs. Paused, it only
+ * observes (explain still answers). */
 static int pass(Daemon *d) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        Reconciler rc = { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies };
+        Reconciler rc = reconciler(d);
+        uint64_t start = pipeline_now_usec();
         int k;
 
         if ((k = pipeline_sample(d->p, false)) < 0) {
@@ -58,22 +82,31 @@ static int pass(Daemon *d) {
                 logf_("planning failed: %s", strerror(-k));
                 return k;
         }
-        if ((k = reconcile_apply(&rc, plan, &r)) < 0) {
+        if (!d->paused && (k = reconcile_apply(&rc, plan, &r)) < 0) {
                 logf_("apply failed: %s", strerror(-k));
                 return k;
         }
         d->passes++;
+        d->last_pass_usec = pipeline_now_usec();
+        d->last_pass_cost_usec = d->last_pass_usec - start;
+        plan_free(d->plan);
+        d->plan = TAKE_PTR(plan);
+        if (!r)
+                return 0;
         for (size_t i = 0; i < r->n; i++)
                 if (r->items[i].status == RECONCILE_FAILED && (d->passes == 1 || r->counts[RECONCILE_FAILED] != d->last_failed))
                         logf_("%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "", r->items[i].reason ? " " : "",
                               r->items[i].error ? strerror(-r->items[i].error) : "");
         d->last_failed = r->counts[RECONCILE_FAILED];
-        (void) sd_notifyf(false, "STATUS=%zu tasks managed, %zu groups; last pass: %u changed, %u failed", plan->n_tasks,
-                          plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
+        (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
+                          d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
+                          r->counts[RECONCILE_FAILED]);
+        reconcile_report_free(d->report);
+        d->report = TAKE_PTR(r);
         if (!d->ready) {
                 d->ready = true;
                 (void) sd_notify(false, "READY=1");
-                logf_("ready: %zu tasks managed in %zu groups", plan->n_tasks, plan->n_groups);
+                logf_("ready: %zu tasks managed in %zu groups", d->plan->n_tasks, d->plan->n_groups);
         }
         return 0;
 }
@@ -118,55 +151,332 @@ static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return sd_event_exit(d->event, 0);
 }
 
-/* SIGHUP: the new configuration is parsed and checked whole before
- * anything changes; a bad one is refused (file:line logged) and the running
- * policy stays in force; a good one is swapped in and reconciled, changing
- * only what differs. */
-static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Daemon *d = userdata;
+static void print_diagnostics(FILE *f, const Diagnostics *dg) {
+        for (size_t i = 0; i < dg->n; i++)
+                fprintf(f, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
+                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
+}
+
+/* The new configuration is parsed and checked whole before anything
+ * changes; a bad one is refused (file:line in ret_messages and the log)
+ * and the running policy stays in force; a good one is swapped in and
+ * reconciled, changing only what differs. A reload also ends a pause. */
+static int reload(Daemon *d, char **ret_messages) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f;
         int k;
 
-        (void) s;
-        (void) si;
         if (!dg)
-                return 0;
+                return -ENOMEM;
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
         k = pipeline_reload(d->p, dg);
-        for (size_t i = 0; i < dg->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
-                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
-        if (k < 0)
-                logf_("reload refused (%s): the running policy stays in force", k == -EINVAL ? "errors above" : strerror(-k));
-        else {
-                logf_("reloaded: %zu policies", d->p->policies->n);
+        f = open_memstream(&text, &len);
+        if (f) {
+                print_diagnostics(f, dg);
+                if (k < 0)
+                        fprintf(f, "reload refused (%s): the running policy stays in force\n",
+                                k == -EINVAL ? "errors above" : strerror(-k));
+                else
+                        fprintf(f, "reloaded: %zu policies\n", d->p->policies->n);
+                fclose(f);
+        }
+        fputs(text ?: "", stderr);
+        d->reloads++;
+        free(d->last_reload);
+        if (k < 0) {
+                d->reloads_refused++;
+                d->last_reload = dg->n > 0 ? strdup(dg->items[0].message) : strdup(strerror(-k));
+        } else {
+                d->paused = false;
+                d->last_reload = strdup("ok");
                 (void) pass(d);
         }
         (void) sd_notify(false, "READY=1");
+        if (ret_messages)
+                *ret_messages = TAKE_PTR(text);
+        return k;
+}
+
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) s;
+        (void) si;
+        (void) reload(userdata, NULL);
         return 0;
 }
 
-static void restore_all(Daemon *d, const char *why) {
+static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_free_ char *dir = NULL;
-        Reconciler rc = { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies };
+        Reconciler rc = reconciler(d);
+        int k;
 
         if (journal_is_empty(d->journal))
-                return;
-        if (reconcile_restore(&rc, &r) < 0) {
-                logf_("%s: restore failed", why);
-                return;
+                return 0;
+        if ((k = reconcile_restore(&rc, &r)) < 0) {
+                logf_("%s: restore failed: %s", why, strerror(-k));
+                return k;
         }
         logf_("%s: restored (%u done, %u failed)", why, r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
-        if (journal_is_empty(d->journal) && restore_state_dir(d->args->state_dir, d->p->root, &dir) >= 0)
-                (void) journal_remove(dir);
+        if (journal_is_empty(d->journal))
+                (void) journal_remove(d->state_dir);
+        if (ret)
+                *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* Say once, at start, what this kernel will not let topod do and what it
+ * does instead: an operator reading the log should not have to guess why
+ * no cookie or cgroup ever appears. */
+static void log_limits(const KernelCaps *c) {
+        static const struct {
+                const char *name;
+                size_t offset;
+                const char *consequence;
+        } rows[] = {
+                { "core scheduling", offsetof(KernelCaps, core_sched), "no cookies; placement and kernel settings go on" },
+                { "cgroup2", offsetof(KernelCaps, cgroup2), "tasks stay where they are (no cpusets, no weights); cookies and kernel settings go on" },
+                { "sched features", offsetof(KernelCaps, sched_features), "sched features are left as they are" },
+                { "cgroup_mode", offsetof(KernelCaps, cgroup_mode), "cgroup_mode cannot be set: modes are emulated with cpu.weight where cgroups work" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                const CapStatus *cs = (const CapStatus *) ((const char *) c + rows[i].offset);
+
+                if (!cs->available)
+                        logf_("%s: %s; %s", rows[i].name, cs->reason ?: "unavailable", rows[i].consequence);
+        }
+        if (c->sched_ext_active)
+                logf_("a sched_ext scheduler (%s) is running: no cookies (core scheduling with sched_ext is reported to hang hosts)",
+                      c->sched_ext_ops ?: "unnamed");
+}
+
+/* ---- what topoctl asks ---------------------------------------------- */
+
+static void print_status_text(const Daemon *d, FILE *f) {
+        uint64_t now = pipeline_now_usec();
+        const char *sep = "";
+
+        fprintf(f, "topod %s, pid %d, up %" PRIu64 " s: %s\n", TOPOD_VERSION, (int) getpid(),
+                (now - d->started_usec) / 1000000u,
+                d->paused ? "paused by 'topoctl reset' ('topoctl reload' resumes)" : d->ready ? "running" : "starting");
+        fputs("policies in force:", f);
+        for (size_t i = 0; i < d->p->policies->n; i++)
+                if (d->p->in_force[i]) {
+                        fprintf(f, "%s %s", sep, d->p->policies->policies[i]->name);
+                        sep = ",";
+                }
+        fprintf(f, "%s (%zu loaded)\n", *sep ? "" : " none", d->p->policies->n);
+        if (d->plan)
+                fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->plan->n_tasks, d->plan->n_groups,
+                        d->plan->n_cookie_groups);
+        if (d->passes > 0)
+                fprintf(f, "last pass: %" PRIu64 " ms ago, took %" PRIu64 " ms", (now - d->last_pass_usec) / 1000u,
+                        d->last_pass_cost_usec / 1000u);
+        if (d->report)
+                fprintf(f, ": %u changed, %u already so, %u vanished, %u skipped, %u failed",
+                        d->report->counts[RECONCILE_DONE], d->report->counts[RECONCILE_ALREADY],
+                        d->report->counts[RECONCILE_VANISHED], d->report->counts[RECONCILE_SKIPPED],
+                        d->report->counts[RECONCILE_FAILED]);
+        fprintf(f, "%s", d->passes > 0 ? "\n" : "");
+        fprintf(f, "reloads: %u (%u refused)%s%s\n", d->reloads, d->reloads_refused, d->last_reload ? "; last: " : "",
+                d->last_reload ?: "");
+        fprintf(f, "new tasks: %s\n",
+                d->p->events ? "proc connector events" : "found by scanning every sample interval (no proc connector)");
+        fputc('\n', f);
+        (void) kernelcaps_print_text(f, d->p->caps, root_path(d->p->root));
+}
+
+static void print_status_json(const Daemon *d, Json *j) {
+        uint64_t now = pipeline_now_usec();
+
+        json_object_begin(j);
+        json_kv_string(j, "version", TOPOD_VERSION);
+        json_kv_int(j, "pid", getpid());
+        json_kv_uint(j, "uptime_usec", now - d->started_usec);
+        json_kv_string(j, "state", d->paused ? "paused" : d->ready ? "running" : "starting");
+        json_key(j, "policies");
+        json_array_begin(j);
+        for (size_t i = 0; i < d->p->policies->n; i++) {
+                const Policy *p = d->p->policies->policies[i];
+
+                json_object_begin(j);
+                json_kv_string(j, "name", p->name);
+                json_kv_string(j, "file", p->file);
+                json_kv_bool(j, "in_force", d->p->in_force[i]);
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_kv_uint(j, "tasks_managed", d->plan ? d->plan->n_tasks : 0);
+        json_kv_uint(j, "groups", d->plan ? d->plan->n_groups : 0);
+        json_kv_uint(j, "cookie_groups", d->plan ? d->plan->n_cookie_groups : 0);
+        json_kv_uint(j, "passes", d->passes);
+        json_kv_uint(j, "last_pass_ago_usec", d->passes ? now - d->last_pass_usec : 0);
+        json_kv_uint(j, "last_pass_cost_usec", d->last_pass_cost_usec);
+        json_key(j, "last_apply");
+        if (d->report) {
+                json_object_begin(j);
+                for (unsigned s = 0; s < _RECONCILE_STATUS_MAX; s++)
+                        json_kv_uint(j, reconcile_status_to_string((ReconcileStatus) s), d->report->counts[s]);
+                json_object_end(j);
+        } else
+                json_null(j);
+        json_kv_uint(j, "reloads", d->reloads);
+        json_kv_uint(j, "reloads_refused", d->reloads_refused);
+        json_kv_string(j, "last_reload", d->last_reload);
+        json_kv_bool(j, "proc_connector", d->p->events != NULL);
+        json_key(j, "kernel");
+        (void) kernelcaps_print_json(j, d->p->caps, root_path(d->p->root));
+        json_object_end(j);
+}
+
+static void print_plan(const Daemon *d, bool json, FILE *f) {
+        if (json) {
+                _cleanup_(json_freep) Json *j = json_new(f, true);
+
+                if (!j)
+                        return;
+                json_object_begin(j);
+                json_kv_bool(j, "paused", d->paused);
+                json_key(j, "plan");
+                (void) plan_print_json(j, d->plan, d->p->policies);
+                json_key(j, "last_apply");
+                if (d->report)
+                        (void) reconcile_report_print_json(j, d->report);
+                else
+                        json_null(j);
+                json_object_end(j);
+                return;
+        }
+        (void) plan_print_text(f, d->plan, d->p->policies);
+        if (d->report) {
+                fputs("\nLast apply:\n", f);
+                (void) reconcile_report_print_text(f, d->report);
+        }
+}
+
+static int get_cookie(pid_t tid, uint64_t *ret, void *userdata) {
+        (void) userdata;
+        return tasks_get_cookie_host(tid, ret, NULL);
+}
+
+static int on_call(void *userdata, const BusCall *call, char **ret_text, char **ret_error, const char **ret_name) {
+        Daemon *d = userdata;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        int k = 0;
+
+        if (call->method == BUS_METHOD_RELOAD) {
+                k = reload(d, &text);
+                if (k < 0) {
+                        *ret_name = k == -EINVAL ? BUS_ERROR_POLICY_REJECTED : NULL;
+                        *ret_error = TAKE_PTR(text);
+                        return k;
+                }
+                *ret_text = TAKE_PTR(text);
+                return 0;
+        }
+        if (call->method == BUS_METHOD_EXPLAIN && (!d->p->snap || !task_snapshot_find(d->p->snap, call->pid))) {
+                char rel[32];
+
+                /* Started since the last scan? Look again before saying no. */
+                snprintf(rel, sizeof(rel), "proc/%d", (int) call->pid);
+                if (root_exists(d->p->root, rel) > 0)
+                        (void) pass(d);
+        }
+        if (!d->plan && call->method != BUS_METHOD_STATUS) {
+                *ret_error = strdup("topod has not finished its first pass yet");
+                return -EAGAIN;
+        }
+
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        switch (call->method) {
+        case BUS_METHOD_EXPLAIN: {
+                ExplainContext x = { .p = d->p, .plan = d->plan, .paused = d->paused, .get_cookie = get_cookie };
+
+                k = explain_write(&x, call->pid, call->json, f);
+                if (k == -ESRCH)
+                        (void) asprintf(ret_error, "no process or thread %d", (int) call->pid);
+                break;
+        }
+        case BUS_METHOD_STATUS:
+                if (call->json) {
+                        _cleanup_(json_freep) Json *j = json_new(f, true);
+
+                        if (j)
+                                print_status_json(d, j);
+                } else
+                        print_status_text(d, f);
+                break;
+        case BUS_METHOD_PLAN:
+                print_plan(d, call->json, f);
+                break;
+        case BUS_METHOD_RESET: {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                logf_("reset asked by pid %d: restoring and pausing until a reload", (int) call->peer_pid);
+                d->paused = true;
+                k = restore_all(d, "reset", &r);
+                if (k >= 0 && !r) {
+                        if (call->json)
+                                fputs("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},"
+                                      "\"items\":[]}\n", f);
+                        else
+                                fputs("nothing to restore: topod has changed nothing\n", f);
+                } else if (k >= 0 && call->json) {
+                        _cleanup_(json_freep) Json *j = json_new(f, true);
+
+                        if (j)
+                                (void) reconcile_report_print_json(j, r);
+                } else if (k >= 0)
+                        (void) reconcile_report_print_text(f, r);
+                break;
+        }
+        default:
+                k = -EOPNOTSUPP;
+        }
+        if (fclose(f) != 0 && k >= 0)
+                k = -ENOMEM;
+        if (k >= 0)
+                *ret_text = TAKE_PTR(text);
+        return k;
+}
+
+/* Everything is set up (socket bound, proc connector subscribed, journal
+ * open, cookie workers running): confine the loop. A filter that cannot
+ * be installed is logged loudly and the daemon goes on: tuning without the
+ * inner sandbox (the unit's still holds) beats no tuning. The level is read
+ * once: a reload cannot lift a filter. */
+static void sandbox(const Daemon *d) {
+        static const SandboxLevel levels[] = {
+                [CONFIG_SECCOMP_OFF] = SANDBOX_OFF,
+                [CONFIG_SECCOMP_LOG] = SANDBOX_LOG,
+                [CONFIG_SECCOMP_ENFORCE] = SANDBOX_ENFORCE,
+        };
+        SandboxLevel level = levels[d->p->config->seccomp];
+        _cleanup_free_ char *why = NULL;
+        int k;
+
+        if (level == SANDBOX_OFF) {
+                logf_("seccomp = off: no system call filter");
+                return;
+        }
+        k = sandbox_install(level, &why);
+        if (k < 0)
+                logf_("seccomp = %s: the filter could not be installed (%s); going on WITHOUT it",
+                      sandbox_level_to_string(level), why ?: strerror(-k));
+        else
+                logf_("seccomp = %s: %zu system calls allowed", sandbox_level_to_string(level), sandbox_allowed_count());
 }
 
 int topod_run(const DaemonArgs *a) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
-        _cleanup_free_ char *reason = NULL;
+        _cleanup_free_ char *reason = NULL, *socket_path = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
-        Daemon d = { .args = a };
+        Daemon d = { .args = a, .started_usec = pipeline_now_usec() };
         sigset_t mask;
         bool found = false;
         int k, r = EXIT_FAILURE;
@@ -183,18 +493,21 @@ int topod_run(const DaemonArgs *a) {
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, dg, &d.p, &reason);
-        for (size_t i = 0; i < dg->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
-                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
+        print_diagnostics(stderr, dg);
         if (k < 0) {
                 logf_("%s", reason ?: strerror(-k));
                 return EXIT_FAILURE;
         }
+        log_limits(d.p->caps);
         if (!d.p->events)
                 logf_("proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
                       strerror(-d.p->events_error), d.p->config->sample_interval_usec / 1000);
-        if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found) < 0)
+        if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found) < 0 ||
+            restore_state_dir(a->state_dir, d.p->root, &d.state_dir) < 0)
                 goto finish;
+        /* The journal inside is 0600; the directory is open so that anyone
+         * can reach the socket (calls are checked one by one). */
+        (void) chmod(d.state_dir, 0755);
         if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0) {
                 CookieInterlocks il = { .smt_off = !d.p->caps->smt_active, .sched_ext_active = d.p->caps->sched_ext_active };
                 cookie_applier_set_interlocks(d.cookies, &il);
@@ -202,7 +515,7 @@ int topod_run(const DaemonArgs *a) {
         if (found)
                 /* A journal left by a crash: put the machine back first, so
                  * this run starts from the true originals. */
-                restore_all(&d, "recovering the journal of an earlier run");
+                (void) restore_all(&d, "recovering the journal of an earlier run", NULL);
 
         if ((k = sd_event_default(&d.event)) < 0 ||
             (k = sd_event_add_signal(d.event, NULL, SIGTERM, on_term, &d)) < 0 ||
@@ -210,7 +523,11 @@ int topod_run(const DaemonArgs *a) {
             (k = sd_event_add_signal(d.event, NULL, SIGHUP, on_reload, &d)) < 0 ||
             (k = sd_event_add_time_relative(d.event, &d.timer, CLOCK_MONOTONIC, 0, 0, on_timer, &d)) < 0 ||
             (k = sd_event_add_time_relative(d.event, &d.soon, CLOCK_MONOTONIC, DAEMON_EVENT_DELAY_USEC, 0, on_soon, &d)) < 0 ||
-            (k = sd_event_source_set_enabled(d.soon, SD_EVENT_OFF)) < 0) {
+            (k = sd_event_source_set_enabled(d.soon, SD_EVENT_OFF)) < 0 ||
+            /* WATCHDOG=1 from the loop itself, at half of WatchdogSec=: a
+             * loop stuck in a pass stops the pings and systemd restarts us
+             * (the journal then restores). A no-op without WatchdogSec=. */
+            (k = sd_event_set_watchdog(d.event, true)) < 0) {
                 logf_("cannot set up the event loop: %s", strerror(k < 0 ? -k : errno));
                 goto finish;
         }
@@ -219,20 +536,34 @@ int topod_run(const DaemonArgs *a) {
                 logf_("cannot watch the proc connector: %s", strerror(-k));
                 goto finish;
         }
+        if (asprintf(&socket_path, "%s/" BUS_SOCKET_NAME, d.state_dir) < 0)
+                goto finish;
+        if ((k = bus_server_new(d.event, socket_path, on_call, &d, &d.bus)) < 0) {
+                logf_("cannot listen on %s: %s", socket_path, strerror(-k));
+                goto finish;
+        }
+        sandbox(&d);
         k = sd_event_loop(d.event);
         if (k < 0)
                 logf_("event loop failed: %s", strerror(-k));
+        /* No calls while restoring: they would see a half-restored machine. */
+        d.bus = bus_server_free(d.bus);
         if (d.p->config->restore_on_exit)
-                restore_all(&d, "stopping");
+                (void) restore_all(&d, "stopping", NULL);
         else
                 logf_("restore_on_exit = no: changes stay; 'topoctl reset' puts them back");
         r = k < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 finish:
+        bus_server_free(d.bus);
         sd_event_source_unref(d.timer);
         sd_event_source_unref(d.soon);
         sd_event_unref(d.event);
         cookie_applier_free(d.cookies);
         journal_free(d.journal);
+        plan_free(d.plan);
+        reconcile_report_free(d.report);
+        free(d.last_reload);
+        free(d.state_dir);
         pipeline_free(d.p);
         return r;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "decide/config.h"
 
 void classify_params_default(ClassifyParams *ret) {
@@ -437,4 +438,45 @@ int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p,
         }
         *ret = buf;
         return 0;
+}
+
+void classify_evidence_print_json(Json *j, const ClassifyEvidence *e, const ClassifyParams *p) {
+        _cleanup_free_ char *line = NULL;
+
+        json_object_begin(j);
+        json_kv_string(j, "rule", classify_rule_to_string(e->rule));
+        json_kv_string(j, "verdict", policy_class_to_string(e->verdict));
+        json_kv_uint(j, "samples", e->samples);
+        json_kv_uint(j, "window_usec", e->window_usec);
+        json_kv_uint(j, "cpu_permille", e->cpu_permille);
+        json_key(j, "burst_usec");
+        if (e->burst_usec == UINT64_MAX)
+                json_null(j);
+        else
+                json_uint(j, e->burst_usec);
+        json_kv_uint(j, "wakeups_per_sec", e->wakeups_per_sec);
+        json_kv_uint(j, "voluntary_permille", e->voluntary_permille);
+        json_kv_bool(j, "avx_line", e->avx_line);
+        json_kv_uint(j, "avx_permille", e->avx_permille);
+        json_key(j, "votes_permille");
+        json_object_begin(j);
+        for (unsigned k = 0; k < _POLICY_CLASS_MAX; k++)
+                json_kv_uint(j, policy_class_to_string((PolicyClass) k), e->votes_permille[k]);
+        json_object_end(j);
+        json_key(j, "thresholds");
+        json_object_begin(j);
+        json_kv_uint(j, "min_samples", p->min_samples);
+        json_kv_uint(j, "majority_pct", p->majority_pct);
+        json_kv_uint(j, "avx_busy_min_pct", p->avx_busy_min_pct);
+        json_kv_uint(j, "throughput_cpu_min_pct", p->throughput_cpu_min_pct);
+        json_kv_uint(j, "throughput_burst_min_usec", p->throughput_burst_min_usec);
+        json_kv_uint(j, "throughput_voluntary_max_pct", p->throughput_voluntary_max_pct);
+        json_kv_uint(j, "latency_wakeups_min", p->latency_wakeups_min);
+        json_kv_uint(j, "latency_burst_max_usec", p->latency_burst_max_usec);
+        json_kv_uint(j, "latency_voluntary_min_pct", p->latency_voluntary_min_pct);
+        json_kv_uint(j, "latency_cpu_max_pct", p->latency_cpu_max_pct);
+        json_object_end(j);
+        if (classify_evidence_format(e, p, &line) >= 0)
+                json_kv_string(j, "text", line);
+        json_object_end(j);
 }

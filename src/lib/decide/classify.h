@@ -158,3 +158,7 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvid
 const char *classify_rule_to_string(ClassifyRule r);
 /* One line: the rule and its figures against their thresholds. */
 int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p, char **ret);
+/* The same as a JSON object: the figures, the votes, the thresholds they
+ * were held against, and the one line. */
+struct Json;
+void classify_evidence_print_json(struct Json *j, const ClassifyEvidence *e, const ClassifyParams *p);

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "bus.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-id128.h>
+
+typedef struct BusConnection {
+        sd_bus *bus;
+        uid_t uid;
+        pid_t pid;
+        uint64_t serial; /* accept order: the smallest is the oldest */
+} BusConnection;
+
+struct BusServer {
+        sd_event *event;
+        sd_event_source *listener;
+        int fd;
+        char *path;
+        BusHandler handler;
+        void *userdata;
+        BusConnection conns[BUS_CONNECTIONS_MAX];
+        unsigned n_conns;
+        uint64_t accepted;
+};
+
+static const char *const method_names[_BUS_METHOD_MAX] = {
+        [BUS_METHOD_EXPLAIN] = "Explain", [BUS_METHOD_STATUS] = "Status", [BUS_METHOD_PLAN] = "Plan",
+        [BUS_METHOD_RELOAD] = "Reload",   [BUS_METHOD_RESET] = "Reset",
+};
+
+const char *bus_method_to_string(BusMethod m) {
+        return m >= 0 && m < _BUS_METHOD_MAX ? method_names[m] : NULL;
+}
+
+unsigned bus_server_connections(const BusServer *s) {
+        return s ? s->n_conns : 0;
+}
+
+static void connection_drop(BusServer *s, unsigned i) {
+        BusConnection *c = &s->conns[i];
+
+        /* flush: a reply queued just before the peer went away is lost
+         * anyway; close without blocking */
+        sd_bus_close(c->bus);
+        sd_bus_unref(c->bus);
+        s->conns[i] = s->conns[--s->n_conns];
+        s->conns[s->n_conns] = (BusConnection) {};
+}
+
+static BusServer *server_of(sd_bus_message *m, void *userdata, BusConnection **ret) {
+        BusServer *s = userdata;
+        sd_bus *bus = sd_bus_message_get_bus(m);
+
+        *ret = NULL;
+        for (unsigned i = 0; i < s->n_conns; i++)
+                if (s->conns[i].bus == bus)
+                        *ret = &s->conns[i];
+        return s;
+}
+
+static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusServer *s = userdata;
+        sd_bus *bus = sd_bus_message_get_bus(m);
+
+        (void) error;
+        for (unsigned i = 0; i < s->n_conns; i++)
+                if (s->conns[i].bus == bus) {
+                        connection_drop(s, i);
+                        break;
+                }
+        return 0;
+}
+
+static const char *error_name_for(int error) {
+        switch (error) {
+        case -EPERM:
+        case -EACCES:
+                return SD_BUS_ERROR_ACCESS_DENIED;
+        case -ESRCH:
+                return BUS_ERROR_NO_SUCH_PROCESS;
+        case -EAGAIN:
+                return BUS_ERROR_NOT_READY;
+        case -EINVAL:
+                return SD_BUS_ERROR_INVALID_ARGS;
+        default:
+                return SD_BUS_ERROR_FAILED;
+        }
+}
+
+static int dispatch(sd_bus_message *m, void *userdata, sd_bus_error *error, BusMethod method) {
+        BusConnection *c;
+        BusServer *s = server_of(m, userdata, &c);
+        _cleanup_free_ char *text = NULL, *message = NULL;
+        const char *name = NULL;
+        BusCall call = { .method = method, .uid = (uid_t) -1, .peer_pid = -1 };
+        uint32_t pid = 0;
+        int json = 0, k;
+
+        if (!c)
+                return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "unknown connection");
+        call.uid = c->uid;
+        call.peer_pid = c->pid;
+        k = method == BUS_METHOD_EXPLAIN ? sd_bus_message_read(m, "ub", &pid, &json) : sd_bus_message_read(m, "b", &json);
+        if (k < 0)
+                return k;
+        call.pid = (pid_t) pid;
+        call.json = json;
+        if (method == BUS_METHOD_EXPLAIN && (pid == 0 || pid > INT32_MAX))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "not a process id: %" PRIu32, pid);
+        if ((method == BUS_METHOD_RELOAD || method == BUS_METHOD_RESET) && c->uid != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s changes the machine: only root may call it (you are uid %u)",
+                                         method_names[method], (unsigned) c->uid);
+
+        k = s->handler(s->userdata, &call, &text, &message, &name);
+        if (k < 0)
+                return sd_bus_error_set(error, name ?: error_name_for(k), message ?: strerror(-k));
+        if (text && strlen(text) > BUS_REPLY_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "the reply would be %zu bytes, over %u",
+                                         strlen(text), BUS_REPLY_MAX);
+        return sd_bus_reply_method_return(m, "s", text ?: "");
+}
+
+static int m_explain(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_EXPLAIN); }
+static int m_status(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_STATUS); }
+static int m_plan(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_PLAN); }
+static int m_reload(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_RELOAD); }
+static int m_reset(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_RESET); }
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_NAMES("Explain", "ub", SD_BUS_PARAM(pid) SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply),
+                                 m_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Status", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_status,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Plan", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_plan,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Reload", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_reload,
+                                 SD_BUS_VTABLE_UNPRIVILEGED), /* checked in dispatch(): uid 0 only */
+        SD_BUS_METHOD_WITH_NAMES("Reset", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_reset,
+                                 SD_BUS_VTABLE_UNPRIVILEGED), /* likewise */
+        SD_BUS_VTABLE_END,
+};
+
+static int connection_start(BusServer *s, int fd, BusConnection *c) {
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        sd_id128_t id;
+        int k;
+
+        /* The peer's identity is the socket's, taken once, here: what it
+         * says in the D-Bus handshake must agree with it (sd-bus checks). */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        c->uid = cred.uid;
+        c->pid = cred.pid;
+        if ((k = sd_id128_randomize(&id)) < 0 || (k = sd_bus_new(&c->bus)) < 0)
+                return k;
+        if ((k = sd_bus_set_fd(c->bus, fd, fd)) < 0 ||
+            (k = sd_bus_set_server(c->bus, 1, id)) < 0 ||
+            (k = sd_bus_set_description(c->bus, "topoctl")) < 0 ||
+            (k = sd_bus_add_object_vtable(c->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, s)) < 0 ||
+            (k = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus.Local",
+                                     "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local", "Disconnected",
+                                     on_disconnected, s)) < 0 ||
+            (k = sd_bus_start(c->bus)) < 0 ||
+            (k = sd_bus_attach_event(c->bus, s->event, SD_EVENT_PRIORITY_NORMAL)) < 0)
+                return k;
+        c->serial = ++s->accepted;
+        return 0;
+}
+
+static int on_accept(sd_event_source *es, int lfd, uint32_t revents, void *userdata) {
+        BusServer *s = userdata;
+        BusConnection c = {};
+        int fd, k;
+
+        (void) es;
+        (void) revents;
+        fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+                return 0; /* EAGAIN, or a peer gone before we took it */
+        if (s->n_conns == BUS_CONNECTIONS_MAX) {
+                unsigned oldest = 0;
+
+                for (unsigned i = 1; i < s->n_conns; i++)
+                        if (s->conns[i].serial < s->conns[oldest].serial)
+                                oldest = i;
+                connection_drop(s, oldest);
+        }
+        k = connection_start(s, fd, &c);
+        if (k < 0) {
+                if (c.bus)
+                        sd_bus_close_unref(c.bus); /* closes fd too */
+                else
+                        close(fd);
+                return 0;
+        }
+        s->conns[s->n_conns++] = c;
+        return 0;
+}
+
+int bus_server_new(sd_event *e, const char *path, BusHandler handler, void *userdata, BusServer **ret) {
+        _cleanup_(bus_server_freep) BusServer *s = NULL;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int k;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->fd = -1;
+        s->event = sd_event_ref(e);
+        s->handler = handler;
+        s->userdata = userdata;
+        if (!(s->path = strdup(path)))
+                return -ENOMEM;
+        memcpy(sa.sun_path, path, strlen(path));
+        s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (s->fd < 0)
+                return -errno;
+        (void) unlink(path);
+        {
+                /* Anyone may connect; each call checks the caller. */
+                mode_t old = umask(0111);
+
+                k = bind(s->fd, (struct sockaddr *) &sa, sizeof(sa));
+                umask(old);
+        }
+        if (k < 0 || listen(s->fd, SOMAXCONN) < 0)
+                return -errno;
+        if ((k = sd_event_add_io(e, &s->listener, s->fd, EPOLLIN, on_accept, s)) < 0)
+                return k;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+BusServer *bus_server_free(BusServer *s) {
+        if (!s)
+                return NULL;
+        while (s->n_conns > 0)
+                connection_drop(s, s->n_conns - 1);
+        sd_event_source_disable_unref(s->listener);
+        if (s->fd >= 0) {
+                close(s->fd);
+                (void) unlink(s->path);
+        }
+        free(s->path);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}

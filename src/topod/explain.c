@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "explain.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/cgroup.h"
+#include "base/bitmap.h"
+#include "base/json.h"
+#include "base/macro.h"
+#include "base/root.h"
+#include "decide/classify.h"
+
+/* Why a policy that looked at the thread did not place it. */
+typedef enum Verdict {
+        VERDICT_PLACED,
+        VERDICT_SHADOWED,    /* matched, in force, but an earlier policy placed the thread */
+        VERDICT_NOT_IN_FORCE,/* matched, but [when] does not hold */
+        VERDICT_DISABLED,    /* matched, but enabled = no */
+        VERDICT_NO_PLACE,    /* matched, but has no [place]: kernel settings only */
+        VERDICT_CLASS,       /* its patterns match, but it wants another class */
+} Verdict;
+
+typedef struct Candidate {
+        int policy;
+        Verdict verdict;
+        char *why;
+} Candidate;
+
+/* Everything said about one thread, gathered once for both outputs. */
+typedef struct ThreadAnswer {
+        const TaskFacts *t;
+        const ThreadClass *tc;
+        ClassifyEvidence ev;
+        bool has_ev;
+        PolicyClass class;
+        const PlanTask *pt;    /* in the plan in force, or NULL */
+        int placed_by;         /* policy index, or -1 */
+        Candidate *cands;
+        size_t n_cands;
+        char *unmanaged;       /* "not managed because …", or NULL */
+        char *cgroup;          /* where the kernel has it now */
+        char *planned_cgroup;  /* where the plan puts it */
+        char *cpus_effective;
+        Bitmap *cpus;
+        int cookie_error;
+        uint64_t cookie;
+        unsigned cookie_shared_by;
+} ThreadAnswer;
+
+static void answer_done(ThreadAnswer *a) {
+        for (size_t i = 0; i < a->n_cands; i++)
+                free(a->cands[i].why);
+        free(a->cands);
+        free(a->unmanaged);
+        free(a->cgroup);
+        free(a->planned_cgroup);
+        free(a->cpus_effective);
+        bitmap_free(a->cpus);
+}
+
+/* i: a valid index (a candidate's, or placed_by once set) */
+static const Policy *pol(const ExplainContext *x, int i) {
+        return x->p->policies->policies[i];
+}
+
+/* i: -1 or an index (the kernel plan's) */
+static const char *pol_name(const ExplainContext *x, int i) {
+        return i >= 0 && (size_t) i < x->p->policies->n ? x->p->policies->policies[i]->name : NULL;
+}
+
+static unsigned pol_line(const Policy *p) {
+        return p->place.present ? p->place.line : p->match_line ? p->match_line : p->name_line;
+}
+
+static int add_cand(ThreadAnswer *a, int policy, Verdict v, char *why) {
+        Candidate *n;
+
+        if (!why)
+                return -ENOMEM;
+        n = realloc(a->cands, (a->n_cands + 1) * sizeof(Candidate));
+        if (!n) {
+                free(why);
+                return -ENOMEM;
+        }
+        a->cands = n;
+        a->cands[a->n_cands++] = (Candidate) { .policy = policy, .verdict = v, .why = why };
+        return 0;
+}
+
+static char *strf(const char *fmt, ...) _printf_(1, 2);
+static char *strf(const char *fmt, ...) {
+        va_list ap;
+        char *s;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return k < 0 ? NULL : s;
+}
+
+static const char *class_list(unsigned classes, char buf[static 64]) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
+                if (classes & (1u << c))
+                        n += (size_t) snprintf(buf + n, 64 - n, "%s%s", n ? " or " : "", policy_class_to_string((PolicyClass) c));
+        return buf;
+}
+
+/* Walk the policies in precedence order, as the planner does, and say of
+ * each one that matches (or would, but for the class) what became of it. */
+static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
+        const PolicySet *ps = x->p->policies;
+        PolicyTask task;
+
+        pipeline_policy_task(x->p, a->t, a->class, &task);
+        a->placed_by = -1;
+        for (size_t i = 0; i < ps->n; i++) {
+                const Policy *p = ps->policies[i];
+                char classes[64];
+                int k = 0;
+
+                if (!policy_match_task(&p->match, &task)) {
+                        /* Would the patterns match with a class it allows? */
+                        PolicyTask other = task;
+                        unsigned c;
+
+                        if (!p->match.classes)
+                                continue;
+                        for (c = 0; c < _POLICY_CLASS_MAX; c++)
+                                if (p->match.classes & (1u << c))
+                                        break;
+                        other.class = (PolicyClass) c;
+                        if (c == _POLICY_CLASS_MAX || !policy_match_task(&p->match, &other))
+                                continue;
+                        k = add_cand(a, (int) i, VERDICT_CLASS,
+                                     strf("wants class %s (%s:%u); the thread is %s%s", class_list(p->match.classes, classes),
+                                          p->file, p->match.class_line, policy_class_to_string(a->class),
+                                          !p->enabled ? "; and it is disabled"
+                                          : !x->p->in_force[i] ? "; and its [when] does not hold now" : ""));
+                } else if (!p->enabled)
+                        k = add_cand(a, (int) i, VERDICT_DISABLED, strf("disabled (%s:%u)", p->file, p->enabled_line));
+                else if (!x->p->in_force[i])
+                        k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE,
+                                     strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line));
+                else if (!p->place.present)
+                        k = add_cand(a, (int) i, VERDICT_NO_PLACE,
+                                     strf("has no [place]: it sets kernel settings only (%s)", p->file));
+                else if (a->placed_by < 0) {
+                        a->placed_by = (int) i;
+                        k = add_cand(a, (int) i, VERDICT_PLACED,
+                                     strf("first in precedence order to match (priority %d)", p->priority));
+                } else {
+                        const Policy *w = ps->policies[a->placed_by];
+
+                        k = add_cand(a, (int) i, VERDICT_SHADOWED,
+                                     w->priority != p->priority
+                                             ? strf("shadowed by %s: priority %d beats %d", w->name, w->priority, p->priority)
+                                             : strf("shadowed by %s: same priority %d, and %s sorts before %s", w->name,
+                                                    p->priority, w->file_name, p->file_name));
+                }
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static const char *verdict_to_string(Verdict v) {
+        static const char *const names[] = {
+                [VERDICT_PLACED] = "placed",         [VERDICT_SHADOWED] = "shadowed",
+                [VERDICT_NOT_IN_FORCE] = "not-in-force", [VERDICT_DISABLED] = "disabled",
+                [VERDICT_NO_PLACE] = "no-place",     [VERDICT_CLASS] = "class",
+        };
+        return names[v];
+}
+
+/* Where the kernel has the thread, and the cpus that cgroup may use. */
+static void read_cgroup(const ExplainContext *x, ThreadAnswer *a) {
+        const char *mount = x->p->caps->cgroup2_mount;
+        _cleanup_free_ char *text = NULL, *rel = NULL;
+        char path[64];
+
+        snprintf(path, sizeof(path), "proc/%d/task/%d/cgroup", (int) a->t->tgid, (int) a->t->tid);
+        if (root_read_file(x->p->root, path, 64 * 1024, &text, NULL) < 0 || cgroup_parse_proc_cgroup(text, &a->cgroup) < 0)
+                return;
+        if (!mount)
+                return;
+        if (asprintf(&rel, "%s%s/cpuset.cpus.effective", mount + (mount[0] == '/'), streq(a->cgroup, "/") ? "" : a->cgroup) < 0)
+                return;
+        if (root_read_line(x->p->root, rel, &a->cpus_effective) >= 0 && bitmap_parse_list(a->cpus_effective, &a->cpus) < 0)
+                a->cpus = NULL;
+}
+
+static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a) {
+        const Plan *plan = x->plan;
+        int k;
+
+        a->t = t;
+        a->tc = classifier_find(x->p->classifier, t->tid);
+        a->class = a->tc ? a->tc->class : POLICY_CLASS_OTHER;
+        if (a->tc) {
+                classifier_evidence(x->p->classifier, a->tc, &a->ev);
+                a->has_ev = true;
+        }
+        a->pt = plan ? plan_find_task(plan, t->tid) : NULL;
+        if (a->pt && a->pt->start_time != t->start_time)
+                a->pt = NULL;
+        if (!t->kernel_thread && (k = judge_policies(x, a)) < 0)
+                return k;
+        read_cgroup(x, a);
+        a->cookie_error = -ENODATA;
+        if (!x->p->caps->core_sched.available)
+                a->cookie_error = x->p->caps->core_sched.error ?: -EOPNOTSUPP;
+        else if (x->get_cookie)
+                a->cookie_error = x->get_cookie(t->tid, &a->cookie, x->userdata);
+        if (a->pt && a->pt->group >= 0 &&
+            asprintf(&a->planned_cgroup, "%s/%s", plan->cgroup_root, plan->groups[a->pt->group].path) < 0)
+                return -ENOMEM;
+        if (a->pt && a->pt->cookie_group >= 0)
+                a->cookie_shared_by = plan->cookie_groups[a->pt->cookie_group].n_tasks;
+
+        if (t->kernel_thread)
+                a->unmanaged = strf("not managed because it is a kernel thread: topod never touches those");
+        else if (x->paused)
+                a->unmanaged = strf("not managed because topod is paused by 'topoctl reset' ('topoctl reload' resumes)");
+        else if (a->placed_by < 0) {
+                unsigned in_force = 0;
+
+                for (size_t i = 0; i < x->p->policies->n; i++)
+                        in_force += x->p->in_force[i] && x->p->policies->policies[i]->place.present;
+                a->unmanaged = a->n_cands > 0
+                                       ? strf("not managed because no policy in force places it (see the policies below)")
+                                       : strf("not managed because none of the %u policies in force with a [place] "
+                                              "matches it (class %s, comm '%s')",
+                                              in_force, policy_class_to_string(a->class), t->comm);
+        } else if (!a->pt)
+                a->unmanaged = strf("not managed yet: %s matches it, the next pass places it",
+                                    pol(x, a->placed_by)->name);
+        else
+                return 0;
+        return a->unmanaged ? 0 : -ENOMEM;
+}
+
+/* LLCs and nodes the cpus cover, whole or in part. */
+static void print_domains_text(FILE *f, const Topology *topo, const Bitmap *cpus) {
+        const char *sep = "";
+
+        if (!cpus)
+                return;
+        fputs(" (", f);
+        for (size_t i = 0; i < topo->n_llcs; i++)
+                if (bitmap_intersects(cpus, topo->llcs[i].cpus)) {
+                        fprintf(f, "%sLLC %u%s", sep, topo->llcs[i].id,
+                                bitmap_is_subset(topo->llcs[i].cpus, cpus) ? "" : " in part");
+                        sep = ", ";
+                }
+        for (size_t i = 0; i < topo->n_numa_nodes; i++)
+                if (bitmap_intersects(cpus, topo->numa_nodes[i].cpus)) {
+                        fprintf(f, "%snode %u%s", sep, topo->numa_nodes[i].os_index,
+                                bitmap_is_subset(topo->numa_nodes[i].cpus, cpus) ? "" : " in part");
+                        sep = ", ";
+                }
+        fputc(')', f);
+}
+
+static void print_domains_json(Json *j, const char *key, const Topology *topo, const Bitmap *cpus, bool llc) {
+        json_key(j, key);
+        json_array_begin(j);
+        if (cpus) {
+                size_t n = llc ? topo->n_llcs : topo->n_numa_nodes;
+
+                for (size_t i = 0; i < n; i++) {
+                        const Bitmap *b = llc ? topo->llcs[i].cpus : topo->numa_nodes[i].cpus;
+
+                        if (!bitmap_intersects(cpus, b))
+                                continue;
+                        json_object_begin(j);
+                        json_kv_uint(j, "id", llc ? topo->llcs[i].id : topo->numa_nodes[i].os_index);
+                        json_kv_bool(j, "whole", bitmap_is_subset(b, cpus));
+                        json_object_end(j);
+                }
+        }
+        json_array_end(j);
+}
+
+static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
+        const ClassifyParams *cp = &x->p->classifier->params;
+        _cleanup_free_ char *ev = NULL;
+
+        fprintf(f, "Thread %d (%s)\n", (int) a->t->tid, a->t->comm);
+        if (a->unmanaged)
+                fprintf(f, "  %s\n", a->unmanaged);
+        if (!a->t->kernel_thread) {
+                fprintf(f, "  class:    %s", policy_class_to_string(a->class));
+                if (a->has_ev && classify_evidence_format(&a->ev, cp, &ev) >= 0)
+                        fprintf(f, " — %s", ev);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; i < a->n_cands; i++) {
+                const Policy *p = pol(x, a->cands[i].policy);
+
+                fprintf(f, "  %s %s (%s:%u): %s\n", a->cands[i].verdict == VERDICT_PLACED ? "policy:  " : "also:    ", p->name,
+                        p->file, pol_line(p), a->cands[i].why);
+        }
+        if (a->pt && a->pt->cookie_group >= 0)
+                fprintf(f, "  cookie:   group %d, shared by %u thread%s", a->pt->cookie_group, a->cookie_shared_by,
+                        a->cookie_shared_by == 1 ? "" : "s");
+        else
+                fputs("  cookie:   none planned", f);
+        if (a->cookie_error == 0)
+                fprintf(f, "; kernel: 0x%" PRIx64 "\n", a->cookie);
+        else
+                fprintf(f, "; kernel: %s\n",
+                        a->cookie_error == -ENODATA ? "not asked"
+                        : !x->p->caps->core_sched.available ? "no core scheduling on this kernel"
+                                                            : strerror(-a->cookie_error));
+        fprintf(f, "  cgroup:   %s", a->cgroup ?: "(unknown)");
+        if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))
+                fprintf(f, " (planned: %s)", a->planned_cgroup);
+        fputc('\n', f);
+        if (a->cpus_effective) {
+                fprintf(f, "  cpus:     %s", a->cpus_effective);
+                print_domains_text(f, x->p->topology, a->cpus);
+                fputc('\n', f);
+        }
+}
+
+static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Json *j) {
+        const Topology *topo = x->p->topology;
+
+        json_object_begin(j);
+        json_kv_int(j, "tid", a->t->tid);
+        json_kv_string(j, "comm", a->t->comm);
+        json_kv_bool(j, "managed", !a->unmanaged);
+        json_kv_string(j, "reason", a->unmanaged);
+        json_kv_string(j, "class", a->t->kernel_thread ? NULL : policy_class_to_string(a->class));
+        json_key(j, "evidence");
+        if (a->has_ev)
+                classify_evidence_print_json(j, &a->ev, &x->p->classifier->params);
+        else
+                json_null(j);
+        json_key(j, "policy");
+        if (a->placed_by < 0)
+                json_null(j);
+        else {
+                const Policy *p = pol(x, a->placed_by);
+
+                json_object_begin(j);
+                json_kv_string(j, "name", p->name);
+                json_kv_string(j, "file", p->file);
+                json_kv_uint(j, "line", pol_line(p));
+                json_kv_int(j, "priority", p->priority);
+                json_object_end(j);
+        }
+        json_key(j, "also_matched");
+        json_array_begin(j);
+        for (size_t i = 0; i < a->n_cands; i++) {
+                const Policy *p = pol(x, a->cands[i].policy);
+
+                if (a->cands[i].verdict == VERDICT_PLACED)
+                        continue;
+                json_object_begin(j);
+                json_kv_string(j, "name", p->name);
+                json_kv_string(j, "file", p->file);
+                json_kv_uint(j, "line", pol_line(p));
+                json_kv_int(j, "priority", p->priority);
+                json_kv_string(j, "verdict", verdict_to_string(a->cands[i].verdict));
+                json_kv_string(j, "why", a->cands[i].why);
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_key(j, "cookie");
+        json_object_begin(j);
+        json_key(j, "group");
+        if (a->pt && a->pt->cookie_group >= 0)
+                json_int(j, a->pt->cookie_group);
+        else
+                json_null(j);
+        json_kv_uint(j, "shared_by", a->cookie_shared_by);
+        json_key(j, "kernel");
+        if (a->cookie_error == 0)
+                json_uint(j, a->cookie);
+        else
+                json_null(j);
+        json_kv_string(j, "kernel_error", a->cookie_error == 0 || a->cookie_error == -ENODATA ? NULL : strerror(-a->cookie_error));
+        json_object_end(j);
+        json_key(j, "cgroup");
+        json_object_begin(j);
+        json_kv_string(j, "path", a->cgroup);
+        json_kv_string(j, "planned", a->planned_cgroup);
+        json_kv_string(j, "cpus_effective", a->cpus_effective);
+        print_domains_json(j, "llcs", topo, a->cpus, true);
+        print_domains_json(j, "nodes", topo, a->cpus, false);
+        json_object_end(j);
+        json_object_end(j);
+}
+
+static void print_kernel_text(const ExplainContext *x, FILE *f) {
+        const Plan *plan = x->plan;
+        const PolicyKernelPlan *k = plan ? plan->kernel : NULL;
+
+        if (!k)
+                return;
+        if (plan->mode)
+                fprintf(f, "cgroup_mode: %s (%s by %s)\n", plan->mode,
+                        plan->mode_written ? "written" : plan->mode_emulated ? "emulated with cpu.weight" : "not available",
+                        pol_name(x, k->cgroup_mode_policy) ?: "?");
+        else
+                fputs("cgroup_mode: kept as it is (no policy in force sets it)\n", f);
+        for (size_t i = 0; i < k->n_features; i++)
+                fprintf(f, "feature:     %s%s (by %s)\n", k->features[i].on ? "" : "NO_", k->features[i].name,
+                        pol_name(x, k->feature_policy[i]) ?: "?");
+}
+
+static void print_kernel_json(const ExplainContext *x, Json *j) {
+        const Plan *plan = x->plan;
+        const PolicyKernelPlan *k = plan ? plan->kernel : NULL;
+
+        json_key(j, "cgroup_mode");
+        if (!k || !plan->mode)
+                json_null(j);
+        else {
+                json_object_begin(j);
+                json_kv_string(j, "mode", plan->mode);
+                json_kv_bool(j, "written", plan->mode_written);
+                json_kv_bool(j, "emulated", plan->mode_emulated);
+                json_kv_string(j, "policy", pol_name(x, k->cgroup_mode_policy));
+                json_object_end(j);
+        }
+        json_key(j, "features");
+        json_array_begin(j);
+        for (size_t i = 0; k && i < k->n_features; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "name", k->features[i].name);
+                json_kv_bool(j, "on", k->features[i].on);
+                json_kv_string(j, "policy", pol_name(x, k->feature_policy[i]));
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
+int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
+        const TaskSnapshot *snap = x->p->snap;
+        _cleanup_free_ ThreadAnswer *answers = NULL;
+        const TaskFacts *asked;
+        size_t n = 0, total = 0;
+        pid_t tgid;
+        int k = 0;
+
+        if (!snap)
+                return -EAGAIN;
+        asked = task_snapshot_find(snap, pid);
+        if (!asked)
+                return -ESRCH;
+        /* A process id: all its threads; a thread id: that thread. */
+        tgid = asked->tgid == pid ? pid : 0;
+        answers = calloc(EXPLAIN_THREADS_MAX, sizeof(ThreadAnswer));
+        if (!answers)
+                return -ENOMEM;
+        for (size_t i = 0; i < snap->n_tasks && k >= 0; i++) {
+                const TaskFacts *t = &snap->tasks[i];
+
+                if (tgid ? t->tgid != tgid : t->tid != pid)
+                        continue;
+                total++;
+                if (n < EXPLAIN_THREADS_MAX)
+                        k = gather(x, t, &answers[n++]);
+        }
+
+        if (k >= 0 && json) {
+                _cleanup_(json_freep) Json *j = json_new(f, true);
+
+                if (!j)
+                        k = -ENOMEM;
+                else {
+                        json_object_begin(j);
+                        json_kv_int(j, "pid", pid);
+                        json_kv_int(j, "tgid", asked->tgid);
+                        json_kv_string(j, "comm", asked->comm);
+                        json_kv_string(j, "exe", asked->process->exe);
+                        json_kv_bool(j, "paused", x->paused);
+                        print_kernel_json(x, j);
+                        json_key(j, "threads");
+                        json_array_begin(j);
+                        for (size_t i = 0; i < n; i++)
+                                print_thread_json(x, &answers[i], j);
+                        json_array_end(j);
+                        json_kv_uint(j, "threads_omitted", total - n);
+                        json_object_end(j);
+                }
+        } else if (k >= 0) {
+                fprintf(f, "Process %d (%s)%s%s\n", (int) asked->tgid, asked->comm, asked->process->exe ? " " : "",
+                        asked->process->exe ?: "");
+                for (size_t i = 0; i < n; i++)
+                        print_thread_text(x, &answers[i], f);
+                if (total > n)
+                        fprintf(f, "(%zu more threads not shown)\n", total - n);
+                print_kernel_text(x, f);
+        }
+        for (size_t i = 0; i < n; i++)
+                answer_done(&answers[i]);
+        return k;
+}
