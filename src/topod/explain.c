@@ -197,11 +197,34 @@ static void read_cgroup(const ExplainContext *x, ThreadAnswer *a) {
                 a->cpus = NULL;
 }
 
-static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a) {
+/* Threads of one process share everything [match] sees but comm and class:
+ * one with the same comm and class as an earlier one has the same verdicts
+ * (a process of many same-named threads costs one walk of the policies). */
+static int judge_like(ThreadAnswer *a, const ThreadAnswer *done, size_t n_done) {
+        for (size_t i = n_done; i-- > 0;) {
+                const ThreadAnswer *o = &done[i];
+
+                if (o->t->kernel_thread || o->class != a->class || !streq(o->t->comm, a->t->comm))
+                        continue;
+                a->placed_by = o->placed_by;
+                for (size_t j = 0; j < o->n_cands; j++) {
+                        int k = add_cand(a, o->cands[j].policy, o->cands[j].verdict, strdup(o->cands[j].why));
+
+                        if (k < 0)
+                                return k;
+                }
+                return 1;
+        }
+        return 0;
+}
+
+static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, const ThreadAnswer *done,
+                  size_t n_done) {
         const Plan *plan = x->plan;
         int k;
 
         a->t = t;
+        a->placed_by = -1;
         a->tc = classifier_find(x->p->classifier, t->tid);
         a->class = a->tc ? a->tc->class : POLICY_CLASS_OTHER;
         if (a->tc) {
@@ -211,8 +234,13 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a) 
         a->pt = plan ? plan_find_task(plan, t->tid) : NULL;
         if (a->pt && a->pt->start_time != t->start_time)
                 a->pt = NULL;
-        if (!t->kernel_thread && (k = judge_policies(x, a)) < 0)
-                return k;
+        if (!t->kernel_thread) {
+                k = judge_like(a, done, n_done);
+                if (k == 0)
+                        k = judge_policies(x, a);
+                if (k < 0)
+                        return k;
+        }
         read_cgroup(x, a);
         a->cookie_error = -ENODATA;
         if (!x->p->caps->core_sched.available)
@@ -469,8 +497,10 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                 if (tgid ? t->tgid != tgid : t->tid != pid)
                         continue;
                 total++;
-                if (n < EXPLAIN_THREADS_MAX)
-                        k = gather(x, t, &answers[n++]);
+                if (n < EXPLAIN_THREADS_MAX) {
+                        k = gather(x, t, &answers[n], answers, n);
+                        n++;
+                }
         }
 
         if (k >= 0 && json) {

@@ -86,6 +86,8 @@ static const char *const allow_list[] = {
         /* Time: clock_gettime() when the vDSO cannot answer, the pipeline's
          * sleeps. */
         "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
+        /* The idle gate: our own CPU time against /proc/stat's. */
+        "getrusage",
 
         /* glibc and libsystemd underneath: hashmap seeds (getrandom), qsort()
          * sizing its buffer (sysinfo), getrlimit() (prlimit64), uname(),

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -295,6 +296,9 @@ static void child_daemon_work(void) {
         else
                 ASSERT_TRUE(errno == EPROTONOSUPPORT || errno == EPERM || errno == EACCES);
         ASSERT_TRUE(sd_notify(false, "READY=1\nSTATUS=sandboxed") > 0);
+        ASSERT_EQ(ioctl(notify_fd, FIONREAD, &r), 0);
+        ASSERT_TRUE(r > 0);
+        ASSERT_FALSE(isatty(notify_fd)); /* TCGETS, answered ENOTTY */
         n = recv(notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
         ASSERT_TRUE(n > 0);
         buf[n] = '\0';

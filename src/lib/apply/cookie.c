@@ -182,8 +182,11 @@ static int agent_start(CookieApplier *a, Agent *ag) {
         k = pthread_attr_setstacksize(&attr, COOKIE_AGENT_STACK);
         if (k == 0) {
                 /* Signals are the event loop's business (signalfd): the agents
-                 * take none. The mask is inherited from the creating thread. */
+                 * take none, but SIGSYS, so that a system call the sandbox
+                 * refuses is named by its handler instead of killing us
+                 * silently. The mask is inherited from the creating thread. */
                 sigfillset(&all);
+                sigdelset(&all, SIGSYS);
                 pthread_sigmask(SIG_SETMASK, &all, &old);
                 k = pthread_create(&ag->thread, &attr, agent_main, ag);
                 pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -430,6 +430,8 @@ int plan_build(const PlanInputs *in, Plan **ret) {
         Builder b = { .in = in };
         Member *members = NULL;
         size_t n_members = 0;
+        _cleanup_free_ size_t *candidates = NULL; /* per class: policy indexes that can take it */
+        size_t n_candidates[_POLICY_CLASS_MAX] = {};
         Domain **domains = NULL;
         size_t *n_domains = NULL, *cursor = NULL;
         int *remap = NULL;
@@ -485,16 +487,34 @@ int plan_build(const PlanInputs *in, Plan **ret) {
         /* Cookies: the interlocks. */
         p->cookies_allowed = caps->core_sched.available && caps->smt_active && !caps->sched_ext_active;
 
-        /* Which policy places each task. */
+        /* Which policy places each task: the first in precedence order that
+         * is in force, places, and matches. Done per class over only the
+         * policies that can take that class, so a thousand policies cost a
+         * thread only the ones that could apply to it. */
+        candidates = calloc(MAX(ps->n, (size_t) 1) * _POLICY_CLASS_MAX, sizeof(size_t));
         members = calloc(MAX(in->n_tasks, (size_t) 1), sizeof(Member));
-        if (!members)
+        if (!members || !candidates)
                 return -ENOMEM;
-        for (size_t i = 0; i < in->n_tasks; i++) {
-                int pol;
+        for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
+                for (size_t i = 0; i < ps->n; i++) {
+                        const Policy *pol = ps->policies[i];
 
-                if (in->tasks[i].kernel_thread)
+                        if (in->in_force[i] && pol->enabled && pol->place.present &&
+                            (!pol->match.classes || (pol->match.classes & (1u << c))))
+                                candidates[c * ps->n + n_candidates[c]++] = i;
+                }
+        for (size_t i = 0; i < in->n_tasks; i++) {
+                const PolicyTask *task = &in->tasks[i].match;
+                int pol = -1;
+
+                if (in->tasks[i].kernel_thread || task->class < 0 || task->class >= _POLICY_CLASS_MAX)
                         continue;
-                pol = policy_set_select(ps, in->in_force, &in->tasks[i].match);
+                for (size_t j = 0; j < n_candidates[task->class] && pol < 0; j++) {
+                        size_t c = candidates[task->class * ps->n + j];
+
+                        if (policy_match_task(&ps->policies[c]->match, task))
+                                pol = (int) c;
+                }
                 if (pol < 0)
                         continue;
                 members[n_members++] = (Member) { .task = i, .policy = pol };

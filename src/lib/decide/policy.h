@@ -27,7 +27,7 @@
 
 /* Limits on what an outsider controls. Exceeding one is an error. */
 #define POLICY_FILE_SIZE_MAX   (64u * 1024u) /* bytes per policy file */
-#define POLICY_COUNT_MAX       256u          /* policies (files) per set */
+#define POLICY_COUNT_MAX       4096u         /* policies (files) per set */
 #define POLICY_RULES_MAX       64u           /* [match] patterns per policy, all keys together */
 #define POLICY_WHEN_MAX        16u           /* [when] lines per policy */
 #define POLICY_FEATURES_MAX    64u           /* [features] lines per policy */

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "sysload.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+
+#define SYSLOAD_TEXT_MAX (1024u * 1024u) /* thousands of CPUs, one line each */
+
+/* The line starting with key (at the start of a line), or NULL. */
+static const char *find_line(const char *text, size_t len, const char *key) {
+        size_t k = strlen(key);
+
+        for (const char *p = text; p && (size_t) (p - text) + k <= len;) {
+                if (strncmp(p, key, k) == 0)
+                        return p + k;
+                p = memchr(p, '\n', len - (size_t) (p - text));
+                if (p)
+                        p++;
+        }
+        return NULL;
+}
+
+int sysload_parse(const char *text, size_t len, SysLoad *ret) {
+        uint64_t v[8] = {};
+        const char *p, *end = text + len;
+        unsigned n = 0;
+
+        p = find_line(text, len, "cpu ");
+        if (!p)
+                return -EINVAL;
+        /* user nice system idle iowait irq softirq steal [guest guest_nice] */
+        while (n < ELEMENTSOF(v) && p < end) {
+                char *e;
+
+                while (p < end && *p == ' ')
+                        p++;
+                if (p >= end || *p < '0' || *p > '9')
+                        break;
+                errno = 0;
+                v[n] = strtoull(p, &e, 10);
+                if (errno || e > end)
+                        return -EINVAL;
+                p = e;
+                n++;
+        }
+        if (n < 4)
+                return -EINVAL;
+        *ret = (SysLoad) { .busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7] };
+        p = find_line(text, len, "ctxt ");
+        if (p && p < end && *p >= '0' && *p <= '9')
+                ret->ctxt = strtoull(p, NULL, 10);
+        return 0;
+}
+
+int sysload_read(const Root *root, SysLoad *ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int k;
+
+        k = root_read_file(root, "proc/stat", SYSLOAD_TEXT_MAX, &text, &len);
+        if (k < 0)
+                return k;
+        return sysload_parse(text, len, ret);
+}
+
+bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_t slack_ticks, long ticks_per_sec) {
+        uint64_t busy, own;
+
+        if (b->busy_ticks < a->busy_ticks || ticks_per_sec <= 0)
+                return false; /* counters went back: say busy, scan */
+        busy = b->busy_ticks - a->busy_ticks;
+        own = own_usec * (uint64_t) ticks_per_sec / 1000000u;
+        return busy <= own + slack_ticks;
+}

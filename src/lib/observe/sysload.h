@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* How busy the whole machine was between two readings of /proc/stat: the
+ * daemon's idle gate. When nothing but topod itself ran for a sample
+ * interval, no thread's class can have moved and no placement can be
+ * wrong, so the scan of every thread is skipped (process events still
+ * place new tasks, and a full scan still comes every rescan_interval).
+ * /proc/stat counts in clock ticks (USER_HZ): a thread that runs at all
+ * shows within a few intervals, since the tick charges whoever is on the
+ * CPU. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/root.h"
+
+typedef struct SysLoad {
+        uint64_t busy_ticks; /* user nice system irq softirq steal, all CPUs */
+        uint64_t ctxt;       /* context switches since boot */
+} SysLoad;
+
+/* The "cpu " and "ctxt" lines of /proc/stat. -EINVAL when missing. */
+int sysload_parse(const char *text, size_t len, SysLoad *ret);
+int sysload_read(const Root *root, SysLoad *ret);
+
+/* Did anything but ourselves run between a and b? own_usec: our own CPU
+ * time over the same span (getrusage), slack_ticks: what to forgive
+ * (tick rounding: one per CPU-second of the span is plenty). */
+bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_t slack_ticks, long ticks_per_sec);
