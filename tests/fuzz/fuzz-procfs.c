@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer entry point for every parser of /proc text and of proc-connector
- * datagrams: the first byte picks the parser, the rest is its input. Each
+/* libFuzzer entry point for every parser of /proc text (per task, and
+ * /proc/stat) and of proc-connector datagrams: the first byte picks the
+ * parser, the rest is its input. Each
  * parser gets a copy without a trailing NUL, so reading past the length is
  * caught by ASan. */
 
@@ -9,6 +10,7 @@
 
 #include "observe/events.h"
 #include "observe/procfs.h"
+#include "observe/sysload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -54,6 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (procfs_format_cmdline(buf, len, 4096, &s) >= 0)
                         free(s);
                 break;
+        case 6: {
+                SysLoad l;
+                (void) sysload_parse(buf, len, &l);
+                break;
+        }
         default: {
                 /* A datagram needs the netlink header's alignment. */
                 uint64_t *aligned = malloc(len ? len : 1);

@@ -11,6 +11,23 @@
 
 #define SYSLOAD_TEXT_MAX (1024u * 1024u) /* thousands of CPUs, one line each */
 
+/* A decimal number at *p, not past end; advances *p. -ERANGE on overflow. */
+static int parse_u64(const char **p, const char *end, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *q = *p;
+
+        if (q >= end || *q < '0' || *q > '9')
+                return -EINVAL;
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+                if (v > (UINT64_MAX - (uint64_t) (*q - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (*q - '0');
+        }
+        *p = q;
+        *ret = v;
+        return 0;
+}
+
 /* The line starting with key (at the start of a line), or NULL. */
 static const char *find_line(const char *text, size_t len, const char *key) {
         size_t k = strlen(key);
@@ -35,25 +52,18 @@ int sysload_parse(const char *text, size_t len, SysLoad *ret) {
                 return -EINVAL;
         /* user nice system idle iowait irq softirq steal [guest guest_nice] */
         while (n < ELEMENTSOF(v) && p < end) {
-                char *e;
-
                 while (p < end && *p == ' ')
                         p++;
-                if (p >= end || *p < '0' || *p > '9')
+                if (parse_u64(&p, end, &v[n]) < 0)
                         break;
-                errno = 0;
-                v[n] = strtoull(p, &e, 10);
-                if (errno || e > end)
-                        return -EINVAL;
-                p = e;
                 n++;
         }
         if (n < 4)
                 return -EINVAL;
         *ret = (SysLoad) { .busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7] };
         p = find_line(text, len, "ctxt ");
-        if (p && p < end && *p >= '0' && *p <= '9')
-                ret->ctxt = strtoull(p, NULL, 10);
+        if (p)
+                (void) parse_u64(&p, end, &ret->ctxt);
         return 0;
 }
 

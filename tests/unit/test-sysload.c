@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "observe/sysload.h"
+#include "tests.h"
+
+static void test_parse(void) {
+        static const char text[] = "cpu  100 5 50 9000 7 3 2 1 0 0\n"
+                                   "cpu0 50 2 25 4500 3 1 1 0 0 0\n"
+                                   "intr 1234 0 0\n"
+                                   "ctxt 987654\n"
+                                   "btime 1700000000\n";
+        SysLoad l;
+
+        /* no trailing NUL is read: the length decides */
+        ASSERT_OK(sysload_parse(text, strlen(text), &l));
+        ASSERT_EQ(l.busy_ticks, 100u + 5 + 50 + 3 + 2 + 1); /* user nice system irq softirq steal */
+        ASSERT_EQ(l.ctxt, 987654u);
+
+        /* an old kernel's four columns; no ctxt line */
+        ASSERT_OK(sysload_parse("cpu  1 2 3 4\n", 13, &l));
+        ASSERT_EQ(l.busy_ticks, 6u);
+        ASSERT_EQ(l.ctxt, 0u);
+
+        ASSERT_ERROR(sysload_parse("cpu0 1 2 3 4\n", 13, &l), EINVAL); /* no aggregate line */
+        ASSERT_ERROR(sysload_parse("cpu  1 2\n", 9, &l), EINVAL);
+        ASSERT_ERROR(sysload_parse("", 0, &l), EINVAL);
+        /* cut in the middle of a number: the cut decides */
+        ASSERT_OK(sysload_parse("cpu  10 20 30 40 55", 17, &l));
+        ASSERT_EQ(l.busy_ticks, 60u);
+        ASSERT_ERROR(sysload_parse("cpu  99999999999999999999 1 1 1\n", 33, &l), EINVAL);
+}
+
+static void test_idle(void) {
+        SysLoad a = { .busy_ticks = 1000 }, b = { .busy_ticks = 1003 };
+
+        /* 3 ticks at 100 Hz = 30 ms: all ours (30 ms) → idle */
+        ASSERT_TRUE(sysload_idle(&a, &b, 30000, 1, 100));
+        /* ours 10 ms, slack 1: 1 + 1 < 3 → busy */
+        ASSERT_FALSE(sysload_idle(&a, &b, 10000, 1, 100));
+        /* ours 20 ms + slack 1 = 3 → idle */
+        ASSERT_TRUE(sysload_idle(&a, &b, 20000, 1, 100));
+        /* counters going back (a reset, a bad read): busy, scan */
+        ASSERT_FALSE(sysload_idle(&b, &a, 0, 100, 100));
+        ASSERT_FALSE(sysload_idle(&a, &b, 0, 100, 0));
+}
+
+int main(void) {
+        RUN(test_parse);
+        RUN(test_idle);
+        return 0;
+}
