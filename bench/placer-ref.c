@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The reference placer, the floor topod is measured against: proc connector
+ * EXEC -> read /proc/<pid>/comm -> write the pid to <cgroup>/cgroup.procs
+ * -> (with -c) PR_SCHED_CORE_CREATE for it. Nothing else: no rules file,
+ * no scan of existing processes, no socket filter.
+ *
+ *   placer-ref -n COMM -g CGROUP-DIR [-c]
+ *
+ * Prints "placer-ref: ready" on stderr once subscribed, and its counts when
+ * stopped with SIGINT or SIGTERM. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef PR_SCHED_CORE
+#define PR_SCHED_CORE 62
+#endif
+#ifndef PR_SCHED_CORE_CREATE
+#define PR_SCHED_CORE_CREATE 1
+#endif
+
+static volatile sig_atomic_t stop;
+
+static void on_stop(int sig) {
+        (void) sig;
+        stop = 1;
+}
+
+static int mcast(int nl, enum proc_cn_mcast_op op) {
+        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(op))] __attribute__((aligned(NLMSG_ALIGNTO))) = {};
+        struct nlmsghdr *h = (struct nlmsghdr *) buf;
+        struct cn_msg *m = NLMSG_DATA(h);
+
+        h->nlmsg_len = NLMSG_LENGTH(sizeof(*m) + sizeof(op));
+        h->nlmsg_type = NLMSG_DONE;
+        m->id.idx = CN_IDX_PROC;
+        m->id.val = CN_VAL_PROC;
+        m->len = sizeof(op);
+        memcpy(m->data, &op, sizeof(op));
+        return send(nl, h, h->nlmsg_len, 0) < 0 ? -1 : 0;
+}
+
+int main(int argc, char *argv[]) {
+        const char *comm = NULL, *group = NULL;
+        char path[4096], buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+        unsigned long execs = 0, placed = 0, failed = 0, cookies = 0, lost = 0;
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
+        struct sigaction act = { .sa_handler = on_stop }; /* no SA_RESTART: recv returns EINTR */
+        bool cookie = false, cookie_said = false;
+        int c, nl, procs;
+
+        while ((c = getopt(argc, argv, "n:g:c")) >= 0)
+                switch (c) {
+                case 'n': comm = optarg; break;
+                case 'g': group = optarg; break;
+                case 'c': cookie = true; break;
+                default: goto usage;
+                }
+        if (!comm || !group || optind != argc) {
+usage:
+                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c]\n");
+                return 2;
+        }
+        snprintf(path, sizeof(path), "%s/cgroup.procs", group);
+        if ((procs = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+                fprintf(stderr, "placer-ref: %s: %m\n", path);
+                return 1;
+        }
+        sigaction(SIGINT, &act, NULL);
+        sigaction(SIGTERM, &act, NULL);
+
+        /* Subscribe: bind to the proc connector's group, then ask for events. */
+        nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+        if (nl < 0 || bind(nl, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                fprintf(stderr, "placer-ref: proc connector: %m\n");
+                return 1;
+        }
+        if (mcast(nl, PROC_CN_MCAST_LISTEN) < 0) {
+                fprintf(stderr, "placer-ref: PROC_CN_MCAST_LISTEN: %m\n");
+                return 1;
+        }
+        fprintf(stderr, "placer-ref: ready: %s -> %s%s\n", comm, group, cookie ? " + cookie" : "");
+
+        while (!stop) {
+                ssize_t n = recv(nl, buf, sizeof(buf), 0);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == ENOBUFS) { /* the socket overflowed: events are lost */
+                                lost++;
+                                continue;
+                        }
+                        fprintf(stderr, "placer-ref: recv: %m\n");
+                        return 1;
+                }
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+                        struct cn_msg *m = NLMSG_DATA(h);
+                        struct proc_event *ev = (struct proc_event *) m->data;
+                        char name[32], num[16];
+                        ssize_t k;
+                        int fd, len;
+                        pid_t pid;
+
+                        if (h->nlmsg_type != NLMSG_DONE || ev->what != PROC_EVENT_EXEC)
+                                continue;
+                        execs++;
+                        pid = ev->event_data.exec.process_tgid;
+                        snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+                        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                                continue; /* exited already */
+                        k = read(fd, name, sizeof(name) - 1);
+                        close(fd);
+                        if (k <= 0)
+                                continue;
+                        name[k] = '\0';
+                        name[strcspn(name, "\n")] = '\0';
+                        if (strcmp(name, comm) != 0)
+                                continue;
+                        len = snprintf(num, sizeof(num), "%d", (int) pid);
+                        if (write(procs, num, (size_t) len) != len) {
+                                if (errno != ESRCH) /* ESRCH: it exited meanwhile */
+                                        failed++;
+                                continue;
+                        }
+                        placed++;
+                        if (!cookie)
+                                continue;
+                        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, pid, 0 /* PIDTYPE_PID */, 0) == 0)
+                                cookies++;
+                        else if ((errno == EINVAL || errno == ENODEV) && !cookie_said) {
+                                /* EINVAL: no CONFIG_SCHED_CORE; ENODEV: no SMT */
+                                fprintf(stderr, "placer-ref: no cookies here (%s), cgroup only\n",
+                                        errno == EINVAL ? "kernel without core scheduling" : "SMT off");
+                                cookie_said = true;
+                        }
+                }
+        }
+        (void) mcast(nl, PROC_CN_MCAST_IGNORE);
+        fprintf(stderr, "placer-ref: %lu execs, %lu placed, %lu cookies, %lu failed, %lu overflows\n", execs, placed,
+                cookies, failed, lost);
+        return 0;
+}
