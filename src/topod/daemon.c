@@ -21,6 +21,7 @@
 #include "base/macro.h"
 #include "bus.h"
 #include "explain.h"
+#include "log.h"
 #include "observe/observe-print.h"
 #include "observe/sysload.h"
 #include "pipeline/pipeline.h"
@@ -32,6 +33,7 @@
 
 typedef struct Daemon {
         const DaemonArgs *args;
+        Log log;
         sd_event *event;
         sd_event_source *timer, *soon;
         Pipeline *p;
@@ -58,16 +60,10 @@ typedef struct Daemon {
         char *last_reload;       /* one line: when and how the last reload went */
 } Daemon;
 
-static void logf_(const char *fmt, ...) _printf_(1, 2);
-static void logf_(const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        fputs("topod: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-}
+#define log_error(d, ...) log_at(&(d)->log, LOG_ERR, __VA_ARGS__)
+#define log_warning(d, ...) log_at(&(d)->log, LOG_WARNING, __VA_ARGS__)
+#define log_notice(d, ...) log_at(&(d)->log, LOG_NOTICE, __VA_ARGS__)
+#define log_info(d, ...) log_at(&(d)->log, LOG_INFO, __VA_ARGS__)
 
 static Reconciler reconciler(const Daemon *d) {
         return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies };
@@ -83,15 +79,15 @@ static int pass(Daemon *d) {
         int k;
 
         if ((k = pipeline_sample(d->p, false)) < 0) {
-                logf_("scanning /proc failed: %s", strerror(-k));
+                log_error(d, "scanning /proc failed: %s", strerror(-k));
                 return k;
         }
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
-                logf_("planning failed: %s", strerror(-k));
+                log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }
         if (!d->paused && (k = reconcile_apply(&rc, plan, &r)) < 0) {
-                logf_("apply failed: %s", strerror(-k));
+                log_error(d, "apply failed: %s", strerror(-k));
                 return k;
         }
         d->passes++;
@@ -103,9 +99,12 @@ static int pass(Daemon *d) {
                 return 0;
         for (size_t i = 0; i < r->n; i++)
                 if (r->items[i].status == RECONCILE_FAILED && (d->passes == 1 || r->counts[RECONCILE_FAILED] != d->last_failed))
-                        logf_("%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "", r->items[i].reason ? " " : "",
+                        log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "", r->items[i].reason ? " " : "",
                               r->items[i].error ? strerror(-r->items[i].error) : "");
         d->last_failed = r->counts[RECONCILE_FAILED];
+        log_at(&d->log, LOG_DEBUG, "pass %u: %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64 " us",
+               d->passes, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
+               r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
                           d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);
@@ -114,7 +113,7 @@ static int pass(Daemon *d) {
         if (!d->ready) {
                 d->ready = true;
                 (void) sd_notify(false, "READY=1");
-                logf_("ready: %zu tasks managed in %zu groups", d->plan->n_tasks, d->plan->n_groups);
+                log_info(d, "ready: %zu tasks managed in %zu groups", d->plan->n_tasks, d->plan->n_groups);
         }
         return 0;
 }
@@ -193,9 +192,16 @@ static int on_term(sd_event_source *s, const struct signalfd_siginfo *si, void *
         Daemon *d = userdata;
 
         (void) s;
-        logf_("%s: stopping", strsignal((int) si->ssi_signo));
+        log_info(d, "%s: stopping", strsignal((int) si->ssi_signo));
         (void) sd_notify(false, "STOPPING=1");
         return sd_event_exit(d->event, 0);
+}
+
+static void log_diagnostics(const Daemon *d, const Diagnostics *dg) {
+        for (size_t i = 0; i < dg->n; i++)
+                log_at(&d->log, dg->items[i].severity == DIAG_ERROR ? LOG_ERR : LOG_WARNING, "%s:%u: %s: %s",
+                       dg->items[i].file, dg->items[i].line, dg->items[i].severity == DIAG_ERROR ? "error" : "warning",
+                       dg->items[i].message);
 }
 
 static void print_diagnostics(FILE *f, const Diagnostics *dg) {
@@ -229,7 +235,14 @@ static int reload(Daemon *d, char **ret_messages) {
                         fprintf(f, "reloaded: %zu policies\n", d->p->policies->n);
                 fclose(f);
         }
-        fputs(text ?: "", stderr);
+        log_diagnostics(d, dg);
+        if (k < 0)
+                log_error(d, "reload refused (%s): the running policy stays in force",
+                          k == -EINVAL ? "errors above" : strerror(-k));
+        else {
+                log_set_config_level(&d->log, (int) d->p->config->log_level);
+                log_info(d, "reloaded: %zu policies", d->p->policies->n);
+        }
         d->reloads++;
         free(d->last_reload);
         if (k < 0) {
@@ -261,10 +274,10 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
         if (journal_is_empty(d->journal))
                 return 0;
         if ((k = reconcile_restore(&rc, &r)) < 0) {
-                logf_("%s: restore failed: %s", why, strerror(-k));
+                log_error(d, "%s: restore failed: %s", why, strerror(-k));
                 return k;
         }
-        logf_("%s: restored (%u done, %u failed)", why, r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
+        log_info(d, "%s: restored (%u done, %u failed)", why, r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
         if (journal_is_empty(d->journal))
                 (void) journal_remove(d->state_dir);
         if (ret)
@@ -275,7 +288,8 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
 /* Say once, at start, what this kernel will not let topod do and what it
  * does instead: an operator reading the log should not have to guess why
  * no cookie or cgroup ever appears. */
-static void log_limits(const KernelCaps *c) {
+static void log_limits(const Daemon *d) {
+        const KernelCaps *c = d->p->caps;
         static const struct {
                 const char *name;
                 size_t offset;
@@ -291,10 +305,10 @@ static void log_limits(const KernelCaps *c) {
                 const CapStatus *cs = (const CapStatus *) ((const char *) c + rows[i].offset);
 
                 if (!cs->available)
-                        logf_("%s: %s; %s", rows[i].name, cs->reason ?: "unavailable", rows[i].consequence);
+                        log_notice(d, "%s: %s; %s", rows[i].name, cs->reason ?: "unavailable", rows[i].consequence);
         }
         if (c->sched_ext_active)
-                logf_("a sched_ext scheduler (%s) is running: no cookies (core scheduling with sched_ext is reported to hang hosts)",
+                log_notice(d, "a sched_ext scheduler (%s) is running: no cookies (core scheduling with sched_ext is reported to hang hosts)",
                       c->sched_ext_ops ?: "unnamed");
 }
 
@@ -466,7 +480,7 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
         case BUS_METHOD_RESET: {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
 
-                logf_("reset asked by pid %d: restoring and pausing until a reload", (int) call->peer_pid);
+                log_notice(d, "reset asked by pid %d: restoring and pausing until a reload", (int) call->peer_pid);
                 d->paused = true;
                 k = restore_all(d, "reset", &r);
                 if (k >= 0 && !r) {
@@ -510,15 +524,15 @@ static void sandbox(const Daemon *d) {
         int k;
 
         if (level == SANDBOX_OFF) {
-                logf_("seccomp = off: no system call filter");
+                log_notice(d, "seccomp = off: no system call filter");
                 return;
         }
         k = sandbox_install(level, &why);
         if (k < 0)
-                logf_("seccomp = %s: the filter could not be installed (%s); going on WITHOUT it",
+                log_error(d, "seccomp = %s: the filter could not be installed (%s); going on WITHOUT it",
                       sandbox_level_to_string(level), why ?: strerror(-k));
         else
-                logf_("seccomp = %s: %zu system calls allowed", sandbox_level_to_string(level), sandbox_allowed_count());
+                log_info(d, "seccomp = %s: %zu system calls allowed", sandbox_level_to_string(level), sandbox_allowed_count());
 }
 
 int topod_run(const DaemonArgs *a) {
@@ -526,6 +540,8 @@ int topod_run(const DaemonArgs *a) {
         _cleanup_free_ char *reason = NULL, *socket_path = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
         Daemon d = { .args = a, .started_usec = pipeline_now_usec() };
+
+        log_open(&d.log, a->log_level);
         sigset_t mask;
         bool found = false;
         int k, r = EXIT_FAILURE;
@@ -542,14 +558,15 @@ int topod_run(const DaemonArgs *a) {
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, dg, &d.p, &reason);
-        print_diagnostics(stderr, dg);
+        log_diagnostics(&d, dg);
         if (k < 0) {
-                logf_("%s", reason ?: strerror(-k));
+                log_error(&d, "%s", reason ?: strerror(-k));
                 return EXIT_FAILURE;
         }
-        log_limits(d.p->caps);
+        log_set_config_level(&d.log, (int) d.p->config->log_level);
+        log_limits(&d);
         if (!d.p->events)
-                logf_("proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
+                log_warning(&d, "proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
                       strerror(-d.p->events_error), d.p->config->sample_interval_usec / 1000);
         if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found) < 0 ||
             restore_state_dir(a->state_dir, d.p->root, &d.state_dir) < 0)
@@ -577,30 +594,30 @@ int topod_run(const DaemonArgs *a) {
              * loop stuck in a pass stops the pings and systemd restarts us
              * (the journal then restores). A no-op without WatchdogSec=. */
             (k = sd_event_set_watchdog(d.event, true)) < 0) {
-                logf_("cannot set up the event loop: %s", strerror(k < 0 ? -k : errno));
+                log_error(&d, "cannot set up the event loop: %s", strerror(k < 0 ? -k : errno));
                 goto finish;
         }
         if (d.p->events &&
             (k = sd_event_add_io(d.event, NULL, proc_events_fd(d.p->events), EPOLLIN, on_events, &d)) < 0) {
-                logf_("cannot watch the proc connector: %s", strerror(-k));
+                log_error(&d, "cannot watch the proc connector: %s", strerror(-k));
                 goto finish;
         }
         if (asprintf(&socket_path, "%s/" BUS_SOCKET_NAME, d.state_dir) < 0)
                 goto finish;
         if ((k = bus_server_new(d.event, socket_path, on_call, &d, &d.bus)) < 0) {
-                logf_("cannot listen on %s: %s", socket_path, strerror(-k));
+                log_error(&d, "cannot listen on %s: %s", socket_path, strerror(-k));
                 goto finish;
         }
         sandbox(&d);
         k = sd_event_loop(d.event);
         if (k < 0)
-                logf_("event loop failed: %s", strerror(-k));
+                log_error(&d, "event loop failed: %s", strerror(-k));
         /* No calls while restoring: they would see a half-restored machine. */
         d.bus = bus_server_free(d.bus);
         if (d.p->config->restore_on_exit)
                 (void) restore_all(&d, "stopping", NULL);
         else
-                logf_("restore_on_exit = no: changes stay; 'topoctl reset' puts them back");
+                log_notice(&d, "restore_on_exit = no: changes stay; 'topoctl reset' puts them back");
         r = k < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 finish:
         bus_server_free(d.bus);

@@ -9,6 +9,7 @@
 
 typedef struct DaemonArgs {
         const char *root, *config, *policies, *state_dir;
+        int log_level; /* syslog priority from --log-level; -1: topod.conf's */
 } DaemonArgs;
 
 int topod_run(const DaemonArgs *a);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* topod: topology-aware cgroup and core-scheduling policy manager.
  *
- * Today this runs observe and decide once (--oneshot --dry-run): it loads
- * the topology, probes the kernel, scans and classifies the tasks, and
- * prints the plan. The apply stage and the event loop build on it. */
+ * The options pick one of: the daemon (daemon.c: the event loop, the bus,
+ * the sandbox), one pass (--oneshot, with --dry-run only printing the
+ * plan), a restore from the journal (--restore), or a check of the
+ * configuration (--check). */
 
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,7 @@
 #include "base/root.h"
 #include "check.h"
 #include "daemon.h"
+#include "log.h"
 #include "restore.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
@@ -43,7 +45,8 @@ static void help(void) {
                "      --oneshot    Run the pipeline once and exit\n"
                "      --dry-run    Change nothing; print what was observed and decided\n"
                "      --restore    Put back what the journal recorded, then exit\n"
-               "      --state-dir DIR  Where the journal lives (default run/topod below the root)\n"
+               "      --state-dir DIR  Where the journal and the socket live (default run/topod below the root)\n"
+               "      --log-level LEVEL  err, warning, notice, info or debug (default: topod.conf's log_level)\n"
                "      --json       With --dry-run or --check: print JSON\n"
                "      --samples N  With --oneshot: watch N sample intervals first (classes)\n"
                "      --config FILE  topod.conf (default /etc/topod/topod.conf below the root)\n"
@@ -171,7 +174,7 @@ static int run_oneshot(const OneshotArgs *a) {
 int main(int argc, char *argv[]) {
         enum { ARG_ROOT = 0x100, ARG_ONESHOT, ARG_DRY_RUN, ARG_JSON, ARG_VERSION, ARG_CHECK, ARG_STRICT, ARG_OFFLINE,
                ARG_SAMPLES, ARG_CONFIG, ARG_POLICIES,
-               ARG_RESTORE, ARG_STATE_DIR };
+               ARG_RESTORE, ARG_STATE_DIR, ARG_LOG_LEVEL };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -187,11 +190,13 @@ int main(int argc, char *argv[]) {
                 { "policies", required_argument, NULL, ARG_POLICIES },
                 { "restore", no_argument, NULL, ARG_RESTORE },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {},
         };
         const char *root = NULL, *config = NULL, *policies = NULL, *state_dir = NULL;
         bool restore = false;
         unsigned samples = 0;
+        int log_level = -1;
         bool oneshot = false, dry_run = false, json = false, check = false, strict = false, offline = false;
         int c;
 
@@ -253,6 +258,11 @@ int main(int argc, char *argv[]) {
                 case ARG_STATE_DIR:
                         state_dir = optarg;
                         break;
+                case ARG_LOG_LEVEL:
+                        log_level = log_level_from_string(optarg);
+                        if (log_level < 0)
+                                return usage_error("--log-level takes err, warning, notice, info or debug");
+                        break;
                 default:
                         return usage_error("unknown option or missing argument");
                 }
@@ -269,7 +279,8 @@ int main(int argc, char *argv[]) {
                 if (restore)
                         return topoctl_restore(a.root, a.state_dir, a.json);
                 if (!oneshot) {
-                        DaemonArgs da = { .root = root, .config = config, .policies = policies, .state_dir = state_dir };
+                        DaemonArgs da = { .root = root, .config = config, .policies = policies, .state_dir = state_dir,
+                                          .log_level = log_level };
 
                         if (dry_run || json || samples)
                                 return usage_error("--dry-run, --json and --samples go with --oneshot");
