@@ -14,8 +14,8 @@ allow-list). Over the private bus socket:
     topoctl reload exits non-zero with file:line, and explain shows the old
     placement still in force;
   - topoctl reset restores and pauses; reload resumes;
-  - READY=1, STATUS=, RELOADING=1 with MONOTONIC_USEC then READY=1, and
-    STOPPING=1 reach the notify socket.
+  - READY=1, STATUS=, RELOADING=1 with MONOTONIC_USEC then READY=1,
+    STOPPING=1, and (WATCHDOG_USEC set) WATCHDOG=1 reach the notify socket.
 
 Exit 0 pass, 1 fail, 77 skip."""
 
@@ -41,7 +41,7 @@ PIDS = "C1=$(sed -n 's/^c1=//p' /tmp/pids); PP=$(sed -n 's/^pp=//p' /tmp/pids); 
 # Up: the listener, then topod; wait (60 s at most: TCG) for the ping-pong
 # pair to be placed and one of its threads classified latency.
 UP = ("notifylisten /run/notify.sock 600 > /tmp/notify.log 2>&1 & sleep 0.2; "
-      "NOTIFY_SOCKET=/run/notify.sock topod " + CONF + " >> /tmp/topod.log 2>&1 & echo $! > /tmp/topod.pid; "
+      "NOTIFY_SOCKET=/run/notify.sock WATCHDOG_USEC=2000000 topod " + CONF + " >> /tmp/topod.log 2>&1 & echo $! > /tmp/topod.pid; "
       + PIDS +
       "for i in $(seq 600); do grep -q topod.slice /proc/$PP/cgroup && "
       "topoctl explain $PP --json 2>/dev/null | grep -q '\"class\": \"latency\"' && exit 0; sleep 0.1; done; exit 1")
@@ -189,6 +189,8 @@ def test(args):
     c.true(len(reloading) >= 3 and all(any(j > i for j in ready) for i in reloading),
            "every reload: RELOADING=1 + MONOTONIC_USEC, then READY=1", str(msgs[:20]))
     c.true(any("STOPPING=1" in m for m in msgs), "NOTIFY_SOCKET got STOPPING=1")
+    c.true(sum("WATCHDOG=1" in m for m in msgs) >= 3, "WATCHDOG_USEC set: the loop pings WATCHDOG=1",
+           str(sum("WATCHDOG=1" in m for m in msgs)))
     c.true("seccomp: refused" not in log, "no syscall refused by the sandbox", log[-800:])
 
     if c.failed:
