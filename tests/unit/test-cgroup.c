@@ -815,6 +815,105 @@ static void test_bad_inputs(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* The fast path's moves: into groups that exist, the originals recorded
+ * for one commit between the two steps. */
+static void test_fast_moves(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        CgroupMove m[6];
+        unsigned writes;
+        int k;
+
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+        ASSERT_OK(journal_commit(j));
+        add_task(300, 300, 3000, "/user.slice");
+        add_task(301, 301, 3010, "/user.slice");
+        add_task(400, 400, 4000, "/topod.slice/node0/llc0");
+        add_task(600, 600, 6000, "/system.slice/a.service");
+        m[0] = (CgroupMove) { .tgid = 300, .group = "node0/llc0" };                      /* learns its start */
+        m[1] = (CgroupMove) { .tgid = 301, .start_time = 9, .group = "node0/llc0" };     /* another process now */
+        m[2] = (CgroupMove) { .tgid = 400, .group = "node0/llc0" };                      /* already there */
+        m[3] = (CgroupMove) { .tgid = 500, .group = "node0/llc0" };                      /* gone */
+        m[4] = (CgroupMove) { .tgid = 300, .group = "../x" };                            /* not below the root */
+        m[5] = (CgroupMove) { .tgid = 600, .start_time = 6000, .group = "node0/llc1" };
+
+        ASSERT_OK(cgroup_report_new(&r2));
+        k = cgroup_move_prepare(&env, p->cgroup_root, m, 6, j, r2);
+        ASSERT_EQ(k, 1); /* the bad path; pending moves are not counted */
+        ASSERT_EQ(m[0].start_time, 3000);
+        ASSERT_TRUE(m[0].pending && m[0].recorded);
+        ASSERT_FALSE(m[1].pending);
+        ASSERT_EQ(r2->items[m[1].item].outcome, CGROUP_VANISHED);
+        ASSERT_EQ(r2->items[m[2].item].outcome, CGROUP_ALREADY);
+        ASSERT_EQ(r2->items[m[3].item].outcome, CGROUP_VANISHED);
+        ASSERT_EQ(r2->items[m[4].item].outcome, CGROUP_FAILED);
+        ASSERT_TRUE(m[5].pending);
+        /* Recorded, not committed: the caller commits once. Nothing moved yet. */
+        ASSERT_TRUE(j->dirty);
+        ASSERT_STREQ(journal_get_task(j, 300, 3000)->cgroup, "/user.slice");
+        ASSERT_STREQ(task_cgroup(300), "/user.slice");
+        ASSERT_OK(journal_commit_append(j));
+
+        fake.kill_on_move = 600; /* exits as its write lands */
+        writes = fake.n_writes;
+        ASSERT_EQ(cgroup_move_finish(&env, m, 6, j, 0, r2), 1);
+        ASSERT_EQ(fake.n_writes, writes + 2);
+        ASSERT_STREQ(task_cgroup(300), "/topod.slice/node0/llc0");
+        ASSERT_EQ(r2->items[m[0].item].outcome, CGROUP_DONE);
+        ASSERT_TRUE(r2->items[m[0].item].journaled);
+        ASSERT_STREQ(r2->items[m[0].item].from, "/user.slice");
+        ASSERT_EQ(r2->items[m[5].item].outcome, CGROUP_VANISHED);
+        /* Its original is moot now, and forgotten (committed later). */
+        ASSERT_NULL(journal_get_task(j, 600, 6000));
+        ASSERT_TRUE(j->dirty);
+        for (size_t i = 0; i < 6; i++)
+                ASSERT_TRUE(m[i].ref.pidfd < 0 && m[i].ref.procfd < 0);
+
+        /* The journal could not be committed: nothing moves, nothing stays recorded. */
+        add_task(700, 700, 7000, "/user.slice");
+        m[0] = (CgroupMove) { .tgid = 700, .group = "node0/llc1" };
+        cgroup_report_free(TAKE_PTR(r2));
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_move_prepare(&env, p->cgroup_root, m, 1, j, r2), 0);
+        ASSERT_TRUE(m[0].pending);
+        ASSERT_EQ(cgroup_move_finish(&env, m, 1, j, -EROFS, r2), 1);
+        ASSERT_EQ(r2->items[0].outcome, CGROUP_FAILED);
+        ASSERT_EQ(r2->items[0].error, -EROFS);
+        ASSERT_STREQ(task_cgroup(700), "/user.slice");
+        ASSERT_NULL(journal_get_task(j, 700, 7000));
+        teardown(TAKE_PTR(root));
+}
+
+/* Originals of processes that exited are forgotten; the living stay. */
+static void test_journal_prune(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        CgroupEnv env = env_for(root);
+
+        standard_tasks();
+        add_task(300, 300, 3000, "/topod.slice/node0/llc0");
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(journal_record_task(j, 100, 1000, "/system.slice/a.service"), 1); /* planned */
+        ASSERT_EQ(journal_record_task(j, 300, 3000, "/user.slice"), 1);             /* alive, not planned */
+        ASSERT_EQ(journal_record_task(j, 999, 9990, "/user.slice"), 1);             /* gone */
+        ASSERT_EQ(journal_record_task(j, 201, 5, "/user.slice"), 1);                /* its tid is another's now */
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
+        ASSERT_EQ(cgroup_journal_prune(&env, p, j), 2);
+        ASSERT_EQ(j->n_tasks, 2);
+        ASSERT_TRUE(journal_get_task(j, 100, 1000) != NULL);
+        ASSERT_TRUE(journal_get_task(j, 300, 3000) != NULL);
+        ASSERT_EQ(j->n_cgroups, 1);
+        ASSERT_EQ(cgroup_journal_prune(&env, p, j), 0);
+        teardown(TAKE_PTR(root));
+}
+
 int main(void) {
         RUN(test_parse_proc_cgroup);
         RUN(test_plan_processes);
@@ -826,5 +925,7 @@ int main(void) {
         RUN(test_internal_process);
         RUN(test_restore_nearest_ancestor);
         RUN(test_bad_inputs);
+        RUN(test_fast_moves);
+        RUN(test_journal_prune);
         return 0;
 }

@@ -280,6 +280,69 @@ static void test_kernel_only_while_matched(void) {
         }
 }
 
+/* A group whose tasks left stays in the next plan when the plan in force is
+ * kept (same policies), empty; not without it, nor for a policy no longer in
+ * force. */
+static void test_keep_groups(void) {
+        static const char A[] = "[policy]\nname = a\n[match]\ncomm = a\n[place]\ngroup = ga\ncpus = llc\nspread = spread\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 [numa] l3:2 core:2 pu:1" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(plan_freep) Plan *first = NULL;
+        IniSource ini = { "a.ini", A, sizeof(A) - 1 };
+        PlanTaskInput tasks[2] = {
+                { .tid = 10, .tgid = 10, .match = { .comm = "a" } },
+                { .tid = 11, .tgid = 11, .match = { .comm = "a" } },
+        };
+        KernelCaps caps = {};
+        bool in_force[1] = { true };
+        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = tasks, .n_tasks = 2 };
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        config->hierarchy = CONFIG_HIERARCHY_FLAT;
+        ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
+        in.topology = t;
+        in.config = config;
+        in.policies = ps;
+        ASSERT_OK(plan_build(&in, &first));
+        ASSERT_EQ(first->n_groups, 2); /* spread: one process per LLC */
+
+        in.n_tasks = 0; /* both processes exited */
+        {
+                _cleanup_(plan_freep) Plan *p = NULL;
+                ASSERT_OK(plan_build(&in, &p));
+                ASSERT_EQ(p->n_groups, 0);
+        }
+        in.keep = first;
+        {
+                _cleanup_(plan_freep) Plan *p = NULL;
+                _cleanup_free_ char *a = NULL, *b = NULL;
+
+                ASSERT_OK(plan_build(&in, &p));
+                ASSERT_EQ(p->n_groups, 2);
+                ASSERT_STREQ(p->groups[0].path, first->groups[0].path);
+                ASSERT_EQ(p->groups[0].n_tasks, 0);
+                ASSERT_TRUE(bitmap_equal(p->groups[1].cpus, first->groups[1].cpus));
+                /* pure: the same inputs, the same plan */
+                a = render(p, ps);
+                {
+                        _cleanup_(plan_freep) Plan *q = NULL;
+                        ASSERT_OK(plan_build(&in, &q));
+                        b = render(q, ps);
+                }
+                ASSERT_STREQ(a, b);
+        }
+        in_force[0] = false;
+        {
+                _cleanup_(plan_freep) Plan *p = NULL;
+                ASSERT_OK(plan_build(&in, &p));
+                ASSERT_EQ(p->n_groups, 0);
+        }
+}
+
 /* A group named like an inner directory of the nested tree is refused,
  * never merged into it. */
 static void test_path_clash(void) {
@@ -321,6 +384,7 @@ static void test_path_clash(void) {
 
 int main(void) {
         RUN(test_path_clash);
+        RUN(test_keep_groups);
         RUN(test_kernel_only_while_matched);
         RUN(test_golden_plans);
         RUN(test_facts);

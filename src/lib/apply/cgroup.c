@@ -890,8 +890,12 @@ static int leader_start_time(const CgroupEnv *env, const PlanTask *t, uint64_t *
 }
 
 /* Write tid to cg's cgroup.procs and check: the item's outcome. ref is the
- * thread written. *ret_written: the kernel took the write (may be NULL). */
-static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, bool *ret_written) {
+ * thread written. *ret_written: the kernel took the write (may be NULL).
+ * read_back: also check proc/<tid>/cgroup names cg now (the fast path
+ * leaves that to the next pass: a write the kernel took, to a thread alive
+ * throughout, moved it). */
+static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, bool read_back,
+                    bool *ret_written) {
         _cleanup_free_ char *after = NULL;
         char num[16];
         int k;
@@ -911,6 +915,8 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
                 return item_ok(it, CGROUP_VANISHED);
         if (k < 0)
                 return item_fail(it, k, "moved, but whether the task lives could not be told");
+        if (!read_back)
+                return item_ok(it, CGROUP_DONE);
         k = read_task_cgroup(env, ref->tid, &after);
         if (k == -ESRCH)
                 return item_ok(it, CGROUP_VANISHED);
@@ -1038,7 +1044,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         item_fail(it, k, "cannot take a handle on the task");
                 else {
                         it->pid = t->tid;
-                        k = move_one(&env, it, &ref, it->path, &written);
+                        k = move_one(&env, it, &ref, it->path, true, &written);
                         pidref_done(&ref);
                         if (k == -ENOMEM)
                                 goto finish;
@@ -1071,6 +1077,216 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
         if (b < 0)
                 return b;
         return a + b;
+}
+
+/* ---- the fast path -------------------------------------------------------- */
+
+static void moves_release(CgroupMove *moves, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                pidref_done(&moves[i].ref);
+                moves[i].pending = false;
+        }
+}
+
+/* A handle on the thread that holds tid now, and its start time:
+ * pidref_acquire() with the start time read under the handle instead of
+ * compared with one known before (the fast path knows the pid from an
+ * event, not from a scan, and this spares it a second read of the stat
+ * file, the costliest read of a new process). The pidfd (or the thread's
+ * proc directory) pins the thread before its start time is read, so the
+ * time read is its own — or it exited meanwhile and pidref_alive() says so
+ * after the write. (A candidate for pidref.c: pidref_acquire_current().) */
+static int acquire_current(const CgroupEnv *env, pid_t tid, PidRef *ret) {
+        _cleanup_close_ int pidfd = -EBADF, procfd = -EBADF;
+        uint64_t st;
+        int k;
+
+        if (tid <= 0)
+                return -EINVAL;
+        if (env->pidref->pidfd_open) {
+                k = env->pidref->pidfd_open(tid, env->pidref->userdata);
+                if (k >= 0)
+                        pidfd = k;
+                else if (k == -ESRCH)
+                        return -ESRCH;
+                else if (k != -EINVAL && k != -ENOSYS)
+                        return k;
+        }
+        if (pidfd < 0) {
+                char rel[64];
+
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d", (int) tid, (int) tid);
+                procfd = root_openat(env->root, rel, O_RDONLY | O_DIRECTORY);
+                if (procfd == -ENOENT || procfd == -ESRCH)
+                        return -ESRCH;
+                if (procfd < 0)
+                        return procfd;
+        }
+        k = pidref_read_start_time(env->root, procfd, tid, &st);
+        if (k < 0)
+                return k;
+        *ret = (PidRef) { .tid = tid, .start_time = st, .pidfd = TAKE_FD(pidfd), .procfd = TAKE_FD(procfd) };
+        return 0;
+}
+
+int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
+                        CgroupReport *r) {
+        size_t failed = 0;
+        CgroupEnv env;
+        int k;
+
+        for (size_t i = 0; i < n; i++) {
+                moves[i].item = SIZE_MAX;
+                moves[i].pending = moves[i].recorded = false;
+                moves[i].ref = PIDREF_NULL;
+        }
+        k = env_check(env_in, NULL, &env);
+        if (k < 0)
+                return k;
+        if (!root_path_valid(cgroup_root))
+                return -EINVAL;
+
+        for (size_t i = 0; i < n; i++) {
+                CgroupMove *m = &moves[i];
+                _cleanup_free_ char *cg = NULL, *now = NULL;
+                CgroupResult *it;
+
+                if (cg_join(cgroup_root, m->group ?: "", &cg) < 0 || !(it = item_new(r, CGROUP_ITEM_MOVE, cg, NULL)))
+                        return -ENOMEM;
+                m->item = r->n - 1;
+                it->tgid = it->pid = m->tgid;
+                if (!m->group || !rel_path_valid(m->group)) {
+                        item_fail(it, -EINVAL, "not a cgroup path below topod's root");
+                        continue;
+                }
+                /* The handle is held until the write is checked: the thread
+                 * alive then held its tid throughout, so the cgroup read here
+                 * (the original journaled) was its own. */
+                if (m->start_time == 0) {
+                        k = acquire_current(&env, m->tgid, &m->ref);
+                        if (k >= 0)
+                                m->start_time = m->ref.start_time;
+                } else
+                        k = pidref_acquire(env.root, env.pidref, m->tgid, m->start_time, &m->ref);
+                if (k == -ESRCH) {
+                        item_ok(it, CGROUP_VANISHED);
+                        continue;
+                }
+                if (k < 0) {
+                        item_fail(it, k, "cannot take a handle on the task");
+                        continue;
+                }
+                k = read_task_cgroup(&env, m->tgid, &now);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0) {
+                        pidref_done(&m->ref);
+                        if (k == -ESRCH)
+                                item_ok(it, CGROUP_VANISHED);
+                        else
+                                item_fail(it, k, "cannot read where the task is");
+                        continue;
+                }
+                set_str(&it->from, now);
+                if (streq(now, cg)) {
+                        pidref_done(&m->ref);
+                        item_ok(it, CGROUP_ALREADY);
+                        continue;
+                }
+                if (journal && !cgroup_path_is_below(now, cgroup_root)) {
+                        k = journal_record_task(journal, m->tgid, m->start_time, now);
+                        if (k == -ENOMEM)
+                                return k;
+                        if (k < 0) {
+                                pidref_done(&m->ref);
+                                item_fail(it, k, "the original cgroup could not be journaled: not moved");
+                                continue;
+                        }
+                        m->recorded = k > 0;
+                        it->journaled = true;
+                }
+                m->pending = true;
+        }
+        /* Pending items read "failed" until written: not counted. */
+        for (size_t i = 0; i < n; i++)
+                failed += !moves[i].pending && moves[i].item < r->n && r->items[moves[i].item].outcome == CGROUP_FAILED;
+        return (int) MIN(failed, (size_t) INT32_MAX);
+}
+
+int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Journal *journal, int journal_error,
+                       CgroupReport *r) {
+        size_t failed = 0;
+        bool pending = false;
+        CgroupEnv env;
+        int k;
+
+        for (size_t i = 0; i < n; i++)
+                pending = pending || moves[i].pending;
+        if (!pending) {
+                moves_release(moves, n);
+                goto count;
+        }
+        k = env_check(env_in, NULL, &env);
+        if (k < 0)
+                journal_error = k; /* cannot happen after a prepare that left moves pending */
+
+        for (size_t i = 0; i < n; i++) {
+                CgroupMove *m = &moves[i];
+                CgroupResult *it;
+                bool written = false;
+
+                if (!m->pending) {
+                        pidref_done(&m->ref);
+                        continue;
+                }
+                it = &r->items[m->item];
+                if (journal_error < 0) {
+                        it->journaled = false;
+                        item_fail(it, journal_error, "the journal could not be committed: not moved");
+                } else {
+                        k = move_one(&env, it, &m->ref, it->path, false, &written);
+                        if (k == -ENOMEM) {
+                                moves_release(moves, n);
+                                return k;
+                        }
+                }
+                pidref_done(&m->ref);
+                m->pending = false;
+                /* Recorded for a process that did not move: moot. */
+                if (m->recorded && !written) {
+                        (void) journal_forget_task(journal, m->tgid, m->start_time);
+                        it->journaled = false;
+                }
+        }
+count:
+        for (size_t i = 0; i < n; i++)
+                if (moves[i].item < r->n && r->items[moves[i].item].outcome == CGROUP_FAILED)
+                        failed++;
+        return (int) MIN(failed, (size_t) INT32_MAX);
+}
+
+int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal) {
+        int n = 0;
+
+        if (!journal)
+                return 0;
+        /* Backwards: forgetting entry i keeps the ones before it in place. */
+        for (size_t i = journal->n_tasks; i > 0; i--) {
+                const JournalTask *jt = &journal->tasks[i - 1];
+                const PlanTask *pt = plan ? plan_find_task(plan, jt->tid) : NULL;
+                uint64_t st;
+                int k;
+
+                if (pt && pt->start_time == jt->start_time)
+                        continue; /* planned now: alive at the last scan, checked by its move */
+                k = pidref_read_start_time(env->root, -1, jt->tid, &st);
+                /* Gone, or its number names another process now. Anything
+                 * else (EACCES, EMFILE) keeps the entry. */
+                if ((k == -ESRCH || (k >= 0 && st != jt->start_time)) &&
+                    journal_forget_task(journal, jt->tid, jt->start_time) > 0)
+                        n++;
+        }
+        return n;
 }
 
 /* ---- restore ------------------------------------------------------------ */
@@ -1150,7 +1366,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
                 (void) journal_forget_task(j, tid, st);
                 return 0;
         }
-        k = move_one(env, it, &ref, dest, NULL);
+        k = move_one(env, it, &ref, dest, true, NULL);
         pidref_done(&ref);
         if (k == -ENOMEM)
                 return k;
@@ -1225,7 +1441,7 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                         item_fail(it, k, "cannot take a handle on the task");
                         continue;
                 }
-                k = move_one(env, it, &ref, dest, NULL);
+                k = move_one(env, it, &ref, dest, true, NULL);
                 pidref_done(&ref);
                 if (k == -ENOMEM)
                         return k;

@@ -230,3 +230,57 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
  * (their entries stay), or a negative errno when it could not run or the
  * journal could not be committed (the report holds what was done). */
 int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report);
+
+/* ── The fast path: a few processes into groups that exist ──
+ *
+ * For the processes topod places between two passes (decide/place.h): into
+ * leaf groups of the last plan, which the last reconcile created. Nothing of
+ * the tree is created or written here; a group that has gone fails the move
+ * (ENOENT) and the next pass rebuilds it. Two steps around ONE journal
+ * commit for a whole batch:
+ *   cgroup_move_prepare  takes a handle on each process's main thread
+ *                        (tgid + start time, as for the plan's moves), reads
+ *                        where it is, and records the original cgroup of
+ *                        each one that will move (not committed);
+ *   (the caller records anything else, such as cookies, and commits once)
+ *   cgroup_move_finish   writes each tgid to its group's cgroup.procs and
+ *                        lets go of the handles. A move is done when the
+ *                        kernel took the write and the thread lived
+ *                        throughout; the read-back of proc/<pid>/cgroup is
+ *                        left to the next pass, which checks every process. An entry recorded for a process
+ *                        that did not move is forgotten but not committed
+ *                        (on disk it is harmless: restoring it finds the
+ *                        process gone or where it already is).
+ * Each move is one CGROUP_ITEM_MOVE in the report. */
+typedef struct CgroupMove {
+        pid_t tgid;
+        uint64_t start_time; /* of its main thread; 0: whatever process holds tgid now
+                              * (set by cgroup_move_prepare() once its handle is taken) */
+        const char *group;   /* the Plan group's path, below cgroup_root */
+
+        /* Set by cgroup_move_prepare(), for cgroup_move_finish(). */
+        size_t item;         /* its result in the report */
+        bool pending;        /* to be written */
+        bool recorded;       /* a journal entry was made for it by this batch */
+        PidRef ref;
+} CgroupMove;
+
+/* Returns the number of failed items, or a negative errno when it could not
+ * run (-ENOENT no cgroup2 mount, -EINVAL a bad cgroup_root, -ENOMEM); then
+ * the handles taken so far are released by cgroup_move_finish() all the
+ * same (call it with journal_error < 0). */
+int cgroup_move_prepare(const CgroupEnv *env, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
+                        CgroupReport *report);
+/* journal_error: the commit's result; when negative nothing is written and
+ * every pending move fails with it. Returns the number of failed items, or
+ * -ENOMEM. Always releases every handle. */
+int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journal *journal, int journal_error,
+                       CgroupReport *report);
+
+/* Forget the "task" entries of processes that have exited, so that the
+ * journal (rewritten whole on each commit) holds the living and does not
+ * grow with every process that ever passed through topod's groups. A
+ * process the plan places with the same main-thread start time lives; for
+ * the others proc/<tgid>/task/<tgid>/stat is read. Not committed. Returns
+ * the number forgotten. */
+int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);

@@ -17,6 +17,8 @@
 #define JOURNAL_LINE_MAX (128u + 4u * JOURNAL_PATH_MAX)
 #define JOURNAL_TMP_NAME ".journal.tmp"
 #define JOURNAL_HEADER "topod-journal"
+#define JOURNAL_LOG_HEADER "topod-journal-log"
+#define JOURNAL_LOG_VERSION 1u
 
 /* ---- index: first-original-wins lookups in O(1) ------------------------ */
 
@@ -204,6 +206,7 @@ int journal_new(const char *dir, Journal **ret) {
 
         if (!j)
                 return -ENOMEM;
+        j->log_fd = -EBADF;
         if (dir) {
                 j->dir = strdup(dir);
                 if (!j->dir)
@@ -230,6 +233,7 @@ Journal *journal_free(Journal *j) {
                 free(j->cgroups[i]);
         free(j->cgroups);
         free(j->index);
+        closep(&j->log_fd);
         free(j);
         return NULL;
 }
@@ -362,6 +366,7 @@ int journal_set_boot_id(Journal *j, const char *boot_id) {
         free(j->boot_id);
         j->boot_id = s;
         j->dirty = true;
+        j->need_rewrite = true;
         return 1;
 }
 
@@ -377,6 +382,7 @@ static void remove_at(Journal *j, void *array, size_t *n, size_t elem, size_t po
         memmove(a + pos * elem, a + (pos + 1) * elem, (*n - pos - 1) * elem);
         (*n)--;
         j->dirty = true;
+        j->need_rewrite = true; /* a log can only add */
         if (index_rebuild(j, n_indexed(j)) < 0) {
                 j->index = mfree(j->index);
                 j->index_size = 0;
@@ -398,6 +404,7 @@ int journal_forget_cgroup_mode(Journal *j) {
                 return 0;
         j->cgroup_mode = mfree(j->cgroup_mode);
         j->dirty = true;
+        j->need_rewrite = true;
         return 1;
 }
 
@@ -448,15 +455,54 @@ static bool must_escape(unsigned char c) {
         return c <= 0x20 || c == 0x7f || c == '\\';
 }
 
+/* Runs of plain bytes go out in one fwrite: a byte at a time through a
+ * memstream made formatting, not the disk, the cost of a commit (about 1 µs
+ * per entry). */
 static void put_escaped(FILE *f, const char *s) {
-        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
-                if (must_escape(*c))
+        const unsigned char *c = (const unsigned char *) s;
+
+        while (*c) {
+                const unsigned char *run = c;
+
+                while (*c && !must_escape(*c))
+                        c++;
+                if (c > run)
+                        fwrite(run, 1, (size_t) (c - run), f);
+                if (*c) {
                         fprintf(f, "\\x%02x", *c);
-                else
-                        fputc(*c, f);
+                        c++;
+                }
+        }
+}
+
+/* The entries from the given positions on (the whole journal: all zero),
+ * in the file's order. Returns how many. */
+static size_t format_entries(FILE *f, const Journal *j, const size_t from[4], bool mode) {
+        size_t n = 0;
+
+        for (size_t i = from[0]; i < j->n_features; i++, n++)
+                fprintf(f, "feature %s %s\n", j->features[i].name, j->features[i].on ? "on" : "off");
+        if (mode && j->cgroup_mode) {
+                fprintf(f, "cgroup_mode %s\n", j->cgroup_mode);
+                n++;
+        }
+        for (size_t i = from[1]; i < j->n_tasks; i++, n++) {
+                fprintf(f, "task %d %" PRIu64 " ", (int) j->tasks[i].tid, j->tasks[i].start_time);
+                put_escaped(f, j->tasks[i].cgroup);
+                fputc('\n', f);
+        }
+        for (size_t i = from[2]; i < j->n_cookies; i++, n++)
+                fprintf(f, "cookie %d %" PRIu64 "\n", (int) j->cookies[i].tid, j->cookies[i].start_time);
+        for (size_t i = from[3]; i < j->n_cgroups; i++, n++) {
+                fputs("cgroup ", f);
+                put_escaped(f, j->cgroups[i]);
+                fputc('\n', f);
+        }
+        return n;
 }
 
 int journal_format(const Journal *j, char **ret, size_t *ret_len) {
+        static const size_t all[4] = {};
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
         FILE *f;
@@ -467,22 +513,7 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
         fprintf(f, "%s %u\n", JOURNAL_HEADER, JOURNAL_VERSION);
         if (j->boot_id)
                 fprintf(f, "boot %s\n", j->boot_id);
-        for (size_t i = 0; i < j->n_features; i++)
-                fprintf(f, "feature %s %s\n", j->features[i].name, j->features[i].on ? "on" : "off");
-        if (j->cgroup_mode)
-                fprintf(f, "cgroup_mode %s\n", j->cgroup_mode);
-        for (size_t i = 0; i < j->n_tasks; i++) {
-                fprintf(f, "task %d %" PRIu64 " ", (int) j->tasks[i].tid, j->tasks[i].start_time);
-                put_escaped(f, j->tasks[i].cgroup);
-                fputc('\n', f);
-        }
-        for (size_t i = 0; i < j->n_cookies; i++)
-                fprintf(f, "cookie %d %" PRIu64 "\n", (int) j->cookies[i].tid, j->cookies[i].start_time);
-        for (size_t i = 0; i < j->n_cgroups; i++) {
-                fputs("cgroup ", f);
-                put_escaped(f, j->cgroups[i]);
-                fputc('\n', f);
-        }
+        (void) format_entries(f, j, all, true);
         fprintf(f, "end %zu\n", journal_n_entries(j));
         if (fclose(f) != 0 || !buf)
                 return -ENOMEM;
@@ -752,6 +783,7 @@ static int open_dir(const char *dir, bool create) {
 int journal_commit(Journal *j) {
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
         _cleanup_free_ char *text = NULL;
+        struct stat st;
         size_t len;
         int k;
 
@@ -775,6 +807,8 @@ int journal_commit(Journal *j) {
         k = write_all(fd, text, len);
         if (k >= 0 && fsync(fd) < 0)
                 k = negative_errno();
+        if (k >= 0 && fstat(fd, &st) < 0)
+                k = negative_errno();
         if (k >= 0) {
                 k = close(TAKE_FD(fd)) < 0 ? negative_errno() : 0;
         }
@@ -787,8 +821,185 @@ int journal_commit(Journal *j) {
         /* The rename itself must reach the disk before we change anything. */
         if (fsync(dfd) < 0)
                 return negative_errno();
+        /* The file holds the log's entries now. Should the removal not reach
+         * the disk, the log names the file it extended: ignored. */
+        (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
+        closep(&j->log_fd);
+        j->log_fd = -EBADF;
         j->dirty = false;
+        j->need_rewrite = false;
+        j->committed[0] = j->n_features;
+        j->committed[1] = j->n_tasks;
+        j->committed[2] = j->n_cookies;
+        j->committed[3] = j->n_cgroups;
+        j->committed_mode = j->cgroup_mode != NULL;
+        j->file_ino = (uint64_t) st.st_ino;
+        j->file_size = len;
+        j->log_size = 0;
         return 0;
+}
+
+/* Below this the log may grow whatever the file's size. */
+#define JOURNAL_LOG_MIN (64u * 1024u)
+
+int journal_commit_append(Journal *j) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, n;
+        bool created = false;
+        FILE *f;
+        int k;
+
+        if (!j->dir)
+                return -EINVAL;
+        if (!j->dirty)
+                return 0;
+        if (j->need_rewrite || j->file_ino == 0 || j->log_size >= MAX(j->file_size, (uint64_t) JOURNAL_LOG_MIN) ||
+            (j->committed_mode && !j->cgroup_mode) || j->committed[0] > j->n_features ||
+            j->committed[1] > j->n_tasks || j->committed[2] > j->n_cookies || j->committed[3] > j->n_cgroups)
+                return journal_commit(j);
+
+        if (j->log_fd < 0) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+                int fd;
+
+                if (asprintf(&path, "%s/%s", j->dir, JOURNAL_LOG_NAME) < 0)
+                        return -ENOMEM;
+                fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t) st.st_size != j->log_size)) {
+                        /* Not the log we wrote (gone, or left by another
+                         * run): the whole file instead. */
+                        close(fd);
+                        return journal_commit(j);
+                }
+                if (fd < 0)
+                        return journal_commit(j);
+                j->log_fd = fd;
+                created = j->log_size == 0;
+        }
+
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        if (j->log_size == 0)
+                fprintf(f, "%s %u %" PRIu64 " %" PRIu64 "\n", JOURNAL_LOG_HEADER, JOURNAL_LOG_VERSION, j->file_ino,
+                        j->file_size);
+        n = format_entries(f, j, j->committed, !j->committed_mode);
+        fprintf(f, "end %zu\n", n);
+        if (fclose(f) != 0 || !buf)
+                return -ENOMEM;
+
+        k = write_all(j->log_fd, buf, len);
+        if (k >= 0 && fdatasync(j->log_fd) < 0)
+                k = negative_errno();
+        if (k >= 0 && created) {
+                /* A new file: its name must reach the disk too. */
+                _cleanup_close_ int dfd = open_dir(j->dir, false);
+
+                if (dfd < 0 || fsync(dfd) < 0)
+                        k = dfd < 0 ? dfd : negative_errno();
+        }
+        if (k < 0) {
+                /* Maybe a torn block in the log: never append after it. */
+                closep(&j->log_fd);
+                j->log_fd = -EBADF;
+                j->need_rewrite = true;
+                return k;
+        }
+        j->dirty = false;
+        j->committed[0] = j->n_features;
+        j->committed[1] = j->n_tasks;
+        j->committed[2] = j->n_cookies;
+        j->committed[3] = j->n_cgroups;
+        j->committed_mode = j->cgroup_mode != NULL;
+        j->log_size += len;
+        return 0;
+}
+
+/* The log's blocks into j. Only complete blocks count: the text is cut
+ * after the last "end" line; a block without one was being written when
+ * the writer stopped, before the changes it covers. A log for another file
+ * than the one loaded (ino, size) is a leftover: ignored. */
+static int parse_log(Journal *j, const char *text, size_t len, uint64_t ino, uint64_t size, JournalError *e) {
+        _cleanup_free_ char *line = malloc(JOURNAL_LINE_MAX + 1);
+        size_t pos = 0, cut = 0, block = 0;
+        unsigned lineno = 0;
+        int k;
+
+        if (!line)
+                return -ENOMEM;
+        if (memchr(text, '\0', len))
+                return parse_error(e, 0, -EBADMSG, "log: contains a NUL byte");
+        /* Where the complete blocks end. */
+        for (size_t p = 0; p < len;) {
+                const char *nl = memchr(text + p, '\n', len - p);
+
+                if (!nl)
+                        break; /* a torn last line */
+                if (len - p >= 4 && memcmp(text + p, "end ", 4) == 0)
+                        cut = (size_t) (nl - text) + 1;
+                p = (size_t) (nl - text) + 1;
+        }
+        while (pos < cut) {
+                const char *nl = memchr(text + pos, '\n', cut - pos);
+                size_t n = (size_t) (nl - (text + pos));
+                char *tok[TOKENS_MAX];
+                int ntok;
+
+                lineno++;
+                if (n > JOURNAL_LINE_MAX)
+                        return parse_error(e, lineno, -EBADMSG, "log: line longer than %u bytes", JOURNAL_LINE_MAX);
+                memcpy(line, text + pos, n);
+                line[n] = '\0';
+                pos += n + 1;
+                ntok = split_line(line, tok);
+                if (ntok < 0)
+                        return parse_error(e, lineno, -EBADMSG, "log: malformed line");
+                if (lineno == 1) {
+                        uint64_t v, i, sz;
+
+                        if (ntok != 4 || !streq(tok[0], JOURNAL_LOG_HEADER) || !parse_u64(tok[1], UINT32_MAX, &v) ||
+                            !parse_u64(tok[2], UINT64_MAX, &i) || !parse_u64(tok[3], UINT64_MAX, &sz))
+                                return parse_error(e, lineno, -EBADMSG, "log: no \"%s N INODE SIZE\" header",
+                                                   JOURNAL_LOG_HEADER);
+                        if (v != JOURNAL_LOG_VERSION)
+                                return parse_error(e, lineno, -EPROTONOSUPPORT, "log: version %" PRIu64, v);
+                        if (i != ino || sz != size)
+                                return 0; /* extends an older file */
+                        continue;
+                }
+                if (streq(tok[0], "end")) {
+                        uint64_t count;
+
+                        if (ntok != 2 || !parse_u64(tok[1], UINT64_MAX, &count) || count != block)
+                                return parse_error(e, lineno, -EBADMSG, "log: \"end\" does not count its block (%zu)",
+                                                   block);
+                        block = 0;
+                        continue;
+                }
+                if (streq(tok[0], "boot"))
+                        return parse_error(e, lineno, -EBADMSG, "log: \"boot\" belongs in the file");
+                k = parse_entry(j, tok, ntok, lineno, e);
+                if (k < 0)
+                        return k;
+                block++;
+        }
+        return 0;
+}
+
+static int load_log(Journal *j, int dfd, uint64_t ino, uint64_t size, JournalError *e) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int k;
+
+        fd = openat(dfd, JOURNAL_LOG_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : parse_error(e, 0, negative_errno(), "cannot open the log");
+        k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
+        if (k < 0)
+                return parse_error(e, 0, k, k == -EFBIG ? "log: too large" : "cannot read the log");
+        return parse_log(j, text, len, ino, size, e);
 }
 
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
@@ -821,6 +1032,11 @@ int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
         k = journal_parse(text, len, &j, ret_error);
         if (k < 0)
                 return k;
+        k = load_log(j, dfd, (uint64_t) st.st_ino, len, ret_error);
+        if (k < 0)
+                return k;
+        j->dirty = false;
+        j->need_rewrite = true; /* the next commit folds the log in */
         j->dir = strdup(dir);
         if (!j->dir)
                 return -ENOMEM;
@@ -845,6 +1061,7 @@ int journal_remove(const char *dir) {
                 return dfd;
         if (unlinkat(dfd, JOURNAL_FILE_NAME, 0) < 0 && errno != ENOENT)
                 return negative_errno();
+        (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
         (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
         if (fsync(dfd) < 0)
                 return negative_errno();

@@ -24,6 +24,24 @@
  *     cgroup /topod/llc1
  *     end 5
  *
+ * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
+ * since the file was last written whole: the fast path's way to commit a
+ * few entries with one appended write and one fdatasync instead of
+ * rewriting every entry (measured: about 0.3 µs per entry per commit, so
+ * 300 µs with a thousand processes placed). Its first line binds it to the
+ * journal file it extends (inode and size: a log left over from an older
+ * file is ignored), then blocks of entry lines, each closed by "end N" (N:
+ * the entries of that block):
+ *
+ *     topod-journal-log 1 1234567 4096
+ *     task 1300 567990 /user.slice
+ *     cookie 1300 567990
+ *     end 2
+ *
+ * A block without its "end" (a crash in the middle of the write) is
+ * ignored: the changes it was to cover had not been made. journal_commit()
+ * folds the log into the file and removes it.
+ *
  * "boot" is optional (the kernel's boot_id when the journal was written).
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
  * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
@@ -39,6 +57,7 @@
 #include "base/macro.h"
 
 #define JOURNAL_FILE_NAME "journal"
+#define JOURNAL_LOG_NAME "journal.log"
 #define JOURNAL_VERSION 1u
 
 /* Limits on what a journal file (an outside input after a crash) can make us
@@ -84,6 +103,14 @@ typedef struct Journal {
         /* Private: index for first-original-wins lookups. */
         struct JournalIndexSlot *index;
         size_t index_size;
+
+        /* Private: what the files hold, for journal_commit_append(). */
+        bool need_rewrite;        /* changed other than by additions since the last commit */
+        size_t committed[4];      /* entries on disk: features, tasks, cookies, cgroups */
+        bool committed_mode;
+        uint64_t file_ino, file_size; /* the file the log extends; file_ino 0: none written by us */
+        uint64_t log_size;        /* bytes in the log; 0: none */
+        int log_fd;               /* the log, open for appending; -EBADF */
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
@@ -133,13 +160,25 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len);
 int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error);
 
 /* Write atomically into j->dir (created, mode 0700, when missing; its parent
- * must exist). Nothing is written when the journal is not dirty. */
+ * must exist), folding in and removing the log. Nothing is written when the
+ * journal is not dirty. */
 int journal_commit(Journal *j);
 
-/* Load dir's journal: 1 and the journal when a file was there (a crash or a
- * stop that did not finish restoring), 0 and an empty journal bound to dir
- * when there was none; negative errno as journal_parse(), or from reading. */
+/* Commit, the cheap way when it can: the entries added since the last
+ * commit are appended to the log in one write and fdatasync'd. It is a
+ * journal_commit() instead when something was forgotten or the boot id set
+ * since, when this journal has not written its file yet, or when the log
+ * has grown to the size of the file. Either way the entries are on disk when
+ * it returns 0. */
+int journal_commit_append(Journal *j);
+
+/* Load dir's journal, with its log: 1 and the journal when a file was there
+ * (a crash or a stop that did not finish restoring), 0 and an empty journal
+ * bound to dir when there was none; negative errno as journal_parse() (for
+ * the log too: a complete block that does not parse is refused), or from
+ * reading. */
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
 
-/* Remove the file after a complete restore. 0 also when there was none. */
+/* Remove the file (and the log) after a complete restore. 0 also when there
+ * was none. */
 int journal_remove(const char *dir);

@@ -259,13 +259,17 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
         if ((k = apply_kernel(rc, plan, r)) < 0)
                 return k;
         if (rc->caps->cgroup2.available && rc->caps->cgroup2_mount) {
-                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops };
+                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                                  .pidref = rc->pidref };
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
                 k = cgroup_apply(&env, plan, rc->journal, cr);
                 if (k < 0 && k != -ENOENT)
                         (void) add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
+                /* Originals of processes that have exited are moot: the
+                 * journal keeps the living only (committed below). */
+                (void) cgroup_journal_prune(&env, plan, rc->journal);
                 if ((k = add_cgroup_report(r, cr)) < 0)
                         return k;
         } else if (plan->n_groups > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
@@ -275,6 +279,198 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
                 return k;
         if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
                 (void) add(r, RECONCILE_FAILED, k, NULL, "journal commit");
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* ---- the fast path -------------------------------------------------------- */
+
+static int place_report_cookie(ReconcileReport *r, const ReconcilePlacement *it, const CookieResult *res) {
+        if (it->cookie == PLACE_COOKIE_NEW)
+                return add(r, from_cookie(res->outcome), res->error, NULL, "cookie (process): tid %d", (int) it->tgid);
+        if (it->cookie_group >= 0)
+                return add(r, from_cookie(res->outcome), res->error, NULL, "cookie group %d: tid %d", it->cookie_group,
+                           (int) it->tgid);
+        return add(r, from_cookie(res->outcome), res->error, NULL, "cookie group (new, policy %d): tid %d", it->policy,
+                   (int) it->tgid);
+}
+
+/* The cookies of a batch whose originals are committed. done[i]: handled. */
+static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t n, const bool *recorded, bool *done,
+                         ReconcileReport *r) {
+        _cleanup_free_ CookieTask *tasks = calloc(MAX(n, (size_t) 1), sizeof(CookieTask));
+        _cleanup_free_ CookieResult *results = calloc(MAX(n, (size_t) 1), sizeof(CookieResult));
+        _cleanup_free_ size_t *which = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        int k;
+
+        if (!tasks || !results || !which)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t m = 0;
+
+                if (done[i] || items[i].cookie == PLACE_COOKIE_KEEP)
+                        continue;
+                /* NEW: this process alone. JOIN: every JOIN of its policy in
+                 * the batch at once, so they end up sharing one cookie. */
+                for (size_t j = i; j < n; j++)
+                        if (!done[j] && items[j].cookie == items[i].cookie &&
+                            (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
+                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time };
+                                which[m++] = j;
+                                done[j] = true;
+                        }
+                k = -ENODATA;
+                if (items[i].cookie == PLACE_COOKIE_JOIN)
+                        for (size_t s = 0; s < items[i].n_sources && (k == -ESRCH || k == -ENODATA); s++)
+                                k = cookie_join(rc->cookies, &items[i].sources[s], tasks, m, results);
+                if (k == -ESRCH || k == -ENODATA)
+                        /* NEW, or no member left with a cookie to share. */
+                        k = cookie_assign(rc->cookies, tasks, m, results);
+                if (k == -ENOMEM)
+                        return k;
+                /* Other call errors (E2BIG, EINVAL) left every result filled in. */
+                for (size_t t = 0; t < m; t++) {
+                        ReconcilePlacement *it = &items[which[t]];
+
+                        it->cookied = from_cookie(results[t].outcome);
+                        if ((k = place_report_cookie(r, it, &results[t])) < 0)
+                                return k;
+                        /* Recorded for a thread that did not get it: moot. */
+                        if (recorded[which[t]] && results[t].outcome != COOKIE_DONE &&
+                            results[t].outcome != COOKIE_ALREADY && rc->journal)
+                                (void) journal_forget_cookie(rc->journal, it->tgid, it->start_time);
+                }
+        }
+        return 0;
+}
+
+int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
+                    ReconcileReport **ret) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
+        _cleanup_free_ CgroupMove *moves = NULL;
+        _cleanup_free_ size_t *move_of = NULL;
+        _cleanup_free_ bool *recorded = NULL, *done = NULL;
+        bool cgroups = rc->caps->cgroup2.available && rc->caps->cgroup2_mount;
+        CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                          .pidref = rc->pidref };
+        size_t n_moves = 0;
+        int k, prepared = 0, committed = 0;
+
+        if ((k = new_report(&r)) < 0)
+                return k;
+        moves = calloc(MAX(n, (size_t) 1), sizeof(CgroupMove));
+        move_of = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        recorded = calloc(MAX(n, (size_t) 1), sizeof(bool));
+        done = calloc(MAX(n, (size_t) 1), sizeof(bool));
+        if (!moves || !move_of || !recorded || !done || (k = cgroup_report_new(&cr)) < 0)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                ReconcilePlacement *it = &items[i];
+
+                it->moved = RECONCILE_SKIPPED;
+                it->cookied = it->cookie == PLACE_COOKIE_KEEP ? RECONCILE_ALREADY : RECONCILE_SKIPPED;
+                if (it->group < 0 || (size_t) it->group >= plan->n_groups) {
+                        it->moved = RECONCILE_FAILED;
+                        if ((k = add(r, RECONCILE_FAILED, -EINVAL, "no such group in the plan",
+                                     "cgroup: move process %d", (int) it->tgid)) < 0)
+                                return k;
+                        continue;
+                }
+                moves[n_moves] = (CgroupMove) { .tgid = it->tgid, .start_time = it->start_time,
+                                                .group = plan->groups[it->group].path };
+                move_of[n_moves++] = i;
+        }
+
+        /* 1. Originals: where each process is, and the cookies about to change. */
+        if (cgroups) {
+                prepared = cgroup_move_prepare(&env, plan->cgroup_root, moves, n_moves, rc->journal, cr);
+                if (prepared == -ENOMEM) {
+                        (void) cgroup_move_finish(&env, moves, n_moves, rc->journal, prepared, cr);
+                        return prepared;
+                }
+                if (prepared < 0 && (k = add(r, RECONCILE_FAILED, prepared, NULL, "cgroup moves")) < 0)
+                        return k;
+        } else if (n_moves > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
+                                           "cgroup moves")) < 0)
+                return k;
+        /* Who each process is: learned by the moves' handles where the
+         * caller did not know (start time 0). */
+        for (size_t m = 0; m < n_moves; m++)
+                if (items[move_of[m]].start_time == 0)
+                        items[move_of[m]].start_time = moves[m].start_time;
+        for (size_t i = 0; i < n && rc->cookies; i++) {
+                if (items[i].cookie == PLACE_COOKIE_KEEP)
+                        continue;
+                if (items[i].start_time == 0) {
+                        /* No move took a handle (gone before, or no cgroup2). */
+                        k = pidref_read_start_time(rc->root, -1, items[i].tgid, &items[i].start_time);
+                        if (k < 0) {
+                                items[i].cookied = k == -ESRCH ? RECONCILE_VANISHED : RECONCILE_FAILED;
+                                done[i] = true;
+                                if ((k = add(r, items[i].cookied, k == -ESRCH ? 0 : k, NULL, "cookie: tid %d",
+                                             (int) items[i].tgid)) < 0)
+                                        return k;
+                                continue;
+                        }
+                }
+                if (!rc->journal)
+                        continue;
+                k = journal_record_cookie(rc->journal, items[i].tgid, items[i].start_time);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0) {
+                        items[i].cookied = RECONCILE_FAILED;
+                        done[i] = true;
+                        if ((k = add(r, RECONCILE_FAILED, k, "the original could not be journaled: not changed",
+                                     "cookie: tid %d", (int) items[i].tgid)) < 0)
+                                return k;
+                        continue;
+                }
+                recorded[i] = k > 0;
+        }
+
+        /* 2. One commit for the whole batch, before anything changes: the
+         *    new entries appended to the journal's log, not the whole journal
+         *    rewritten (its cost grows with every process topod placed). */
+        if (rc->journal && rc->journal->dirty && rc->journal->dir)
+                committed = journal_commit_append(rc->journal);
+
+        /* 3. The moves. */
+        if (cgroups) {
+                k = cgroup_move_finish(&env, moves, n_moves, rc->journal, prepared < 0 ? prepared : committed, cr);
+                if (k == -ENOMEM)
+                        return k;
+                if ((k = add_cgroup_report(r, cr)) < 0)
+                        return k;
+                for (size_t m = 0; m < n_moves; m++)
+                        if (moves[m].item < cr->n)
+                                items[move_of[m]].moved = from_cgroup(cr->items[moves[m].item].outcome);
+        }
+
+        /* 4. The cookies. */
+        for (size_t i = 0; i < n; i++) {
+                if (done[i] || items[i].cookie == PLACE_COOKIE_KEEP)
+                        continue;
+                if (committed < 0 || !rc->cookies) {
+                        items[i].cookied = committed < 0 ? RECONCILE_FAILED : RECONCILE_SKIPPED;
+                        done[i] = true;
+                        if (recorded[i])
+                                (void) journal_forget_cookie(rc->journal, items[i].tgid, items[i].start_time);
+                        k = committed < 0 ? add(r, RECONCILE_FAILED, committed,
+                                                "the journal could not be written: nothing changed", "cookie: tid %d",
+                                                (int) items[i].tgid)
+                                          : add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookie: tid %d",
+                                                (int) items[i].tgid);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        if (rc->cookies && (k = place_cookies(rc, items, n, recorded, done, r)) < 0)
+                return k;
+        /* Entries forgotten above stay dirty until the next commit: on disk
+         * they are harmless (restoring them finds nothing to undo). */
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -311,7 +507,8 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
         }
 
         if (rc->caps->cgroup2_mount) {
-                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops };
+                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                                  .pidref = rc->pidref };
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;

@@ -21,6 +21,7 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "decide/place.h"
 #include "decide/plan.h"
 #include "observe/kernelcaps.h"
 
@@ -57,6 +58,7 @@ typedef struct Reconciler {
         CookieApplier *cookies;   /* NULL: no cookie work */
         const CgroupOps *cgroup_ops;   /* NULL: the kernel */
         const FeatOps *feat_ops;       /* NULL: the kernel */
+        const PidRefOps *pidref;       /* NULL: pidfds (tests: the proc directories of a fake root) */
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a
@@ -68,6 +70,41 @@ int reconcile_apply(const Reconciler *r, const Plan *plan, ReconcileReport **ret
  * entries are forgotten; the journal is committed (and removed by the
  * caller when empty). */
 int reconcile_restore(const Reconciler *r, ReconcileReport **ret);
+
+/* ── The fast path: new processes placed from the last plan ──
+ *
+ * One placement as decide/place.h picked it: the process (its main thread
+ * by tgid and start time) into a leaf group of the last plan, which the
+ * last reconcile created, and its cookie. For a whole batch (one burst of
+ * events) the originals (cgroup and cookie) are journaled and the journal
+ * committed ONCE, before the first change. Cookies: NEW gives the process
+ * a cookie of its own; JOIN gives it the cookie of the first source that
+ * still has one, and when none has (or there are none), the batch's JOIN
+ * placements of that policy share one new cookie. Only the main thread is
+ * named: right after exec or fork it is the only one, and threads it
+ * creates later inherit its cgroup and cookie (threads made before the
+ * placement are the next pass's). */
+typedef struct ReconcilePlacement {
+        pid_t tgid;
+        uint64_t start_time;       /* of its main thread; 0: the process that holds tgid now
+                                    * (learned, and set here, when its handle is taken) */
+        int policy;                /* JOIN placements of one policy share a cookie */
+        int group;                 /* index into Plan.groups */
+        PlaceCookie cookie;
+        int cookie_group;          /* JOIN: the plan's, for the report; -1 */
+        const CookieTask *sources; /* JOIN: live members to take the cookie from, in order */
+        size_t n_sources;
+
+        /* Set by reconcile_place(). */
+        ReconcileStatus moved;     /* the cgroup move */
+        ReconcileStatus cookied;   /* the cookie (KEEP: RECONCILE_ALREADY) */
+} ReconcilePlacement;
+
+/* Apply a batch. Returns 0 and the report (one item per move and per
+ * cookie, which may hold failures), or a negative errno when nothing could
+ * be attempted. Reports no tree: the groups must exist. */
+int reconcile_place(const Reconciler *r, const Plan *plan, ReconcilePlacement *items, size_t n,
+                    ReconcileReport **ret);
 
 int reconcile_report_print_text(FILE *f, const ReconcileReport *r);
 int reconcile_report_print_json(Json *j, const ReconcileReport *r);

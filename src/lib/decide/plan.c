@@ -422,6 +422,22 @@ static int compare_group_index(const void *a, const void *b, void *userdata) {
         return strcmp(g[*(const size_t *) a].path, g[*(const size_t *) b].path);
 }
 
+/* A policy's candidate domains, computed once per plan (a note when it has
+ * none on this machine). */
+static int ensure_domains(Plan *p, const Topology *t, const Policy *policy, Domain **domains, size_t *n_domains) {
+        bool whole = policy->place.cookie != POLICY_COOKIE_NONE && p->cookies_allowed;
+        int k;
+
+        if (*domains)
+                return 0;
+        k = domains_for(t, policy, whole, domains, n_domains);
+        if (k < 0)
+                return k;
+        if (*n_domains == 0)
+                return note(p, "%s: none of its cpus exist on this machine; its tasks are left alone", policy->name);
+        return 0;
+}
+
 int plan_build(const PlanInputs *in, Plan **ret) {
         _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         const Topology *t = in->topology;
@@ -540,17 +556,8 @@ int plan_build(const PlanInputs *in, Plan **ret) {
 
                 while (j < n_members && members[j].policy == pol && in->tasks[members[j].task].tgid == tgid)
                         j++;
-                if (!domains[pol]) {
-                        bool whole = policy->place.cookie != POLICY_COOKIE_NONE && p->cookies_allowed;
-
-                        k = domains_for(t, policy, whole, &domains[pol], &n_domains[pol]);
-                        if (k < 0)
-                                goto finish;
-                        if (n_domains[pol] == 0 &&
-                            (k = note(p, "%s: none of its cpus exist on this machine; its tasks are left alone",
-                                      policy->name)) < 0)
-                                goto finish;
-                }
+                if ((k = ensure_domains(p, t, policy, &domains[pol], &n_domains[pol])) < 0)
+                        goto finish;
                 if (n_domains[pol] == 0) {
                         i = j;
                         continue;
@@ -585,6 +592,35 @@ int plan_build(const PlanInputs *in, Plan **ret) {
                         };
                         p->groups[g].n_tasks++;
                         p->groups[g].n_runnable += ti->runnable;
+                }
+        }
+
+        /* Groups of the plan in force that this one would drop only because
+         * their tasks are gone stay, empty: the fast path (place.h) places
+         * the next process there at once, and short-lived processes do not
+         * make the tree churn. in->keep is the plan in force under the same
+         * policy set (NULL after a reload: indexes would not match). */
+        for (size_t i = 0; in->keep && i < in->keep->n_groups; i++) {
+                const PlanGroup *og = &in->keep->groups[i];
+                int pol = og->policy;
+
+                if (pol < 0 || (size_t) pol >= ps->n || !in->in_force[pol] || !ps->policies[pol]->enabled ||
+                    !ps->policies[pol]->place.present)
+                        continue;
+                if ((k = ensure_domains(p, t, ps->policies[pol], &domains[pol], &n_domains[pol])) < 0)
+                        goto finish;
+                for (size_t d = 0; d < n_domains[pol]; d++) {
+                        Domain *dom = &domains[pol][d];
+                        int g;
+
+                        if (dom->kind != og->kind || dom->id != og->domain || !bitmap_equal(dom->cpus, og->cpus))
+                                continue;
+                        g = group_for(&b, pol, dom);
+                        if (g < 0 && g != -EEXIST) {
+                                k = g;
+                                goto finish;
+                        }
+                        break;
                 }
         }
 

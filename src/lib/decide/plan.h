@@ -67,6 +67,7 @@ typedef struct PlanUsage {
         unsigned concurrency_permille;
 } PlanUsage;
 
+struct Plan;
 typedef struct PlanInputs {
         const Topology *topology;
         const KernelCaps *caps;
@@ -77,6 +78,7 @@ typedef struct PlanInputs {
         size_t n_tasks;
         const PlanUsage *usage;
         size_t n_usage;
+        const struct Plan *keep;     /* the plan in force, same policy set: its groups stay even when empty; or NULL */
 } PlanInputs;
 
 typedef enum PlanDomainKind {

@@ -136,3 +136,47 @@ unsigned task_snapshot_count_threads(const TaskSnapshot *s, pid_t tgid);
 
 /* Binary search by tid; NULL when absent. */
 const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid);
+
+/* ── One process by pid, for the fast path ──
+ *
+ * What [match] may look at of one process, read on demand into fixed
+ * buffers (no allocation for comm, stat, status, exe): the caller asks for
+ * comm first and for more only when a policy wants it. Read through the
+ * Root: proc/<pid>/comm, stat, status, exe, cmdline, cgroup and the
+ * parent's comm, with the same parsers as the scan. */
+
+#define TASK_QUICK_COMM    (1u << 0) /* comm */
+#define TASK_QUICK_STAT    (1u << 1) /* stat: start time, ppid, flags (kernel thread), threads */
+#define TASK_QUICK_UID     (1u << 2) /* status: real uid */
+#define TASK_QUICK_EXE     (1u << 3)
+#define TASK_QUICK_CMDLINE (1u << 4)
+#define TASK_QUICK_CGROUP  (1u << 5)
+#define TASK_QUICK_PARENT  (1u << 6) /* the parent's comm (reads stat for the ppid) */
+
+typedef struct TaskQuick {
+        pid_t pid;
+        unsigned have; /* TASK_QUICK_* read (a fact asked for but absent, such as an
+                        * unreadable exe, is "read" and NULL below) */
+        char comm[PROCFS_COMM_MAX];
+        uint64_t start_time;
+        pid_t ppid;
+        bool kernel_thread;
+        unsigned n_threads;
+        bool has_uid;
+        uid_t uid;
+        /* NULL, or pointing into the buffers below. */
+        const char *exe, *cmdline, *cgroup, *parent_comm;
+        char exe_buf[TASKS_PATH_MAX];
+        char cmdline_buf[TASKS_CMDLINE_MAX + 1];
+        char cgroup_buf[TASKS_PATH_MAX];
+        char parent_buf[PROCFS_COMM_MAX];
+} TaskQuick;
+
+/* Forget what q holds; it is about pid now. */
+void task_quick_reset(TaskQuick *q, pid_t pid);
+
+/* Read the facts in fields (TASK_QUICK_*) that q does not have yet. 0, or
+ * -ESRCH when the process has gone (or its pid was never a process: a
+ * thread id), or another negative errno when a file could not be read for
+ * another reason. What was read stays in q either way. */
+int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q);

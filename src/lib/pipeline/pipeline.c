@@ -24,6 +24,11 @@ uint64_t pipeline_now_usec(void) {
 Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
+        place_state_free(p->place);
+        free(p->fresh);
+        free(p->quick);
+        free(p->batch);
+        free(p->sources);
         task_snapshot_free(p->snap);
         proc_events_free(p->events);
         classifier_free(p->classifier);
@@ -186,7 +191,9 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         if (!policies || d->n_errors > errors)
                 return -EINVAL; /* keep what runs */
 
-        /* Swap. */
+        /* Swap. The plan in use names policies of the old set: no fast
+         * path until the next pass brings a plan of the new one. */
+        (void) pipeline_use_plan(p, NULL);
         config_free(p->config);
         p->config = TAKE_PTR(config);
         policy_set_free(p->policies);
@@ -196,6 +203,19 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         classify_params_from_config(p->config, &params);
         p->classifier->params = params;
         return 0;
+}
+
+/* kthreadd: what it forks are kernel threads. */
+#define KTHREADD_PID 2
+
+/* A process for the fast path. */
+static void fresh_add(Pipeline *p, pid_t tgid) {
+        if (!p->place || tgid <= 0)
+                return;
+        if (p->n_fresh < PIPELINE_FRESH_MAX)
+                p->fresh[p->n_fresh++] = tgid;
+        else
+                p->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
 void pipeline_drain_events(Pipeline *p) {
@@ -212,19 +232,44 @@ void pipeline_drain_events(Pipeline *p) {
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0 ||
                                     task_scanner_mark(p->scanner, ev[i].parent_tgid) < 0)
                                         p->rescan = true;
+                                /* A new thread starts in its process's cgroup with
+                                 * its creator's cookie: nothing to place, but it
+                                 * counts in its group's load. A new process may
+                                 * belong elsewhere than its parent (spread, a
+                                 * cookie per process, another policy). */
+                                if (ev[i].pid != ev[i].tgid) {
+                                        if (p->place)
+                                                place_note_thread(p->place, ev[i].tgid);
+                                } else if (ev[i].parent_tgid != KTHREADD_PID)
+                                        fresh_add(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_EXIT:
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                         p->rescan = true;
+                                if (p->place)
+                                        place_note_exit(p->place, ev[i].tgid, ev[i].pid);
                                 break;
                         case TASK_EVENT_EXEC:
                                 task_scanner_invalidate(p->scanner, ev[i].tgid);
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                         p->rescan = true;
+                                fresh_add(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_COMM:
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
+                                /* A process that renamed itself (its main thread)
+                                 * may match another policy now. Only one the last
+                                 * scan saw as a user process: kernel threads rename
+                                 * themselves all the time (kworkers, per work item)
+                                 * and cannot be moved. One newer than the scan is
+                                 * the next pass's. */
+                                if (ev[i].pid == ev[i].tgid && p->place && p->snap) {
+                                        const TaskFacts *t = task_snapshot_find(p->snap, ev[i].pid);
+
+                                        if (t && !t->kernel_thread)
+                                                fresh_add(p, ev[i].tgid);
+                                }
                                 break;
                         case TASK_EVENT_OVERRUN:
                                 p->rescan = true;
@@ -265,6 +310,9 @@ int pipeline_sample(Pipeline *p, bool full) {
         int k;
 
         pipeline_drain_events(p);
+        /* The scan sees the new processes: the pass places them. */
+        p->n_fresh = 0;
+        p->fresh_dropped = 0;
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
@@ -339,6 +387,184 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                 .in_force = p->in_force,
                 .tasks = tasks,
                 .n_tasks = n,
+                /* the plan in force (none after a reload): its groups stay */
+                .keep = p->plan,
         };
         return plan_build(&in, ret);
+}
+
+/* ---- the fast path ---------------------------------------------------------- */
+
+int pipeline_use_plan(Pipeline *p, const Plan *plan) {
+        int k;
+
+        p->place = place_state_free(p->place);
+        p->plan = plan;
+        p->n_fresh = 0;
+        p->fresh_dropped = 0;
+        if (!plan)
+                return 0;
+        /* The buffers, once. */
+        if (!p->fresh)
+                p->fresh = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
+        if (!p->quick)
+                p->quick = calloc(1, sizeof(TaskQuick));
+        if (!p->batch)
+                p->batch = calloc(PIPELINE_FRESH_MAX, sizeof(ReconcilePlacement));
+        if (!p->sources)
+                p->sources = calloc(PIPELINE_FRESH_MAX * (PLACE_COOKIE_SOURCES_MAX + 1), sizeof(CookieTask));
+        if (!p->fresh || !p->quick || !p->batch || !p->sources)
+                return -ENOMEM;
+        k = place_state_new(plan, p->policies, p->in_force, p->topology, &p->place);
+        return k < 0 ? k : 0;
+}
+
+/* PLACE_FACT() bits to TASK_QUICK_* bits. */
+static unsigned quick_fields(unsigned facts) {
+        static const unsigned map[_POLICY_MATCH_FIELD_MAX] = {
+                [POLICY_MATCH_COMM] = TASK_QUICK_COMM,     [POLICY_MATCH_EXE] = TASK_QUICK_EXE,
+                [POLICY_MATCH_CMDLINE] = TASK_QUICK_CMDLINE, [POLICY_MATCH_CGROUP] = TASK_QUICK_CGROUP,
+                [POLICY_MATCH_USER] = TASK_QUICK_UID,      [POLICY_MATCH_PARENT] = TASK_QUICK_PARENT,
+        };
+        unsigned f = 0;
+
+        for (unsigned i = 0; i < _POLICY_MATCH_FIELD_MAX; i++)
+                if (facts & PLACE_FACT(i))
+                        f |= map[i];
+        return f;
+}
+
+/* What [match] sees of it, as pipeline_policy_task() for a scanned task. */
+static void quick_policy_task(const Pipeline *p, const TaskQuick *q, PolicyTask *ret) {
+        *ret = (PolicyTask) {
+                .class = POLICY_CLASS_OTHER, /* never looked at: see place.h */
+                .comm = q->comm,
+                .exe = q->exe,
+                .cmdline = q->cmdline,
+                .cgroup = q->cgroup,
+                .user = q->has_uid ? users_name(p->users, q->uid) : NULL,
+                .parent = q->parent_comm,
+                .uid = q->uid,
+        };
+}
+
+static int compare_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* Decide for one process, reading what the decision needs: comm, and more
+ * only where a policy asks. Who it is (its start time) is learned by the
+ * apply step when it takes a handle on it; it is one thread right after
+ * exec or fork. */
+static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick) {
+        TaskQuick *q = p->quick;
+
+        *pp = (PlaceProcess) { .tgid = tgid, .n_threads = 1, .have = PLACE_FACT_COMM };
+        *pick = (PlacePick) { .verdict = PLACE_NONE, .policy = -1, .group = -1, .cookie_group = -1 };
+        task_quick_reset(q, tgid);
+        if (tasks_read_quick(p->root, TASK_QUICK_COMM, q) < 0)
+                return; /* gone already */
+        for (;;) {
+                quick_policy_task(p, q, &pp->match);
+                place_pick(p->place, pp, pick);
+                if (pick->verdict != PLACE_NEED_FACTS)
+                        return;
+                if (tasks_read_quick(p->root, quick_fields(pick->need), q) < 0)
+                        break;
+                pp->have |= pick->need;
+        }
+        pick->verdict = PLACE_NONE;
+}
+
+int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret) {
+        PipelineFreshStats st = { .left = p->fresh_dropped };
+        size_t n = p->n_fresh, nb = 0;
+        int k = 0;
+
+        *ret = NULL;
+        p->n_fresh = 0;
+        p->fresh_dropped = 0;
+        if (!p->place || n == 0) {
+                st.left += (unsigned) n;
+                goto finish;
+        }
+        /* Each process once (FORK and EXEC of one process in one burst). */
+        if (n > 1) {
+                size_t u = 0;
+
+                qsort(p->fresh, n, sizeof(pid_t), compare_pid);
+                for (size_t i = 0; i < n; i++)
+                        if (u == 0 || p->fresh[u - 1] != p->fresh[i])
+                                p->fresh[u++] = p->fresh[i];
+                n = u;
+        }
+        for (size_t i = 0; i < n; i++) {
+                ReconcilePlacement *b = &p->batch[nb];
+                CookieTask *src = &p->sources[nb * (PLACE_COOKIE_SOURCES_MAX + 1)];
+                PlaceSource ps[PLACE_COOKIE_SOURCES_MAX + 1];
+                PlaceProcess pp;
+                PlacePick pick;
+                size_t n_src;
+
+                st.seen++;
+                pick_one(p, p->fresh[i], &pp, &pick);
+                st.kernel += pick.kernel;
+                switch (pick.verdict) {
+                case PLACE_GROUP:
+                        break;
+                case PLACE_PLANNED:
+                        st.planned++;
+                        continue;
+                case PLACE_WAIT_CLASS:
+                case PLACE_NEED_PASS:
+                        st.left++;
+                        continue;
+                default:
+                        st.unmatched++;
+                        continue;
+                }
+                n_src = place_cookie_sources(p->place, &pick, ps, ELEMENTSOF(ps));
+                for (size_t s = 0; s < n_src; s++)
+                        src[s] = (CookieTask) { ps[s].tid, ps[s].start_time };
+                *b = (ReconcilePlacement) {
+                        .tgid = pp.tgid,
+                        .start_time = pp.start_time,
+                        .policy = pick.policy,
+                        .group = pick.group,
+                        .cookie = pick.cookie,
+                        .cookie_group = pick.cookie_group,
+                        .sources = src,
+                        .n_sources = n_src,
+                };
+                /* Counted now, so that the next pick of this burst sees it. */
+                place_commit(p->place, &pick, pp.tgid, pp.n_threads);
+                nb++;
+        }
+        if (nb == 0)
+                goto finish;
+
+        k = reconcile_place(rc, p->plan, p->batch, nb, ret);
+        for (size_t i = 0; i < nb; i++) {
+                const ReconcilePlacement *b = &p->batch[i];
+                bool moved = k >= 0 && (b->moved == RECONCILE_DONE || b->moved == RECONCILE_ALREADY);
+                bool cookied = k >= 0 && (b->cookied == RECONCILE_DONE || b->cookied == RECONCILE_ALREADY);
+
+                if (moved && cookied)
+                        st.placed++;
+                else
+                        st.left++;
+                if (!moved) /* not in the group after all */
+                        place_note_exit(p->place, b->tgid, b->tgid);
+                if (b->cookie == PLACE_COOKIE_JOIN && k >= 0 && b->cookied == RECONCILE_DONE)
+                        place_note_cookie(p->place, b->policy, b->tgid, b->start_time);
+        }
+        if (k < 0)
+                return k;
+        k = 1;
+finish:
+        if (ret_stats)
+                *ret_stats = st;
+        return k;
 }

@@ -14,10 +14,12 @@
 #include <stdint.h>
 
 #include "base/macro.h"
+#include "apply/reconcile.h"
 #include "base/root.h"
 #include "decide/classify.h"
 #include "decide/config.h"
 #include "decide/diag.h"
+#include "decide/place.h"
 #include "decide/plan.h"
 #include "decide/policy.h"
 #include "observe/events.h"
@@ -27,6 +29,9 @@
 #include "observe/users.h"
 
 #define PIPELINE_EVENTS_KEPT_MAX 4096u
+/* New processes remembered for the fast path between two calls; more are
+ * left to the normal pass. */
+#define PIPELINE_FRESH_MAX 1024u
 
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
@@ -60,6 +65,18 @@ typedef struct Pipeline {
         TaskEvent *seen;
         size_t n_seen;
         unsigned events_not_kept;
+
+        /* The fast path (pipeline_place_fresh()): the last plan, what it
+         * reads of it, and the processes that exec'd or were born since the
+         * last call. */
+        const Plan *plan;    /* the last plan applied (the caller's: see pipeline_use_plan()) */
+        PlaceState *place;   /* NULL: no fast path */
+        pid_t *fresh;
+        size_t n_fresh;
+        unsigned fresh_dropped;
+        TaskQuick *quick;    /* read buffers, reused */
+        ReconcilePlacement *batch;
+        CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
 } Pipeline;
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason);
@@ -90,3 +107,57 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class);
 
 /* The plan for the last scan. */
 int pipeline_plan(const Pipeline *p, Plan **ret);
+
+/* ── The fast path ──
+ *
+ * A process that exec'd (or a new process, FORK with pid == tgid; or one
+ * the last scan saw that renamed itself, COMM of its main thread) is placed
+ * at once from the last plan (decide/place.h), without a scan or a re-plan;
+ * the next normal pass checks it and corrects what the fast path got wrong.
+ * New threads (FORK with pid != tgid) need nothing: they start in their
+ * process's cgroup and with the cookie of the thread that made them (the
+ * events keep the groups' loads up to date, with the exits). Children of
+ * kthreadd are kernel threads: not looked at.
+ *
+ * The daemon's order:
+ *   pass:    pipeline_sample → pipeline_plan → reconcile_apply →
+ *            pipeline_use_plan(p, plan) with the plan just applied (the
+ *            daemon keeps it, as it does for explain, and calls
+ *            pipeline_use_plan() again before it frees it: with the next
+ *            applied plan, or NULL — e.g. while paused, when plans are
+ *            not applied)
+ *   events:  pipeline_drain_events → pipeline_place_fresh → arm the pass
+ *            soon only when it returned < 0 or left something (left,
+ *            kernel); else the periodic pass checks what it did (a pass
+ *            per burst would cost far more CPU than the placements)
+ * pipeline_drain_events remembers the processes (at most
+ * PIPELINE_FRESH_MAX; more are the next pass's) only while a plan is in
+ * use; it still marks them for the next scan as before. pipeline_sample
+ * forgets them: its scan sees them. pipeline_reload stops using the plan
+ * (its policy indices are the old set's): no fast path until the next
+ * pass's pipeline_use_plan(). */
+
+typedef struct PipelineFreshStats {
+        unsigned seen;      /* processes looked at */
+        unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
+        unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
+        unsigned placed;    /* moved and cookied by the fast path (done or already so) */
+        unsigned left;      /* for the normal pass: no group yet, class needed, failed,
+                             * or more than PIPELINE_FRESH_MAX */
+        unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
+                             * kernel-wide settings may change (the normal pass's job) */
+} PipelineFreshStats;
+
+/* Place new processes from this plan from now on: the plan the last
+ * reconcile_apply() applied. Borrowed: it must stay valid and unchanged
+ * until the next call (NULL: no fast path). Returns 0, or -ENOMEM when the
+ * fast path's view of it could not be built (then there is no fast path
+ * until the next call). */
+int pipeline_use_plan(Pipeline *p, const Plan *applied);
+
+/* Place the processes remembered since the last call. Cheap when none
+ * matches: one read of comm each (more only where a policy asks), no
+ * allocation. Returns 0 and *ret NULL when nothing was attempted, 1 and a
+ * report of the moves and cookies when something was, or a negative errno
+ * when applying could not start. ret_stats may be NULL. */
+int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret);

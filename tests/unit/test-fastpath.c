@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The fast path end to end against a fake root: the recorded guest machine
+ * (2 packages, 4 LLCs, SMT), a fake /proc, a fake cgroupfs (CgroupOps) and
+ * fake core-scheduling prctls (CookieOps). A normal pass applies the plan;
+ * then new processes are handed to pipeline_place_fresh() as the events
+ * would: each is read through the Root, placed from the last plan,
+ * journaled (one commit per batch, before the moves), moved and given its
+ * cookie; the next normal pass finds them in place ("already"). Then the
+ * cost per event: 1,000 events that match nothing, and 1,000 placements one
+ * per call and in one batch (printed, not asserted). */
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "apply/cookie.h"
+#include "apply/journal.h"
+#include "apply/reconcile.h"
+#include "base/util.h"
+#include "fake-root.h"
+#include "pipeline/pipeline.h"
+
+#define MOUNT "sys/fs/cgroup"
+#define GUEST "tests/data/sysfs/guest-2s-4llc"
+
+static char *root_dir;
+
+/* ---- the fake tree --------------------------------------------------------- */
+
+/* A one-thread process: the files the scan, the fast reader and the
+ * handles read. */
+static void fake_process(pid_t pid, const char *comm, const char *cgroup) {
+        char rel[128], text[512];
+
+        snprintf(text, sizeof(text),
+                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) pid, comm, (int) pid, (int) pid, 5000 + (int) pid);
+        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) pid, (int) pid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", (int) pid, (int) pid);
+        fake_write(root_dir, rel, "1000 0 1\n");
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", (int) pid, (int) pid);
+        snprintf(text, sizeof(text), "Name:\t%s\nTgid:\t%d\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n",
+                 comm, (int) pid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/comm", (int) pid);
+        snprintf(text, sizeof(text), "%s\n", comm);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/cmdline", (int) pid);
+        fake_write_n(root_dir, rel, comm, strlen(comm) + 1);
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) pid);
+        snprintf(text, sizeof(text), "0::%s\n", cgroup);
+        fake_write(root_dir, rel, text);
+}
+
+static const char *process_cgroup(pid_t pid) {
+        static char buf[512];
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/proc/%d/cgroup", root_dir, (int) pid);
+        f = fopen(path, "re");
+        if (!f || !fgets(buf, sizeof(buf), f))
+                TEST_FAIL("cannot read %s", path);
+        fclose(f);
+        buf[strcspn(buf, "\n")] = '\0';
+        return startswith(buf, "0::") ? buf + 3 : buf;
+}
+
+/* ---- fake cgroupfs: directories and files; cgroup.procs moves ------------ */
+
+static unsigned n_moves;
+
+static int fk_mkdir(void *userdata, const Root *root, const char *path) {
+        char full[PATH_MAX], rel[PATH_MAX];
+
+        (void) userdata;
+        (void) root;
+        snprintf(full, sizeof(full), "%s/%s", root_dir, path);
+        if (mkdir(full, 0755) < 0)
+                return -errno;
+#define PUT(file, text)                                                 \
+        do {                                                            \
+                snprintf(rel, sizeof(rel), "%s/%s", path, file);        \
+                fake_write(root_dir, rel, text);                        \
+        } while (0)
+        PUT("cgroup.procs", "");
+        PUT("cgroup.controllers", "cpuset cpu\n");
+        PUT("cgroup.subtree_control", "\n");
+        PUT("cpu.weight", "100\n");
+        PUT("cpu.idle", "0\n");
+        PUT("cpuset.cpus", "\n");
+        PUT("cpuset.mems", "\n");
+        PUT("cpuset.cpus.effective", "\n");
+        PUT("cpuset.cpus.partition", "member\n");
+#undef PUT
+        return 0;
+}
+
+static int fk_rmdir(void *userdata, const Root *root, const char *path) {
+        (void) userdata;
+        (void) root;
+        (void) path;
+        return -EBUSY;
+}
+
+static int fk_write(void *userdata, const Root *root, const char *path, const char *value) {
+        const char *file = strrchr(path, '/') + 1;
+        char rel[PATH_MAX];
+
+        (void) userdata;
+        (void) root;
+        while (*path == '/')
+                path++;
+        if (streq(file, "cgroup.procs")) {
+                pid_t pid = (pid_t) strtol(value, NULL, 10);
+                char cg[PATH_MAX], text[PATH_MAX + 8];
+
+                snprintf(rel, sizeof(rel), "%s/proc/%d/cgroup", root_dir, (int) pid);
+                if (access(rel, F_OK) < 0)
+                        return -ESRCH;
+                snprintf(cg, sizeof(cg), "%.*s", (int) (file - 1 - path - strlen(MOUNT)), path + strlen(MOUNT));
+                snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) pid);
+                snprintf(text, sizeof(text), "0::%s\n", cg);
+                fake_write(root_dir, rel, text);
+                n_moves++;
+                return 0;
+        }
+        if (streq(file, "cgroup.subtree_control")) {
+                char *cur;
+
+                snprintf(rel, sizeof(rel), "%s/%s", root_dir, path);
+                cur = test_read_all(rel);
+                /* "+cpu": listed afterwards (enough for the read-back). */
+                snprintf(rel, sizeof(rel), "%s %s\n", cur ? strstrip(cur) : "", value + 1);
+                free(cur);
+                fake_write(root_dir, path, rel);
+                return 0;
+        }
+        fake_write(root_dir, path, value);
+        if (streq(file, "cpuset.cpus")) {
+                snprintf(rel, sizeof(rel), "%.*s/cpuset.cpus.effective", (int) (file - 1 - path), path);
+                fake_write(root_dir, rel, value);
+        }
+        return 0;
+}
+
+static const CgroupOps fake_cgroup_ops = { .mkdir = fk_mkdir, .rmdir = fk_rmdir, .write = fk_write };
+
+/* ---- fake core scheduling: one cookie per tid ----------------------------- */
+
+/* Fake tids are small (below 65536); the applier's own threads (real tids)
+ * take a few slots of their own. */
+#define COOKIES_DIRECT 65536
+#define COOKIES_OTHER 16
+
+typedef struct FakeCookies {
+        pthread_mutex_t lock;
+        uint64_t direct[COOKIES_DIRECT];
+        pid_t other_tid[COOKIES_OTHER];
+        uint64_t other[COOKIES_OTHER];
+        size_t n_other;
+        uint64_t next;
+} FakeCookies;
+
+static FakeCookies fc = { .lock = PTHREAD_MUTEX_INITIALIZER, .next = 1 };
+
+static bool is_fake(pid_t tid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/proc/%d", root_dir, (int) tid);
+        return access(path, F_OK) == 0;
+}
+
+static uint64_t *cookie_slot(pid_t tid) {
+        if (tid == 0 || !is_fake(tid)) {
+                if (tid == 0)
+                        tid = (pid_t) syscall(SYS_gettid);
+                for (size_t i = 0; i < fc.n_other; i++)
+                        if (fc.other_tid[i] == tid)
+                                return &fc.other[i];
+                ASSERT_TRUE(fc.n_other < COOKIES_OTHER);
+                fc.other_tid[fc.n_other] = tid;
+                fc.other[fc.n_other] = 0;
+                return &fc.other[fc.n_other++];
+        }
+        ASSERT_TRUE(tid > 0 && tid < COOKIES_DIRECT);
+        return &fc.direct[tid];
+}
+
+/* A fake process that exists, or one of this program's threads. */
+static bool alive(pid_t tid) {
+        char path[64];
+
+        if (tid == 0 || is_fake(tid))
+                return true;
+        snprintf(path, sizeof(path), "/proc/self/task/%d", (int) tid);
+        return access(path, F_OK) == 0;
+}
+
+static int fk_create(pid_t tid, void *userdata) {
+        (void) userdata;
+        if (!alive(tid))
+                return -ESRCH;
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(tid) = fc.next++;
+        pthread_mutex_unlock(&fc.lock);
+        return 0;
+}
+
+static int fk_share_from(pid_t tid, void *userdata) {
+        (void) userdata;
+        if (!alive(tid))
+                return -ESRCH;
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(0) = *cookie_slot(tid);
+        pthread_mutex_unlock(&fc.lock);
+        return 0;
+}
+
+static int fk_share_to(pid_t tid, void *userdata) {
+        (void) userdata;
+        if (!alive(tid))
+                return -ESRCH;
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(tid) = *cookie_slot(0);
+        pthread_mutex_unlock(&fc.lock);
+        return 0;
+}
+
+static int fk_get(pid_t tid, uint64_t *ret, void *userdata) {
+        (void) userdata;
+        if (!alive(tid))
+                return -ESRCH;
+        pthread_mutex_lock(&fc.lock);
+        *ret = *cookie_slot(tid);
+        pthread_mutex_unlock(&fc.lock);
+        return 0;
+}
+
+static const PidRefOps no_pidfds = {}; /* the proc directories of the fake root */
+static const CookieOps fake_cookie_ops = {
+        .create = fk_create, .share_from = fk_share_from, .share_to = fk_share_to, .get = fk_get, .pidref = &no_pidfds,
+};
+
+static uint64_t cookie_of(pid_t tid) {
+        uint64_t c;
+
+        pthread_mutex_lock(&fc.lock);
+        c = *cookie_slot(tid);
+        pthread_mutex_unlock(&fc.lock);
+        return c;
+}
+
+/* ---- the world -------------------------------------------------------------- */
+
+static const char BATCH[] = "[policy]\nname = batch\npriority = 200\n[match]\ncomm = batch*\n"
+                            "[place]\ncpus = llc\nspread = pack\ncookie = process\n";
+static const char SVC[] = "[policy]\nname = svc\npriority = 100\n[match]\ncomm = svc*\n"
+                          "[place]\ncpus = node\nspread = spread\ncookie = group\n";
+static const char PLAIN[] = "[policy]\nname = plain\npriority = 50\n[match]\ncomm = plain*\n"
+                            "[place]\ncpus = all\n";
+
+typedef struct World {
+        Pipeline *p;
+        Journal *journal;
+        CookieApplier *cookies;
+        Reconciler rc;
+        char *journal_dir;
+} World;
+
+/* The fake tree on tmpfs when there is one (as /proc and /run are). */
+static char *new_root(void) {
+        char tmpl[] = "/dev/shm/topod-fastpath-XXXXXX";
+        char *d = access("/dev/shm", W_OK) == 0 ? mkdtemp(tmpl) : NULL;
+
+        return d ? strdup(d) : fake_root_new();
+}
+
+static void world_new(World *w) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_free_ char *policies = NULL, *reason = NULL;
+        PipelineOptions o = {};
+        char path[PATH_MAX];
+
+        *w = (World) {};
+        root_dir = new_root();
+        /* The recorded machine: its sysfs, cpuinfo and mountinfo. */
+        snprintf(path, sizeof(path), "cp -R " GUEST "/. '%s'/", root_dir);
+        ASSERT_EQ(system(path), 0);
+        fake_write(root_dir, "etc/passwd", "root:x:0:0::/root:/bin/sh\nalice:x:1000:100::/home/alice:/bin/sh\n");
+        fake_write(root_dir, "proc/sys/kernel/osrelease", "6.12.0\n");
+        fake_write(root_dir, MOUNT "/cgroup.controllers", "cpuset cpu io memory pids\n");
+        fake_write(root_dir, MOUNT "/cgroup.subtree_control", "\n");
+        fake_write(root_dir, MOUNT "/cgroup.procs", "");
+        fake_write(root_dir, MOUNT "/cpuset.cpus.effective", "0-15\n");
+        fake_mkdir(root_dir, MOUNT "/user.slice");
+        fake_mkdir(root_dir, "run");
+        fake_write(root_dir, "etc/topod/policies.d/10-batch.ini", BATCH);
+        fake_write(root_dir, "etc/topod/policies.d/20-svc.ini", SVC);
+        fake_write(root_dir, "etc/topod/policies.d/30-plain.ini", PLAIN);
+        ASSERT_TRUE(asprintf(&policies, "%s/etc/topod/policies.d", root_dir) > 0);
+        ASSERT_TRUE(asprintf(&w->journal_dir, "%s/run/topod", root_dir) > 0);
+
+        /* Processes already there: a batch job, two services, a shell. */
+        fake_process(100, "batch-a", "/user.slice");
+        fake_process(200, "svc-a", "/user.slice");
+        fake_process(201, "svc-b", "/user.slice");
+        fake_process(300, "bash", "/user.slice");
+        fake_process(400, "plain-a", "/user.slice");
+
+        o = (PipelineOptions) { .root = root_dir, .policies = policies };
+        if (pipeline_new(&o, d, &w->p, &reason) < 0)
+                TEST_FAIL("pipeline_new: %s", reason ?: "?");
+        ASSERT_EQ(w->p->policies->n, 3);
+        ASSERT_TRUE(w->p->caps->cgroup2.available);
+        /* Core scheduling as on an SMT host with it (the probe asked the
+         * real kernel, which may not have it). */
+        w->p->caps->core_sched.available = true;
+        w->p->caps->smt_active = true;
+        w->p->caps->sched_ext_active = false;
+
+        ASSERT_OK(journal_new(w->journal_dir, &w->journal));
+        ASSERT_OK(cookie_applier_new(w->p->root, &fake_cookie_ops, &w->cookies));
+        w->rc = (Reconciler) { .root = w->p->root, .caps = w->p->caps, .journal = w->journal, .cookies = w->cookies,
+                               .cgroup_ops = &fake_cgroup_ops, .pidref = &no_pidfds };
+}
+
+static void world_free(World *w) {
+        cookie_applier_free(w->cookies);
+        journal_free(w->journal);
+        pipeline_free(w->p);
+        free(w->journal_dir);
+        fake_root_remove(root_dir);
+        root_dir = NULL;
+}
+
+static void dump(const ReconcileReport *r) {
+        if (getenv("TOPOD_TEST_VERBOSE"))
+                (void) reconcile_report_print_text(stdout, r);
+}
+
+/* A normal pass: scan, plan, apply; the plan is handed to the fast path. */
+static Plan *pass(World *w, ReconcileReport **ret) {
+        Plan *plan = NULL;
+
+        ASSERT_OK(pipeline_sample(w->p, false));
+        ASSERT_OK(pipeline_plan(w->p, &plan));
+        ASSERT_OK(reconcile_apply(&w->rc, plan, ret));
+        dump(*ret);
+        ASSERT_OK(pipeline_use_plan(w->p, plan));
+        return plan;
+}
+
+static const ReconcileItem *find_item(const ReconcileReport *r, const char *prefix, pid_t pid) {
+        char tail[32];
+
+        snprintf(tail, sizeof(tail), "%d", (int) pid);
+        for (size_t i = 0; i < r->n; i++)
+                if (startswith(r->items[i].what, prefix) && strstr(r->items[i].what, tail))
+                        return &r->items[i];
+        return NULL;
+}
+
+/* As pipeline_drain_events() does for EXEC and for FORK of a process. */
+static void event(World *w, pid_t pid) {
+        ASSERT_TRUE(w->p->n_fresh < PIPELINE_FRESH_MAX);
+        w->p->fresh[w->p->n_fresh++] = pid;
+}
+
+static void test_place_then_pass(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        _cleanup_(journal_freep) Journal *disk = NULL;
+        Plan *plan1, *plan2;
+        PipelineFreshStats st;
+        const ReconcileItem *it;
+        JournalError e;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(100), "/topod.slice/batch-llc0");
+        ASSERT_STREQ(process_cgroup(200), "/topod.slice/svc-node0");
+        ASSERT_STREQ(process_cgroup(201), "/topod.slice/svc-node1");
+        ASSERT_STREQ(process_cgroup(300), "/user.slice");
+        ASSERT_TRUE(cookie_of(200) != 0 && cookie_of(200) == cookie_of(201));
+
+        /* Nothing new: nothing done, nothing allocated. */
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 0);
+        ASSERT_NULL(r2);
+
+        /* A batch job, a service, a shell, one that is gone, a duplicate. */
+        fake_process(1000, "batch-b", "/user.slice");
+        fake_process(1001, "svc-c", "/user.slice");
+        fake_process(1002, "sh", "/user.slice");
+        event(&w, 1000);
+        event(&w, 1001);
+        event(&w, 1002);
+        event(&w, 1003);
+        event(&w, 1001);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        dump(r2);
+        ASSERT_EQ(st.seen, 4);
+        ASSERT_EQ(st.placed, 2);
+        ASSERT_EQ(st.unmatched, 2);
+        ASSERT_EQ(st.left, 0);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        /* pack: llc0 has room for one more process by whole cores (2). */
+        ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
+        /* spread: node0 and node1 hold one each: the first. */
+        ASSERT_STREQ(process_cgroup(1001), "/topod.slice/svc-node0");
+        ASSERT_STREQ(process_cgroup(1002), "/user.slice");
+        /* Cookies: its own for the batch job, the services' for the service. */
+        ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
+        ASSERT_EQ(cookie_of(1001), cookie_of(200));
+        it = find_item(r2, "cgroup: move process", 1000);
+        ASSERT_TRUE(it && it->status == RECONCILE_DONE);
+        /* The originals reached the disk before the moves. */
+        ASSERT_EQ(journal_load(w.journal_dir, &disk, &e), 1);
+        ASSERT_TRUE(journal_get_task(disk, 1000, 6000) != NULL);
+        ASSERT_STREQ(journal_get_task(disk, 1000, 6000)->cgroup, "/user.slice");
+        ASSERT_TRUE(journal_get_task(disk, 1001, 6001) != NULL);
+        {
+                bool c1000 = false, c1001 = false;
+
+                for (size_t i = 0; i < disk->n_cookies; i++) {
+                        c1000 |= disk->cookies[i].tid == 1000;
+                        c1001 |= disk->cookies[i].tid == 1001;
+                }
+                ASSERT_TRUE(c1000 && c1001);
+        }
+
+        /* The next pass finds them where it wants them. */
+        plan2 = pass(&w, &r3);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        it = find_item(r3, "cgroup: move process", 1000);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        it = find_item(r3, "cgroup: move process", 1001);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        for (size_t i = 0; i < r3->n; i++)
+                if (startswith(r3->items[i].what, "cookie"))
+                        ASSERT_EQ(r3->items[i].status, RECONCILE_ALREADY);
+        ASSERT_EQ(r3->counts[RECONCILE_DONE], 0);
+
+        /* A process that exits: the pass forgets its journal entry. */
+        {
+                char rel[64], path[PATH_MAX];
+                _cleanup_(reconcile_report_freep) ReconcileReport *r4 = NULL;
+                Plan *plan3;
+
+                snprintf(rel, sizeof(rel), "proc/%d", 1000);
+                snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
+                fake_root_remove(strdup(path));
+                ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+                plan3 = pass(&w, &r4);
+                ASSERT_NULL(journal_get_task(w.journal, 1000, 6000));
+                ASSERT_TRUE(journal_get_task(w.journal, 1001, 6001) != NULL);
+                ASSERT_FALSE(w.journal->dirty);
+                ASSERT_OK(pipeline_use_plan(w.p, NULL));
+                plan_free(plan3);
+        }
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
+/* No plan in use (paused, reloaded): nothing is remembered or placed. */
+static void test_no_plan(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        PipelineFreshStats st;
+        World w;
+
+        world_new(&w);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 0);
+        ASSERT_NULL(r);
+        ASSERT_EQ(st.seen, 0);
+        world_free(&w);
+}
+
+/* The journal's log: what journal_commit_append() adds is read back with
+ * the file; a block cut short by a crash, or a log left from an older file,
+ * is ignored; a complete block that does not parse is refused. */
+static char *slurp(const char *dir, const char *name) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        return test_read_all(path);
+}
+
+static void put(const char *dir, const char *name, const char *text, bool append) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, append ? "ae" : "we");
+        ASSERT_TRUE(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void test_journal_log(void) {
+        char *dir = fake_root_new();
+        _cleanup_free_ char *jdir = NULL, *text = NULL, *log = NULL;
+        Journal *j = NULL, *l = NULL;
+        JournalError e = {};
+        struct stat st1, st2;
+        char path[PATH_MAX];
+
+        ASSERT_TRUE(asprintf(&jdir, "%s/run-topod", dir) > 0);
+        snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
+
+        /* No file of ours yet: the first append writes the file whole. */
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_TRUE(stat(path, &st1) == 0);
+
+        /* Then appends: the file stays, the log grows. */
+        ASSERT_EQ(journal_record_task(j, 42, 4242, "/user.slice"), 1);
+        ASSERT_EQ(journal_record_cookie(j, 42, 4242), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_FALSE(j->dirty);
+        ASSERT_EQ(journal_record_task(j, 43, 4343, "/user.slice/a b"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_TRUE(stat(path, &st2) == 0);
+        ASSERT_EQ(st1.st_ino, st2.st_ino);
+        log = slurp(jdir, JOURNAL_LOG_NAME);
+        ASSERT_TRUE(log && startswith(log, "topod-journal-log 1 "));
+        ASSERT_TRUE(strstr(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
+                                "task 43 4343 /user.slice/a\\x20b\nend 1\n"));
+
+        /* Read back whole, with a block cut short after it. */
+        put(jdir, JOURNAL_LOG_NAME, "task 44 1 /x\ncookie 44", true);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 4);
+        ASSERT_STREQ(journal_get_task(l, 43, 4343)->cgroup, "/user.slice/a b");
+        ASSERT_NULL(journal_get_task(l, 44, 1));
+        ASSERT_FALSE(l->dirty);
+        l = journal_free(l);
+
+        /* A complete block that does not parse, or miscounts: refused. */
+        free(log);
+        log = slurp(jdir, JOURNAL_LOG_NAME);
+        put(jdir, JOURNAL_LOG_NAME, "task 45 1 /x\nend 2\n", true);
+        ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG);
+        put(jdir, JOURNAL_LOG_NAME, log, false);
+        put(jdir, JOURNAL_LOG_NAME, "task 42 4242 /again\nend 1\n", true);
+        ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG); /* a duplicate */
+        put(jdir, JOURNAL_LOG_NAME, log, false);
+
+        /* A forget cannot be appended: the file is written whole, the log
+         * folded in and removed. */
+        ASSERT_EQ(journal_forget_task(j, 42, 4242), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_TRUE(stat(path, &st2) == 0);
+        ASSERT_TRUE(st1.st_ino != st2.st_ino);
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_STREQ(text, "topod-journal 1\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
+                           "cgroup /topod.slice\nend 3\n");
+
+        /* A log left from an older file (a crash between the rename and its
+         * removal): ignored. */
+        put(jdir, JOURNAL_LOG_NAME, log, false);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 3);
+        ASSERT_NULL(journal_get_task(l, 42, 4242));
+        l = journal_free(l);
+
+        /* Appending again after the rewrite starts a new log; the stale one
+         * (not the size we wrote) makes it a whole write instead. */
+        ASSERT_EQ(journal_record_task(j, 46, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_EQ(journal_record_task(j, 47, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        free(log);
+        log = slurp(jdir, JOURNAL_LOG_NAME);
+        ASSERT_TRUE(log && strstr(log, "\ntask 47 1 /\nend 1\n"));
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 5);
+        l = journal_free(l);
+
+        /* journal_commit() folds the log in; journal_remove() takes both. */
+        ASSERT_EQ(journal_record_task(j, 48, 1, "/"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_EQ(journal_record_task(j, 49, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_TRUE((text = (free(text), slurp(jdir, JOURNAL_LOG_NAME))) != NULL);
+        ASSERT_OK(journal_remove(jdir));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_NULL(slurp(jdir, JOURNAL_FILE_NAME));
+        journal_free(j);
+        fake_root_remove(dir);
+}
+
+static uint64_t cpu_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* The cost per event, on this fake tree (tmpfs files stand in for /proc
+ * and cgroupfs; the real ones cost more per read, but the count of reads
+ * and writes is the same). Printed, not asserted. */
+static void test_timing(void) {
+        enum { N = 1000 };
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        Plan *plan;
+        PipelineFreshStats st;
+        uint64_t t0, none_us, one_us, batch_us, plain_us;
+        World w;
+
+        world_new(&w);
+        plan = pass(&w, &r1);
+        for (int i = 0; i < N; i++) {
+                fake_process(10000 + i, "bash", "/user.slice");
+                fake_process(20000 + i, "svc-x", "/user.slice");
+                fake_process(30000 + i, "svc-y", "/user.slice");
+                fake_process(40000 + i, "plain-x", "/user.slice");
+        }
+
+        /* 1,000 execs that match nothing, one burst each. */
+        t0 = cpu_usec();
+        for (int i = 0; i < N; i++) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                event(&w, 10000 + i);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 0);
+                ASSERT_EQ(st.unmatched, 1);
+        }
+        none_us = cpu_usec() - t0;
+
+        /* 1,000 placements, one burst each (one journal commit each). */
+        n_moves = 0;
+        t0 = cpu_usec();
+        for (int i = 0; i < N; i++) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                event(&w, 20000 + i);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                ASSERT_EQ(st.placed, 1);
+        }
+        one_us = cpu_usec() - t0;
+        ASSERT_EQ(n_moves, N);
+
+        /* 1,000 placements without a cookie, one burst each. */
+        t0 = cpu_usec();
+        for (int i = 0; i < N; i++) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                event(&w, 40000 + i);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                ASSERT_EQ(st.placed, 1);
+        }
+        plain_us = cpu_usec() - t0;
+
+        /* 1,000 placements in one burst (one commit). */
+        t0 = cpu_usec();
+        {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                for (int i = 0; i < N; i++)
+                        event(&w, 30000 + i);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                ASSERT_EQ(st.placed, N);
+        }
+        batch_us = cpu_usec() - t0;
+
+        printf("   CPU per event, fake root on %s, journal of %zu entries at the end:\n",
+               startswith(root_dir, "/dev/shm") ? "tmpfs" : "/tmp", journal_n_entries(w.journal));
+        printf("     no match:              %6.1f us\n", (double) none_us / N);
+        printf("     placed, one per burst: %6.1f us (move + cookie + journal commit)\n", (double) one_us / N);
+        printf("     placed, no cookie:     %6.1f us (move + journal commit)\n", (double) plain_us / N);
+        printf("     placed, 1000 per burst:%6.1f us\n", (double) batch_us / N);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan);
+        world_free(&w);
+}
+
+int main(void) {
+        if (access(GUEST, F_OK) < 0)
+                test_skip("%s not found: run in the source tree", GUEST);
+        RUN(test_journal_log);
+        RUN(test_no_plan);
+        RUN(test_place_then_pass);
+        RUN(test_timing);
+        return 0;
+}
