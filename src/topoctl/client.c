@@ -38,8 +38,11 @@ int client_open(const char *root_dir, const char *state_dir, Client **ret, char 
                 return -ENOMEM;
         if ((k = sd_bus_new(&c->bus)) < 0 || (k = sd_bus_set_address(c->bus, address)) < 0 ||
             (k = sd_bus_set_description(c->bus, "topod")) < 0 || (k = sd_bus_start(c->bus)) < 0) {
-                (void) asprintf(ret_reason, "topod is not running (cannot connect to %s/" BUS_SOCKET_NAME ": %s)", dir,
-                                strerror(-k));
+                /* Only these mean no daemon listens; EAGAIN (a full
+                 * backlog), EACCES and the rest mean one may well run. */
+                (void) asprintf(ret_reason, "%s (cannot connect to %s/" BUS_SOCKET_NAME ": %s)",
+                                k == -ENOENT || k == -ECONNREFUSED ? "topod is not running" : "topod cannot be reached",
+                                dir, strerror(-k));
                 return k;
         }
         *ret = TAKE_PTR(c);

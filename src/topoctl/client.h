@@ -12,8 +12,9 @@
 typedef struct Client Client;
 
 /* Connect to the daemon's socket in state_dir (NULL: run/topod below root).
- * -ENOENT / -ECONNREFUSED when no daemon listens; ret_reason says so in
- * one line. */
+ * -ENOENT / -ECONNREFUSED when no daemon listens, another negative errno
+ * when one may listen but cannot be reached; ret_reason says which in one
+ * line. */
 int client_open(const char *root, const char *state_dir, Client **ret, char **ret_reason);
 Client *client_free(Client *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Client *, client_free);

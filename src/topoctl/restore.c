@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "apply/cookie.h"
 #include "base/json.h"
 #include "base/macro.h"
+#include "base/util.h"
 #include "observe/kernelcaps.h"
 
 int restore_state_dir(const char *state_dir, const Root *root, char **ret) {
@@ -20,8 +24,54 @@ int restore_state_dir(const char *state_dir, const Root *root, char **ret) {
         return root_host_path(root, "run/topod", ret);
 }
 
-int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found) {
+/* One writer of the journal at a time: the daemon holds the lock for its
+ * life, topod --oneshot and topoctl reset while they work. The holder's pid
+ * is in the file, for the message. */
+static int take_lock(const char *dir, int *ret) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char pid[32] = "";
+        ssize_t n;
+
+        if (asprintf(&path, "%s/lock", dir) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int k = negative_errno();
+
+                if (k != -EWOULDBLOCK)
+                        return k;
+                n = pread(fd, pid, sizeof(pid) - 1, 0);
+                pid[n > 0 ? n : 0] = 0;
+                fprintf(stderr, "%s: %s is in use by another topod%s%s%s: not touching its journal\n",
+                        program_invocation_short_name, dir, *pid ? " (pid " : "", strstrip(pid), *pid ? ")" : "");
+                return -EBUSY;
+        }
+        n = snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t) n, 0) != n)
+                return negative_errno();
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+void restore_unlock(const char *dir, int *lock, bool remove) {
+        _cleanup_free_ char *path = NULL;
+
+        if (*lock < 0)
+                return;
+        /* Unlinked while still held: one that opened it meanwhile gets the
+         * old file's lock, finds no journal, and has nothing to do. */
+        if (remove && dir && asprintf(&path, "%s/lock", dir) >= 0)
+                (void) unlink(path);
+        close(*lock);
+        *lock = -EBADF;
+}
+
+int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found, int *ret_lock) {
         _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int lock = -EBADF;
         JournalError e = {};
         int k;
 
@@ -32,6 +82,11 @@ int restore_open_journal(const char *state_dir, const Root *root, Journal **ret,
                 fprintf(stderr, "%s: cannot create %s: %s\n", program_invocation_short_name, dir, strerror(-k));
                 return k;
         }
+        if ((k = take_lock(dir, &lock)) < 0) {
+                if (k != -EBUSY)
+                        fprintf(stderr, "%s: cannot lock %s: %s\n", program_invocation_short_name, dir, strerror(-k));
+                return k;
+        }
         k = journal_load(dir, ret, &e);
         if (k < 0) {
                 fprintf(stderr, "%s: %s/journal:%u: %s\n", program_invocation_short_name, dir, e.line,
@@ -39,6 +94,7 @@ int restore_open_journal(const char *state_dir, const Root *root, Journal **ret,
                 return k;
         }
         *ret_found = k > 0;
+        *ret_lock = TAKE_FD(lock);
         return 0;
 }
 
@@ -60,6 +116,7 @@ int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
         _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int lock = -EBADF;
         bool found = false;
         int k;
 
@@ -67,9 +124,11 @@ int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
                 fprintf(stderr, "%s: cannot observe the machine: %s\n", program_invocation_short_name, strerror(-k));
                 return EXIT_FAILURE;
         }
-        if (restore_open_journal(state_dir, root, &j, &found) < 0)
+        if (restore_open_journal(state_dir, root, &j, &found, &lock) < 0)
                 return EXIT_FAILURE;
         if (!found) {
+                if (restore_state_dir(state_dir, root, &dir) >= 0)
+                        restore_unlock(dir, &lock, true);
                 if (json)
                         puts("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},\"items\":[]}");
                 else
@@ -86,9 +145,13 @@ int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
                         return EXIT_FAILURE;
                 }
         }
-        if (journal_is_empty(j) && restore_state_dir(state_dir, root, &dir) >= 0 && (k = journal_remove(dir)) < 0)
-                fprintf(stderr, "%s: cannot remove the journal in %s: %s\n", program_invocation_short_name, dir,
-                        strerror(-k));
+        if (journal_is_empty(j) && restore_state_dir(state_dir, root, &dir) >= 0) {
+                if ((k = journal_remove(dir)) < 0)
+                        fprintf(stderr, "%s: cannot remove the journal in %s: %s\n", program_invocation_short_name, dir,
+                                strerror(-k));
+                else
+                        restore_unlock(dir, &lock, true);
+        }
         if (restore_print_report(r, json) < 0 || fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

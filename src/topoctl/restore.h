@@ -14,8 +14,13 @@
 
 /* state_dir, or run/topod below the root. */
 int restore_state_dir(const char *state_dir, const Root *root, char **ret);
-/* Load (or start) the journal there, creating the directory (0700). */
-int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found);
+/* Lock the directory (creating it, 0700) against another topod, then load
+ * (or start) the journal there. -EBUSY (said on stderr) when another
+ * topod holds it; *ret_lock is the lock, to close when done. */
+int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found, int *ret_lock);
+/* Let go of the lock; remove: unlink it too (when nothing is left to
+ * restore, so the directory is left empty). */
+void restore_unlock(const char *dir, int *lock, bool remove);
 int restore_print_report(const ReconcileReport *r, bool json);
 
 /* Returns the exit code: 0 restored (or nothing to do), 1 failures. */

@@ -138,14 +138,20 @@ static int verb_topology(const Args *a) {
 
 /* Ask the running topod; print the reply. Returns the exit status, or -1
  * when no daemon listens (reason in *ret_reason) so the caller can fall
- * back or say so. */
+ * back or say so. A daemon that may run but cannot be reached (a full
+ * backlog, no permission) is a failure, never a reason to act without it. */
 static int ask_daemon(const Args *a, const char *method, pid_t pid, char **ret_reason) {
         _cleanup_(client_freep) Client *c = NULL;
         _cleanup_free_ char *text = NULL, *name = NULL, *message = NULL;
         int k;
 
-        if (client_open(a->root, a->state_dir, &c, ret_reason) < 0)
+        k = client_open(a->root, a->state_dir, &c, ret_reason);
+        if (k == -ENOENT || k == -ECONNREFUSED)
                 return -1;
+        if (k < 0) {
+                fprintf(stderr, "topoctl: %s\n", *ret_reason ?: strerror(-k));
+                return EXIT_FAILURE;
+        }
         k = client_call(c, method, pid, a->json, &text, &name, &message);
         if (k < 0) {
                 /* A refused reload's message is the file:line list. */

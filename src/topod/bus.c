@@ -2,6 +2,7 @@
 #include "bus.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 
 typedef struct BusConnection {
         sd_bus *bus;
+        bool doomed;     /* its peer does not read its replies: dropped soon */
         uid_t uid;
         pid_t pid;
         uint64_t serial; /* accept order: the smallest is the oldest */
@@ -21,6 +23,7 @@ typedef struct BusConnection {
 struct BusServer {
         sd_event *event;
         sd_event_source *listener;
+        sd_event_source *reaper; /* drops doomed connections, outside their callbacks */
         int fd;
         char *path;
         BusHandler handler;
@@ -105,6 +108,17 @@ static int dispatch(sd_bus_message *m, void *userdata, sd_bus_error *error, BusM
 
         if (!c)
                 return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, "unknown connection");
+        {
+                /* A peer that sends calls and does not read the replies
+                 * would have them pile up in our memory: cut it off. */
+                uint64_t queued = 0;
+
+                if (sd_bus_get_n_queued_write(c->bus, &queued) >= 0 && queued >= BUS_QUEUED_MAX) {
+                        c->doomed = true;
+                        (void) sd_event_source_set_enabled(s->reaper, SD_EVENT_ONESHOT);
+                        return sd_bus_error_set(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "replies not read: disconnecting");
+                }
+        }
         call.uid = c->uid;
         call.peer_pid = c->pid;
         k = method == BUS_METHOD_EXPLAIN ? sd_bus_message_read(m, "ub", &pid, &json) : sd_bus_message_read(m, "b", &json);
@@ -149,18 +163,14 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static int connection_start(BusServer *s, int fd, BusConnection *c) {
-        struct ucred cred = {};
-        socklen_t len = sizeof(cred);
+/* cred: the peer's identity, the socket's (SO_PEERCRED), taken once at
+ * accept: what it says in the D-Bus handshake must agree (sd-bus checks). */
+static int connection_start(BusServer *s, int fd, const struct ucred *cred, BusConnection *c) {
         sd_id128_t id;
         int k;
 
-        /* The peer's identity is the socket's, taken once, here: what it
-         * says in the D-Bus handshake must agree with it (sd-bus checks). */
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-                return -errno;
-        c->uid = cred.uid;
-        c->pid = cred.pid;
+        c->uid = cred->uid;
+        c->pid = cred->pid;
         if ((k = sd_id128_randomize(&id)) < 0 || (k = sd_bus_new(&c->bus)) < 0)
                 return k;
         if ((k = sd_bus_set_fd(c->bus, fd, fd)) < 0 ||
@@ -177,33 +187,72 @@ static int connection_start(BusServer *s, int fd, BusConnection *c) {
         return 0;
 }
 
+static unsigned count_uid(const BusServer *s, uid_t uid) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < s->n_conns; i++)
+                n += s->conns[i].uid == uid;
+        return n;
+}
+
+/* Room for a connection of uid: root always gets one (the oldest other
+ * connection goes), others within BUS_CONNECTIONS_PER_UID each and short of
+ * the slots kept for root. */
+static bool make_room(BusServer *s, uid_t uid) {
+        unsigned oldest = UINT_MAX;
+
+        if (uid != 0 && (count_uid(s, uid) >= BUS_CONNECTIONS_PER_UID ||
+                         s->n_conns >= BUS_CONNECTIONS_MAX - BUS_CONNECTIONS_ROOT))
+                return false;
+        if (s->n_conns < BUS_CONNECTIONS_MAX)
+                return true;
+        for (unsigned i = 0; i < s->n_conns; i++)
+                if (oldest == UINT_MAX || s->conns[i].serial < s->conns[oldest].serial)
+                        oldest = i;
+        connection_drop(s, oldest);
+        return true;
+}
+
+static int on_reap(sd_event_source *es, void *userdata) {
+        BusServer *s = userdata;
+
+        (void) es;
+        for (unsigned i = s->n_conns; i-- > 0;)
+                if (s->conns[i].doomed)
+                        connection_drop(s, i);
+        return 0;
+}
+
 static int on_accept(sd_event_source *es, int lfd, uint32_t revents, void *userdata) {
         BusServer *s = userdata;
-        BusConnection c = {};
-        int fd, k;
 
         (void) es;
         (void) revents;
-        fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-                return 0; /* EAGAIN, or a peer gone before we took it */
-        if (s->n_conns == BUS_CONNECTIONS_MAX) {
-                unsigned oldest = 0;
+        /* Take the whole backlog at each wake-up, so that a peer that
+         * only connects cannot keep it full for the others. */
+        for (unsigned n = 0; n < 4 * BUS_CONNECTIONS_MAX; n++) {
+                BusConnection c = {};
+                struct ucred cred = {};
+                socklen_t len = sizeof(cred);
+                int fd, k;
 
-                for (unsigned i = 1; i < s->n_conns; i++)
-                        if (s->conns[i].serial < s->conns[oldest].serial)
-                                oldest = i;
-                connection_drop(s, oldest);
-        }
-        k = connection_start(s, fd, &c);
-        if (k < 0) {
-                if (c.bus)
-                        sd_bus_close_unref(c.bus); /* closes fd too */
-                else
+                fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                        return 0; /* EAGAIN: done; or a peer gone before we took it */
+                if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !make_room(s, cred.uid)) {
                         close(fd);
-                return 0;
+                        continue;
+                }
+                k = connection_start(s, fd, &cred, &c);
+                if (k < 0) {
+                        if (c.bus)
+                                sd_bus_close_unref(c.bus); /* closes fd too */
+                        else
+                                close(fd);
+                        continue;
+                }
+                s->conns[s->n_conns++] = c;
         }
-        s->conns[s->n_conns++] = c;
         return 0;
 }
 
@@ -237,7 +286,9 @@ int bus_server_new(sd_event *e, const char *path, BusHandler handler, void *user
         }
         if (k < 0 || listen(s->fd, SOMAXCONN) < 0)
                 return -errno;
-        if ((k = sd_event_add_io(e, &s->listener, s->fd, EPOLLIN, on_accept, s)) < 0)
+        if ((k = sd_event_add_io(e, &s->listener, s->fd, EPOLLIN, on_accept, s)) < 0 ||
+            (k = sd_event_add_defer(e, &s->reaper, on_reap, s)) < 0 ||
+            (k = sd_event_source_set_enabled(s->reaper, SD_EVENT_OFF)) < 0)
                 return k;
         *ret = TAKE_PTR(s);
         return 0;
@@ -249,6 +300,7 @@ BusServer *bus_server_free(BusServer *s) {
         while (s->n_conns > 0)
                 connection_drop(s, s->n_conns - 1);
         sd_event_source_disable_unref(s->listener);
+        sd_event_source_disable_unref(s->reaper);
         if (s->fd >= 0) {
                 close(s->fd);
                 (void) unlink(s->path);

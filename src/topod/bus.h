@@ -13,10 +13,18 @@
  * Replies are the text or JSON topoctl prints, so every client sees the
  * same answer, and `busctl --address=unix:path=/run/topod/bus` can call
  * them by hand. Rights come from the peer's SO_PEERCRED: anyone may read;
- * only uid 0 may Reload or Reset. Sizes are bounded: arguments by the
- * declared signatures (sd-bus refuses any other), replies by
- * BUS_REPLY_MAX, connections by BUS_CONNECTIONS_MAX (the oldest is dropped
- * for a new one, so an idle client cannot lock the others out). */
+ * only uid 0 may Reload or Reset.
+ *
+ * What a local user can make the daemon hold is bounded: replies by
+ * BUS_REPLY_MAX; connections by BUS_CONNECTIONS_PER_UID per uid other than
+ * root and BUS_CONNECTIONS_MAX in all, BUS_CONNECTIONS_ROOT of them kept
+ * for root (whose new connection drops the oldest one when all are taken);
+ * unread replies by BUS_QUEUED_MAX per connection (more, and it is
+ * dropped); the backlog is emptied at each wake-up. Not bounded below
+ * sd-bus's own limit (128 MiB): the size of one incoming message, which
+ * sd-bus reads whole before it checks the signature and offers no setting
+ * for — so one uid can make us hold at most BUS_CONNECTIONS_PER_UID such
+ * messages at once (the unit's MemoryMax= is the backstop). */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -28,6 +36,9 @@
 #define BUS_PATH "/io/topod/Manager1"
 #define BUS_SOCKET_NAME "bus"
 #define BUS_CONNECTIONS_MAX 32u
+#define BUS_CONNECTIONS_ROOT 4u
+#define BUS_CONNECTIONS_PER_UID 4u
+#define BUS_QUEUED_MAX 8u
 #define BUS_REPLY_MAX (16u * 1024u * 1024u)
 
 /* Errors beyond the standard org.freedesktop.DBus.Error.* ones. */

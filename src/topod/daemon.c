@@ -30,6 +30,11 @@
 
 /* Process events are batched: a burst of execs costs one pass. */
 #define DAEMON_EVENT_DELAY_USEC 2000u
+/* Explain of a task the last scan did not see runs a pass, at most this
+ * often. */
+#define DAEMON_EXPLAIN_PASS_USEC 100000u
+/* During an exec storm the sample pass waits at most this many intervals. */
+#define DAEMON_STORM_DEFER_MAX 5u
 
 typedef struct Daemon {
         const DaemonArgs *args;
@@ -41,6 +46,7 @@ typedef struct Daemon {
         CookieApplier *cookies;
         BusServer *bus;
         char *state_dir;
+        int lock;                /* on state_dir: one topod per state directory */
 
         Plan *plan;              /* in force: the last pass's */
         ReconcileReport *report; /* what the last pass did */
@@ -52,9 +58,14 @@ typedef struct Daemon {
 
         SysLoad load;            /* /proc/stat at the last timer pass */
         uint64_t own_usec;       /* our CPU time then */
+        uint64_t own_switches;   /* our context switches then */
         bool have_load;
         uint64_t last_scan_usec; /* the last timer pass that scanned */
         unsigned idle_skips;
+        unsigned fast_placed;    /* processes the fast path placed */
+        uint64_t last_fresh_usec; /* when the fast path last had new processes to look at */
+        unsigned storm_defers;
+        uint64_t last_explain_pass_usec;
 
         unsigned reloads, reloads_refused;
         char *last_reload;       /* one line: when and how the last reload went */
@@ -93,8 +104,13 @@ static int pass(Daemon *d) {
         d->passes++;
         d->last_pass_usec = pipeline_now_usec();
         d->last_pass_cost_usec = d->last_pass_usec - start;
+        /* The fast path borrows the plan in force: let go before freeing
+         * it, and lend the new one only when it was applied. */
+        (void) pipeline_use_plan(d->p, NULL);
         plan_free(d->plan);
         d->plan = TAKE_PTR(plan);
+        if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
+                log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
         if (!r)
                 return 0;
         for (size_t i = 0; i < r->n; i++)
@@ -118,33 +134,43 @@ static int pass(Daemon *d) {
         return 0;
 }
 
-static uint64_t own_cpu_usec(void) {
+static void own_usage(uint64_t *ret_usec, uint64_t *ret_switches) {
         struct rusage ru;
 
+        *ret_usec = *ret_switches = 0;
         if (getrusage(RUSAGE_SELF, &ru) < 0)
-                return 0;
-        return (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
-               (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+                return;
+        *ret_usec = (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                    (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        *ret_switches = (uint64_t) ru.ru_nvcsw + (uint64_t) ru.ru_nivcsw;
 }
 
-/* The idle gate: when nothing but topod ran since the last timer pass (at
- * most 1% of one CPU besides us, and a tick of rounding), skip the scan of
- * every thread: no class can have moved. Process events still trigger
- * passes of their own, and a full pass still comes every rescan_interval. */
+/* The idle gate: skip the scan of every thread when nothing but topod ran
+ * since the last timer pass — at most 1% of one CPU besides us (and a tick
+ * of rounding), and fewer context switches besides ours than one thread at
+ * latency_wakeups_min would make (so a thread that could be classed
+ * latency always opens it). Never without the proc connector (new tasks
+ * are found by scanning then), nor longer than rescan_interval. */
 static bool machine_idle(Daemon *d, uint64_t now) {
         long hz = sysconf(_SC_CLK_TCK);
-        uint64_t own = own_cpu_usec(), span_ticks, slack;
+        uint64_t own, own_sw, span_ticks, slack, max_switches;
         SysLoad cur;
         bool idle;
 
-        if (sysload_read(d->p->root, &cur) < 0)
+        if (!d->p->events || sysload_read(d->p->root, &cur) < 0)
                 return false;
+        own_usage(&own, &own_sw);
         span_ticks = d->p->config->sample_interval_usec * (uint64_t) (hz > 0 ? hz : 100) / 1000000u;
         slack = 1 + span_ticks / 100;
+        max_switches = MAX((uint64_t) d->p->classifier->params.latency_wakeups_min *
+                                   d->p->config->sample_interval_usec / 1000000u,
+                           (uint64_t) 1);
         idle = d->have_load && d->passes > 0 && now - d->last_scan_usec < d->p->config->rescan_interval_usec &&
-               sysload_idle(&d->load, &cur, own - d->own_usec, slack, hz);
+               sysload_idle(&d->load, &cur, own - d->own_usec, slack, hz) &&
+               sysload_quiet(&d->load, &cur, own_sw - d->own_switches, max_switches);
         d->load = cur;
         d->own_usec = own;
+        d->own_switches = own_sw;
         d->have_load = true;
         return idle;
 }
@@ -154,12 +180,19 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (machine_idle(d, usec))
                 d->idle_skips++;
+        else if (d->p->place && usec - d->last_fresh_usec < d->p->config->sample_interval_usec &&
+                 usec - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+                /* Processes are being started right now and the fast path
+                 * places them: a scan of every thread would hold the loop
+                 * (and their placement) up, and learn little of processes
+                 * that live for a moment. It waits, a few intervals at most. */
+                d->storm_defers++;
         else {
                 (void) pass(d);
                 d->last_scan_usec = usec;
                 /* the next gate starts after our own pass */
                 if (sysload_read(d->p->root, &d->load) >= 0)
-                        d->own_usec = own_cpu_usec();
+                        own_usage(&d->own_usec, &d->own_switches);
         }
         (void) sd_event_source_set_time(s, usec + d->p->config->sample_interval_usec);
         return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -174,14 +207,36 @@ static int on_soon(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Daemon *d = userdata;
+        bool soon = true;
 
         (void) s;
         (void) fd;
         (void) revents;
-        /* The pipeline marks what the events touched; a pass soon after
-         * places new and exec'd tasks without waiting for the timer. */
+        /* The pipeline marks what the events touched and remembers the
+         * processes that exec'd or were born; the fast path places those
+         * at once from the plan in force (decide/place.h). A pass soon
+         * after is needed only for what it left: a policy with no group
+         * yet, a class to wait for, kernel-wide settings, a failure. */
         pipeline_drain_events(d->p);
-        if (d->soon)
+        if (!d->paused && d->p->place) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                PipelineFreshStats st = {};
+                Reconciler rc = reconciler(d);
+                int k = pipeline_place_fresh(d->p, &rc, &st, &r);
+
+                if (k >= 0) {
+                        soon = st.left > 0 || st.kernel > 0;
+                        d->fast_placed += st.placed;
+                        if (st.seen > 0)
+                                d->last_fresh_usec = pipeline_now_usec();
+                }
+                for (size_t i = 0; r && i < r->n; i++)
+                        if (r->items[i].status == RECONCILE_FAILED)
+                                log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "",
+                                            r->items[i].reason ? " " : "",
+                                            r->items[i].error ? strerror(-r->items[i].error) : "");
+        }
+        if (soon && d->soon)
                 return sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) < 0
                                ? 0
                                : sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
@@ -219,39 +274,49 @@ static int reload(Daemon *d, char **ret_messages) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         FILE *f;
-        int k;
+        int k, pk = 0;
 
         if (!dg)
                 return -ENOMEM;
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
         k = pipeline_reload(d->p, dg);
+        log_diagnostics(d, dg);
+        d->reloads++;
+        free(d->last_reload);
+        if (k < 0) {
+                log_error(d, "reload refused (%s): the running policy stays in force",
+                          k == -EINVAL ? "errors above" : strerror(-k));
+                d->reloads_refused++;
+                d->last_reload = dg->n > 0 ? strdup(dg->items[0].message) : strdup(strerror(-k));
+        } else {
+                /* The plan in force names policies of the set just freed
+                 * (indexes, feature and mode names): drop it before
+                 * anything can read it; until the pass below makes a new
+                 * one, calls answer "not ready". */
+                (void) pipeline_use_plan(d->p, NULL);
+                d->plan = plan_free(d->plan);
+                d->paused = false;
+                log_set_config_level(&d->log, (int) d->p->config->log_level);
+                pk = pass(d);
+                if (pk < 0)
+                        log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->policies->n,
+                                  strerror(-pk));
+                else
+                        log_info(d, "reloaded: %zu policies", d->p->policies->n);
+                d->last_reload = pk < 0 ? strdup("ok, but the pass after it failed") : strdup("ok");
+        }
         f = open_memstream(&text, &len);
         if (f) {
                 print_diagnostics(f, dg);
                 if (k < 0)
                         fprintf(f, "reload refused (%s): the running policy stays in force\n",
                                 k == -EINVAL ? "errors above" : strerror(-k));
+                else if (pk < 0)
+                        fprintf(f, "reloaded: %zu policies, but the pass after it failed (%s); the next pass retries\n",
+                                d->p->policies->n, strerror(-pk));
                 else
                         fprintf(f, "reloaded: %zu policies\n", d->p->policies->n);
                 fclose(f);
-        }
-        log_diagnostics(d, dg);
-        if (k < 0)
-                log_error(d, "reload refused (%s): the running policy stays in force",
-                          k == -EINVAL ? "errors above" : strerror(-k));
-        else {
-                log_set_config_level(&d->log, (int) d->p->config->log_level);
-                log_info(d, "reloaded: %zu policies", d->p->policies->n);
-        }
-        d->reloads++;
-        free(d->last_reload);
-        if (k < 0) {
-                d->reloads_refused++;
-                d->last_reload = dg->n > 0 ? strdup(dg->items[0].message) : strdup(strerror(-k));
-        } else {
-                d->paused = false;
-                d->last_reload = strdup("ok");
-                (void) pass(d);
         }
         (void) sd_notify(false, "READY=1");
         if (ret_messages)
@@ -340,7 +405,8 @@ static void print_status_text(const Daemon *d, FILE *f) {
                         d->report->counts[RECONCILE_VANISHED], d->report->counts[RECONCILE_SKIPPED],
                         d->report->counts[RECONCILE_FAILED]);
         fprintf(f, "%s", d->passes > 0 ? "\n" : "");
-        fprintf(f, "idle gate: %u timer passes skipped (nothing but topod ran)\n", d->idle_skips);
+        fprintf(f, "fast path: %u processes placed at exec; timer passes skipped: %u idle, %u during exec storms\n",
+                d->fast_placed, d->idle_skips, d->storm_defers);
         fprintf(f, "reloads: %u (%u refused)%s%s\n", d->reloads, d->reloads_refused, d->last_reload ? "; last: " : "",
                 d->last_reload ?: "");
         fprintf(f, "new tasks: %s\n",
@@ -384,6 +450,8 @@ static void print_status_json(const Daemon *d, Json *j) {
         } else
                 json_null(j);
         json_kv_uint(j, "idle_skips", d->idle_skips);
+        json_kv_uint(j, "fast_placed", d->fast_placed);
+        json_kv_uint(j, "storm_defers", d->storm_defers);
         json_kv_uint(j, "reloads", d->reloads);
         json_kv_uint(j, "reloads_refused", d->reloads_refused);
         json_kv_string(j, "last_reload", d->last_reload);
@@ -423,6 +491,22 @@ static int get_cookie(pid_t tid, uint64_t *ret, void *userdata) {
         return tasks_get_cookie_host(tid, ret, NULL);
 }
 
+/* Does the last scan know pid as it is now (same start time: not a
+ * reused pid)? A pid that does not exist counts as known: the answer is
+ * then "no such process". */
+static bool explain_current(const Daemon *d, pid_t pid) {
+        const TaskFacts *t = d->p->snap ? task_snapshot_find(d->p->snap, pid) : NULL;
+        _cleanup_free_ char *text = NULL;
+        char rel[40];
+        size_t len;
+        ProcStat st;
+
+        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
+        if (root_read_file(d->p->root, rel, 4096, &text, &len) < 0 || procfs_parse_stat(text, len, &st) < 0)
+                return true;
+        return t && t->start_time == st.start_time;
+}
+
 static int on_call(void *userdata, const BusCall *call, char **ret_text, char **ret_error, const char **ret_name) {
         Daemon *d = userdata;
         _cleanup_free_ char *text = NULL;
@@ -440,13 +524,21 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
                 *ret_text = TAKE_PTR(text);
                 return 0;
         }
-        if (call->method == BUS_METHOD_EXPLAIN && (!d->p->snap || !task_snapshot_find(d->p->snap, call->pid))) {
-                char rel[32];
+        if (call->method == BUS_METHOD_EXPLAIN && !explain_current(d, call->pid)) {
+                uint64_t now = pipeline_now_usec();
 
-                /* Started since the last scan? Look again before saying no. */
-                snprintf(rel, sizeof(rel), "proc/%d", (int) call->pid);
-                if (root_exists(d->p->root, rel) > 0)
-                        (void) pass(d);
+                /* Started since the last scan, or its pid reused? Look
+                 * again before answering, but at most every
+                 * DAEMON_EXPLAIN_PASS_USEC: any user may ask, and a pass
+                 * is not free. */
+                if (now - d->last_explain_pass_usec < DAEMON_EXPLAIN_PASS_USEC) {
+                        (void) asprintf(ret_error, "topod has not seen %d as it is now yet; ask again in a moment",
+                                        (int) call->pid);
+                        *ret_name = BUS_ERROR_NOT_READY;
+                        return -EAGAIN;
+                }
+                d->last_explain_pass_usec = now;
+                (void) pass(d);
         }
         if (!d->plan && call->method != BUS_METHOD_STATUS) {
                 *ret_error = strdup("topod has not finished its first pass yet");
@@ -482,6 +574,7 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
 
                 log_notice(d, "reset asked by pid %d: restoring and pausing until a reload", (int) call->peer_pid);
                 d->paused = true;
+                (void) pipeline_use_plan(d->p, NULL);
                 k = restore_all(d, "reset", &r);
                 if (k >= 0 && !r) {
                         if (call->json)
@@ -539,7 +632,7 @@ int topod_run(const DaemonArgs *a) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_free_ char *reason = NULL, *socket_path = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
-        Daemon d = { .args = a, .started_usec = pipeline_now_usec() };
+        Daemon d = { .args = a, .started_usec = pipeline_now_usec(), .lock = -EBADF };
 
         log_open(&d.log, a->log_level);
         sigset_t mask;
@@ -568,7 +661,7 @@ int topod_run(const DaemonArgs *a) {
         if (!d.p->events)
                 log_warning(&d, "proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
                       strerror(-d.p->events_error), d.p->config->sample_interval_usec / 1000);
-        if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found) < 0 ||
+        if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found, &d.lock) < 0 ||
             restore_state_dir(a->state_dir, d.p->root, &d.state_dir) < 0)
                 goto finish;
         /* The journal inside is 0600; the directory is open so that anyone
@@ -625,6 +718,8 @@ finish:
         sd_event_source_unref(d.soon);
         sd_event_unref(d.event);
         cookie_applier_free(d.cookies);
+        /* The lock file goes with the journal: nothing left behind. */
+        restore_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
         journal_free(d.journal);
         plan_free(d.plan);
         reconcile_report_free(d.report);

@@ -197,14 +197,17 @@ static void read_cgroup(const ExplainContext *x, ThreadAnswer *a) {
                 a->cpus = NULL;
 }
 
-/* Threads of one process share everything [match] sees but comm and class:
+/* Threads of one process share everything [match] sees but comm, class and
+ * uid:
  * one with the same comm and class as an earlier one has the same verdicts
  * (a process of many same-named threads costs one walk of the policies). */
 static int judge_like(ThreadAnswer *a, const ThreadAnswer *done, size_t n_done) {
         for (size_t i = n_done; i-- > 0;) {
                 const ThreadAnswer *o = &done[i];
 
-                if (o->t->kernel_thread || o->class != a->class || !streq(o->t->comm, a->t->comm))
+                /* uid is per thread too ([match] user) */
+                if (o->t->kernel_thread || o->class != a->class || !streq(o->t->comm, a->t->comm) ||
+                    o->t->has_uid != a->t->has_uid || o->t->uid != a->t->uid || o->t->tgid != a->t->tgid)
                         continue;
                 a->placed_by = o->placed_by;
                 for (size_t j = 0; j < o->n_cands; j++) {
@@ -267,9 +270,21 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, 
                                        : strf("not managed because none of the %u policies in force with a [place] "
                                               "matches it (class %s, comm '%s')",
                                               in_force, policy_class_to_string(a->class), t->comm);
-        } else if (!a->pt)
-                a->unmanaged = strf("not managed yet: %s matches it, the next pass places it",
-                                    pol(x, a->placed_by)->name);
+        } else if (!a->pt) {
+                const char *why = NULL;
+
+                /* The planner may have left the policy's tasks alone on
+                 * purpose: its note says why. */
+                for (char **n = plan ? plan->notes : NULL; n && *n && !why; n++)
+                        if (strncmp(*n, pol(x, a->placed_by)->name, strlen(pol(x, a->placed_by)->name)) == 0 &&
+                            (*n)[strlen(pol(x, a->placed_by)->name)] == ':')
+                                why = *n;
+                a->unmanaged = why ? strf("not managed: %s matches it, but the plan in force says: %s",
+                                          pol(x, a->placed_by)->name, why)
+                                   : strf("not managed yet: %s matches it, but the plan in force was made before "
+                                          "it was seen; the next pass places it",
+                                          pol(x, a->placed_by)->name);
+        }
         else
                 return 0;
         return a->unmanaged ? 0 : -ENOMEM;

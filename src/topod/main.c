@@ -114,9 +114,10 @@ static int run_oneshot(const OneshotArgs *a) {
                 _cleanup_(journal_freep) Journal *jr = NULL;
                 _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                _cleanup_close_ int lock = -EBADF;
                 bool found = false;
 
-                if ((k = restore_open_journal(a->state_dir, p->root, &jr, &found)) < 0)
+                if ((k = restore_open_journal(a->state_dir, p->root, &jr, &found, &lock)) < 0)
                         return EXIT_FAILURE;
                 if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
                         CookieInterlocks il = { .smt_off = !p->caps->smt_active,

@@ -46,8 +46,20 @@ static void test_idle(void) {
         ASSERT_FALSE(sysload_idle(&a, &b, 0, 100, 0));
 }
 
+static void test_quiet(void) {
+        SysLoad a = { .ctxt = 1000 }, b = { .ctxt = 1250 };
+
+        /* 250 switches: ours 100 sleeps (200 switches) + 50 allowed → quiet */
+        ASSERT_TRUE(sysload_quiet(&a, &b, 100, 50));
+        ASSERT_FALSE(sysload_quiet(&a, &b, 100, 49));
+        /* a latency thread at 200 wake-ups/s beside an idle topod: busy */
+        ASSERT_FALSE(sysload_quiet(&a, &(SysLoad) { .ctxt = 1000 + 400 + 10 }, 5, 100));
+        ASSERT_FALSE(sysload_quiet(&b, &a, 0, 1000000));
+}
+
 int main(void) {
         RUN(test_parse);
         RUN(test_idle);
+        RUN(test_quiet);
         return 0;
 }

@@ -87,3 +87,9 @@ bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_
         own = own_usec * (uint64_t) ticks_per_sec / 1000000u;
         return busy <= own + slack_ticks;
 }
+
+bool sysload_quiet(const SysLoad *a, const SysLoad *b, uint64_t own_switches, uint64_t max_switches) {
+        if (b->ctxt < a->ctxt)
+                return false;
+        return b->ctxt - a->ctxt <= 2 * own_switches + max_switches;
+}

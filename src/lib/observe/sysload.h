@@ -6,9 +6,9 @@
  * interval, no thread's class can have moved and no placement can be
  * wrong, so the scan of every thread is skipped (process events still
  * place new tasks, and a full scan still comes every rescan_interval).
- * /proc/stat counts in clock ticks (USER_HZ): a thread that runs at all
- * shows within a few intervals, since the tick charges whoever is on the
- * CPU. */
+ * /proc/stat counts CPU in clock ticks (USER_HZ), which charge whoever is on
+ * the CPU at the tick, and context switches exactly: a busy thread shows in
+ * the first, a thread that wakes often in the second. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,3 +29,10 @@ int sysload_read(const Root *root, SysLoad *ret);
  * time over the same span (getrusage), slack_ticks: what to forgive
  * (tick rounding: one per CPU-second of the span is plenty). */
 bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_t slack_ticks, long ticks_per_sec);
+
+/* And did few enough context switches happen besides ours? A thread that
+ * uses little CPU but wakes often (a latency thread: hundreds of wake-ups
+ * a second, well under a tick of CPU) shows here, not in the ticks.
+ * own_switches: ours (each of our sleeps costs the CPU two: away from us
+ * and back); max_switches: what the rest of the machine may do. */
+bool sysload_quiet(const SysLoad *a, const SysLoad *b, uint64_t own_switches, uint64_t max_switches);
