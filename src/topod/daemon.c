@@ -361,7 +361,7 @@ static void log_limits(const Daemon *d) {
                 const char *consequence;
         } rows[] = {
                 { "core scheduling", offsetof(KernelCaps, core_sched), "no cookies; placement and kernel settings go on" },
-                { "cgroup2", offsetof(KernelCaps, cgroup2), "tasks stay where they are (no cpusets, no weights); cookies and kernel settings go on" },
+                { "cgroup2", offsetof(KernelCaps, cgroup2), NULL /* said below */ },
                 { "sched features", offsetof(KernelCaps, sched_features), "sched features are left as they are" },
                 { "cgroup_mode", offsetof(KernelCaps, cgroup_mode), "cgroup_mode cannot be set: modes are emulated with cpu.weight where cgroups work" },
         };
@@ -370,7 +370,10 @@ static void log_limits(const Daemon *d) {
                 const CapStatus *cs = (const CapStatus *) ((const char *) c + rows[i].offset);
 
                 if (!cs->available)
-                        log_notice(d, "%s: %s; %s", rows[i].name, cs->reason ?: "unavailable", rows[i].consequence);
+                        log_notice(d, "%s: %s; %s", rows[i].name, cs->reason ?: "unavailable",
+                                   rows[i].consequence ?: c->cgroup2_mount
+                                           ? "tasks are still grouped and moved, without cpusets or weights"
+                                           : "tasks stay where they are; cookies and kernel settings go on");
         }
         if (c->sched_ext_active)
                 log_notice(d, "a sched_ext scheduler (%s) is running: no cookies (core scheduling with sched_ext is reported to hang hosts)",

@@ -639,6 +639,41 @@ static bool group_has_children(const Plan *plan, size_t i) {
         return false;
 }
 
+static bool have_ctl(const CgroupEnv *env, const char *ctl) {
+        if (!env->controllers)
+                return true;
+        for (char *const *c = env->controllers; *c; c++)
+                if (streq(*c, ctl))
+                        return true;
+        return false;
+}
+
+/* One item per controller the mount lacks: what is not done, and why. */
+static int report_missing_ctl(const CgroupEnv *env, CgroupReport *r, const char *cg) {
+        static const struct {
+                const char *ctl, *what;
+        } needs[] = {
+                { "cpuset", "cpuset.cpus, cpuset.mems and partitions are not written" },
+                { "cpu", "cpu.weight is not written" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(needs); i++) {
+                _cleanup_free_ char *word = NULL;
+                CgroupResult *it;
+
+                if (have_ctl(env, needs[i].ctl))
+                        continue;
+                if (asprintf(&word, "+%s", needs[i].ctl) < 0 || !(it = item_new(r, CGROUP_ITEM_CONTROLLER, cg, word)))
+                        return -ENOMEM;
+                if (asprintf(&it->reason, "the cgroup2 mount has no %s controller (bound to cgroup v1?): groups and "
+                                          "moves only; %s",
+                             needs[i].ctl, needs[i].what) < 0)
+                        return -ENOMEM;
+                item_ok(it, CGROUP_SKIPPED);
+        }
+        return 0;
+}
+
 static int env_check(const CgroupEnv *env, const Plan *plan, CgroupEnv *ret) {
         if (!env->mount || env->mount[0] != '/')
                 return -ENOENT; /* no cgroup2 mount found */
@@ -694,7 +729,8 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                         return -ENOMEM;
                 before = r->n;
                 for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                        STEP(ensure_controller(&env, r, journal, cur, controllers[i], owned));
+                        if (have_ctl(&env, controllers[i]))
+                                STEP(ensure_controller(&env, r, journal, cur, controllers[i], owned));
                 if (failed_since(r, before) > 0)
                         return (int) failed_since(r, start); /* nothing below can work */
                 k = cg_join(cur, comp, &next);
@@ -712,9 +748,12 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
         }
 
         /* 2. topod's root and each group, parents first (the plan's order). */
-        if (plan->n_groups > 0)
+        if (plan->n_groups > 0) {
                 for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                        STEP(ensure_controller(&env, r, journal, plan->cgroup_root, controllers[i], owned));
+                        if (have_ctl(&env, controllers[i]))
+                                STEP(ensure_controller(&env, r, journal, plan->cgroup_root, controllers[i], owned));
+                STEP(report_missing_ctl(&env, r, plan->cgroup_root));
+        }
         for (size_t g = 0; g < plan->n_groups; g++) {
                 const PlanGroup *pg = &plan->groups[g];
                 _cleanup_free_ char *cg = NULL;
@@ -737,14 +776,17 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                         continue; /* its children fail on their own mkdir */
                 if (group_has_children(plan, g))
                         for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                                STEP(ensure_controller(&env, r, journal, cg, controllers[i], g_owned));
-                if (pg->cpus && !bitmap_is_empty(pg->cpus))
-                        STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
-                if (pg->mems && !bitmap_is_empty(pg->mems))
-                        STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
-                if (pg->weight > 0)
+                                if (have_ctl(&env, controllers[i]))
+                                        STEP(ensure_controller(&env, r, journal, cg, controllers[i], g_owned));
+                if (have_ctl(&env, "cpuset")) {
+                        if (pg->cpus && !bitmap_is_empty(pg->cpus))
+                                STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
+                        if (pg->mems && !bitmap_is_empty(pg->mems))
+                                STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
+                        STEP(set_partition(&env, r, cg, pg->exclusive));
+                }
+                if (pg->weight > 0 && have_ctl(&env, "cpu"))
                         STEP(set_weight(&env, r, cg, pg->weight));
-                STEP(set_partition(&env, r, cg, pg->exclusive));
         }
 
         /* 3. Read back what the kernel made of the cpusets, once all are written. */
@@ -752,7 +794,7 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                 const PlanGroup *pg = &plan->groups[g];
                 _cleanup_free_ char *cg = NULL;
 
-                if (!pg->cpus || bitmap_is_empty(pg->cpus) || !rel_path_valid(pg->path))
+                if (!pg->cpus || bitmap_is_empty(pg->cpus) || !rel_path_valid(pg->path) || !have_ctl(&env, "cpuset"))
                         continue;
                 k = cg_join(plan->cgroup_root, pg->path, &cg);
                 if (k < 0)

@@ -117,6 +117,12 @@ extern const CgroupOps cgroup_ops_kernel;
 typedef struct CgroupEnv {
         const Root *root;
         const char *mount;
+        /* The mount's cgroup.controllers (NULL-terminated), or NULL: not
+         * known, use cpu and cpuset. Without one (a hybrid v1+v2 host binds
+         * them to v1) the tree is still made and tasks still moved, and
+         * what needs the controller (cpusets, partitions, weights) is
+         * reported skipped, once. */
+        char *const *controllers;
         const CgroupOps *ops;
         const PidRefOps *pidref;
 } CgroupEnv;

@@ -258,8 +258,11 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
         /* Kernel-wide first: they do not depend on tasks. */
         if ((k = apply_kernel(rc, plan, r)) < 0)
                 return k;
-        if (rc->caps->cgroup2.available && rc->caps->cgroup2_mount) {
+        /* cgroup2 without the cpu and cpuset controllers (a hybrid host)
+         * still groups and moves tasks: the writer skips the rest. */
+        if (rc->caps->cgroup2_mount) {
                 CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                                  .controllers = rc->caps->cgroup2_controllers,
                                   .pidref = rc->pidref };
 
                 if ((k = cgroup_report_new(&cr)) < 0)
@@ -351,7 +354,7 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         _cleanup_free_ CgroupMove *moves = NULL;
         _cleanup_free_ size_t *move_of = NULL;
         _cleanup_free_ bool *recorded = NULL, *done = NULL;
-        bool cgroups = rc->caps->cgroup2.available && rc->caps->cgroup2_mount;
+        bool cgroups = rc->caps->cgroup2_mount != NULL;
         CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                           .pidref = rc->pidref };
         size_t n_moves = 0;
@@ -508,6 +511,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
 
         if (rc->caps->cgroup2_mount) {
                 CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                                  .controllers = rc->caps->cgroup2_controllers,
                                   .pidref = rc->pidref };
 
                 if ((k = cgroup_report_new(&cr)) < 0)
