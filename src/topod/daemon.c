@@ -111,6 +111,9 @@ static int pass(Daemon *d) {
         d->plan = TAKE_PTR(plan);
         if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
+        /* the groups' concurrency, for the next plan's emulated concur */
+        if (!d->paused && (k = pipeline_measure(d->p, d->plan)) < 0)
+                log_warning(d, "cannot measure the groups' concurrency: %s", strerror(-k));
         if (!r)
                 return 0;
         for (size_t i = 0; i < r->n; i++)

@@ -24,6 +24,9 @@ uint64_t pipeline_now_usec(void) {
 Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
+        strv_free(p->reading_paths);
+        free(p->readings);
+        free(p->usage);
         place_state_free(p->place);
         free(p->fresh);
         free(p->quick);
@@ -389,8 +392,77 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                 .n_tasks = n,
                 /* the plan in force (none after a reload): its groups stay */
                 .keep = p->plan,
+                .usage = p->usage,
+                .n_usage = p->n_usage,
         };
         return plan_build(&in, ret);
+}
+
+/* "usage_usec N" of a cpu.stat text. */
+static int parse_usage_usec(const char *text, uint64_t *ret) {
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, "usage_usec ", 11) == 0) {
+                        char *end;
+
+                        errno = 0;
+                        *ret = strtoull(l + 11, &end, 10);
+                        return errno || end == l + 11 ? -EINVAL : 0;
+                }
+        return -ENODATA;
+}
+
+int pipeline_measure(Pipeline *p, const Plan *applied) {
+        const char *mount = p->caps->cgroup2_mount;
+        _cleanup_(strv_freep) char **paths = NULL;
+        _cleanup_free_ uint64_t *counters = NULL;
+        _cleanup_free_ PlanUsage *usage = NULL;
+        uint64_t now = pipeline_now_usec();
+        size_t n = 0, n_usage = 0;
+
+        if (!applied || !mount || !applied->mode_emulated || !applied->mode || !streq(applied->mode, "concur"))
+                return 0;
+        paths = calloc(applied->n_groups + 1, sizeof(char *));
+        counters = calloc(MAX(applied->n_groups, (size_t) 1), sizeof(uint64_t));
+        usage = calloc(MAX(applied->n_groups, (size_t) 1), sizeof(PlanUsage));
+        if (!paths || !counters || !usage)
+                return -ENOMEM;
+        for (size_t g = 0; g < applied->n_groups; g++) {
+                const PlanGroup *pg = &applied->groups[g];
+                _cleanup_free_ char *rel = NULL, *text = NULL;
+                uint64_t v;
+
+                if (pg->policy < 0)
+                        continue;
+                if (asprintf(&rel, "%s%s/%s/cpu.stat", mount + (mount[0] == '/'), applied->cgroup_root, pg->path) < 0)
+                        return -ENOMEM;
+                if (root_read_file(p->root, rel, 4096, &text, NULL) < 0 || parse_usage_usec(text, &v) < 0)
+                        continue;
+                if (!(paths[n] = strdup(pg->path)))
+                        return -ENOMEM;
+                counters[n] = v;
+                /* against the last reading of the same group */
+                for (size_t o = 0; o < p->n_readings; o++)
+                        if (streq(p->reading_paths[o], pg->path) && now > p->readings_at_usec && v >= p->readings[o]) {
+                                uint64_t permille = (v - p->readings[o]) * 1000u / (now - p->readings_at_usec);
+
+                                usage[n_usage++] = (PlanUsage) {
+                                        .path = paths[n],
+                                        .concurrency_permille = (unsigned) MIN(permille, (uint64_t) UINT32_MAX),
+                                };
+                                break;
+                        }
+                n++;
+        }
+        strv_free(p->reading_paths);
+        free(p->readings);
+        free(p->usage);
+        p->reading_paths = TAKE_PTR(paths);
+        p->readings = TAKE_PTR(counters);
+        p->n_readings = n;
+        p->readings_at_usec = now;
+        p->usage = TAKE_PTR(usage);
+        p->n_usage = n_usage;
+        return 0;
 }
 
 /* ---- the fast path ---------------------------------------------------------- */

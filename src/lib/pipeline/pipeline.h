@@ -66,6 +66,16 @@ typedef struct Pipeline {
         size_t n_seen;
         unsigned events_not_kept;
 
+        /* Measured concurrency of the groups (pipeline_measure()), for the
+         * concur mode emulated by weights: the last reading of each group's
+         * cpu.stat usage_usec, and the figure from the two last ones. */
+        char **reading_paths;  /* groups read last time (owned), */
+        uint64_t *readings;    /* their usage_usec then, */
+        size_t n_readings;
+        uint64_t readings_at_usec; /* and when */
+        PlanUsage *usage;      /* the figures, for groups read twice (paths point into reading_paths) */
+        size_t n_usage;
+
         /* The fast path (pipeline_place_fresh()): the last plan, what it
          * reads of it, and the processes that exec'd or were born since the
          * last call. */
@@ -107,6 +117,13 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class);
 
 /* The plan for the last scan. */
 int pipeline_plan(const Pipeline *p, Plan **ret);
+
+/* Read each group's cpu.stat usage_usec under the applied plan: its
+ * concurrency (Δusage / Δwall, in thousandths of a CPU) since the last
+ * reading goes into the next plan, for the emulated concur mode. Only
+ * when the plan emulates concur (else there is nothing to read for); a
+ * group without a previous reading (or cpu.stat) has none yet. */
+int pipeline_measure(Pipeline *p, const Plan *applied);
 
 /* ── The fast path ──
  *

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""vm-concur: the concur mode emulated on a kernel without sched/cgroup_mode.
+
+Two busy processes in one group: topod reads the group's cpu.stat
+usage_usec pass after pass and scales cpu.weight by the measured
+concurrency (weight x min(concurrency, CPUs)); with one of them stopped
+the figure falls. Under TCG 16 vCPUs share one host thread, so two busy
+loops measure between a little under one CPU and two. Exit 0 pass, 1 fail,
+77 skip."""
+
+import argparse
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import vmlib  # noqa: E402
+
+DATA = os.path.join(HERE, "data", "concur")
+CONF = "--config /etc/topod-test/topod.conf"
+UP = ("topod " + CONF + " --log-level debug 2>/tmp/topod.log & echo $! > /tmp/topod.pid; "
+      "workload busy & echo $! > /tmp/b1; workload busy & echo $! > /tmp/b2; "
+      "for i in $(seq 300); do grep -q topod.slice /proc/$(cat /tmp/b2)/cgroup && exit 0; sleep 0.1; done; exit 1")
+WEIGHT = "sleep 4; cat /sys/fs/cgroup/topod.slice/batch/cpu.weight; topoctl plan | grep -i 'concur'"
+# One of the two stopped: the group's concurrency halves. (Both stopped,
+# the idle gate would skip the passes: an idle group's weight decides
+# nothing, and the next reading after it covers the idle time.)
+IDLE = ("kill -STOP $(cat /tmp/b2); sleep 4; cat /sys/fs/cgroup/topod.slice/batch/cpu.weight; "
+        "kill -KILL $(cat /tmp/b1) $(cat /tmp/b2)")
+STOP = ("T=$(cat /tmp/topod.pid); kill -TERM $T; for i in $(seq 300); do [ -d /proc/$T ] || exit 0; sleep 0.1; done; "
+        "exit 1")
+
+
+def test(args):
+    r = vmlib.run_guest(
+        [UP, WEIGHT, IDLE, STOP, "tail -20 /tmp/topod.log"],
+        binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
+        files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
+               "/etc/topod-test/policies.d/10-batch.ini": os.path.join(DATA, "10-batch.ini")})
+    c = vmlib.Checks()
+    c.eq(r.rc(0), 0, "topod placed both busy processes")
+    out = r.stdout(1).splitlines()
+    busy = int(out[0]) if out and out[0].isdigit() else 0
+    why = "\n".join(out[1:])
+    m = re.search(r"concurrency (\d+)\.(\d+)", why)
+    conc = int(m.group(1)) * 1000 + int(m.group(2)) if m else -1
+    c.true(m is not None, "the plan says the concurrency was measured", why)
+    c.true(500 <= conc <= 2100, "measured concurrency of two busy loops: 0.5 to 2.1 CPUs", str(conc))
+    c.true(busy == max(1, min(10000, 100 * conc // 1000)) or abs(busy - 100 * conc // 1000) <= 100,
+           "cpu.weight = 100 x concurrency, as the plan says", "weight %d, concurrency %d" % (busy, conc))
+    c.true(busy > 100, "busy: the weight is above the policy's 100", str(busy))
+    idle = r.stdout(2).split()
+    c.true(idle and idle[0].isdigit() and int(idle[0]) < busy, "one stopped: the weight falls with the concurrency",
+           "%s -> %s" % (busy, idle))
+    c.eq(r.rc(3), 0, "stopped and restored")
+    if c.failed:
+        print(r.stdout(4))
+        print("outputs: %s/out/" % r.run_dir)
+    return c.finish()
+
+
+if __name__ == "__main__":
+    p = vmlib.add_common_args(argparse.ArgumentParser(description=__doc__))
+    p.add_argument("--topod", required=True)
+    p.add_argument("--topoctl", required=True)
+    p.add_argument("--workload", required=True)
+    vmlib.main(test, p.parse_args())
