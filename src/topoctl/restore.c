@@ -70,7 +70,8 @@ void restore_unlock(const char *dir, int *lock, bool remove) {
 }
 
 int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found, int *ret_lock) {
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = NULL, *boot = NULL;
+        int k2;
         _cleanup_close_ int lock = -EBADF;
         JournalError e = {};
         int k;
@@ -92,6 +93,22 @@ int restore_open_journal(const char *state_dir, const Root *root, Journal **ret,
                 fprintf(stderr, "%s: %s/journal:%u: %s\n", program_invocation_short_name, dir, e.line,
                         e.message[0] ? e.message : strerror(-k));
                 return k;
+        }
+        /* A journal of an earlier boot records changes that died with
+         * it (cgroups, cookies, features are the kernel's): restoring them
+         * now would move whoever has those pids today. */
+        if (root_read_line(root, "proc/sys/kernel/random/boot_id", &boot) >= 0) {
+                if (k > 0 && (*ret)->boot_id && !streq((*ret)->boot_id, boot)) {
+                        fprintf(stderr, "%s: %s/journal is from an earlier boot (%s): nothing to restore, discarded\n",
+                                program_invocation_short_name, dir, (*ret)->boot_id);
+                        *ret = journal_free(*ret);
+                        if ((k = journal_remove(dir)) < 0 || (k = journal_load(dir, ret, &e)) < 0)
+                                return k;
+                }
+                if ((k2 = journal_set_boot_id(*ret, boot)) < 0) {
+                        *ret = journal_free(*ret);
+                        return k2;
+                }
         }
         *ret_found = k > 0;
         *ret_lock = TAKE_FD(lock);

@@ -845,7 +845,6 @@ int journal_commit(Journal *j) {
 int journal_commit_append(Journal *j) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, n;
-        bool created = false;
         FILE *f;
         int k;
 
@@ -875,7 +874,6 @@ int journal_commit_append(Journal *j) {
                 if (fd < 0)
                         return journal_commit(j);
                 j->log_fd = fd;
-                created = j->log_size == 0;
         }
 
         f = open_memstream(&buf, &len);
@@ -889,16 +887,14 @@ int journal_commit_append(Journal *j) {
         if (fclose(f) != 0 || !buf)
                 return -ENOMEM;
 
+        /* No fdatasync: the journal must outlive topod, not the machine.
+         * What it covers (cgroup moves, cookies) lives in the kernel, which
+         * a machine crash resets, and a journal of an earlier boot is
+         * discarded (boot id); for topod's own death the page cache is
+         * enough. A torn block is ignored on load. On a disk-backed
+         * state directory this is the difference between a placement of
+         * tens of microseconds and one of a disk flush. */
         k = write_all(j->log_fd, buf, len);
-        if (k >= 0 && fdatasync(j->log_fd) < 0)
-                k = negative_errno();
-        if (k >= 0 && created) {
-                /* A new file: its name must reach the disk too. */
-                _cleanup_close_ int dfd = open_dir(j->dir, false);
-
-                if (dfd < 0 || fsync(dfd) < 0)
-                        k = dfd < 0 ? dfd : negative_errno();
-        }
         if (k < 0) {
                 /* Maybe a torn block in the log: never append after it. */
                 closep(&j->log_fd);

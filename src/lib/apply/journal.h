@@ -26,7 +26,7 @@
  *
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
- * few entries with one appended write and one fdatasync instead of
+ * few entries with one appended write (no flush: see journal_commit_append()) instead of
  * rewriting every entry (measured: about 0.3 µs per entry per commit, so
  * 300 µs with a thousand processes placed). Its first line binds it to the
  * journal file it extends (inode and size: a log left over from an older
@@ -165,11 +165,13 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
 int journal_commit(Journal *j);
 
 /* Commit, the cheap way when it can: the entries added since the last
- * commit are appended to the log in one write and fdatasync'd. It is a
- * journal_commit() instead when something was forgotten or the boot id set
- * since, when this journal has not written its file yet, or when the log
- * has grown to the size of the file. Either way the entries are on disk when
- * it returns 0. */
+ * commit are appended to the log in one write, not flushed: they must
+ * outlive topod, which the page cache does, not the machine, whose crash
+ * resets what they cover (and a journal of another boot is discarded). It
+ * is a journal_commit() instead when something was forgotten or the boot
+ * id set since, when this journal has not written its file yet, or when the
+ * log has grown to the size of the file. Either way the entries are in the
+ * files when it returns 0. */
 int journal_commit_append(Journal *j);
 
 /* Load dir's journal, with its log: 1 and the journal when a file was there
