@@ -29,36 +29,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "idle-threads.h"
 #include <dirent.h>
 #include <systemd/sd-bus.h>
 
 #define THREADS_PER_CHILD 100
 
-static void *idle_thread(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
-
-static pid_t spawn_idle(unsigned n_threads, int ready_fd) {
-        pid_t pid = fork();
-
-        if (pid != 0)
-                return pid;
-        for (unsigned i = 1; i < n_threads; i++) {
-                pthread_t t;
-                pthread_attr_t a;
-
-                pthread_attr_init(&a);
-                pthread_attr_setstacksize(&a, 64 * 1024);
-                if (pthread_create(&t, &a, idle_thread, NULL) != 0)
-                        _exit(1);
-        }
-        (void) !write(ready_fd, "x", 1);
-        for (;;)
-                pause();
-}
 
 static double now_ms(void) {
         struct timespec ts;
@@ -92,7 +69,7 @@ static unsigned long long daemon_cpu_ns(pid_t pid) {
         if (!d)
                 return 0;
         while ((de = readdir(d))) {
-                char p[128];
+                char p[300];
                 unsigned long long ns;
                 FILE *f;
 

@@ -19,37 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "idle-threads.h"
+
 #include "base/root.h"
 #include "decide/classify.h"
 #include "observe/tasks.h"
 
 #define THREADS_PER_CHILD 100
 
-static void *idle_thread(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
-
-static pid_t spawn_idle(unsigned n_threads, int ready_fd) {
-        pid_t pid = fork();
-
-        if (pid != 0)
-                return pid;
-        for (unsigned i = 1; i < n_threads; i++) {
-                pthread_t t;
-                pthread_attr_t a;
-
-                pthread_attr_init(&a);
-                pthread_attr_setstacksize(&a, 64 * 1024);
-                if (pthread_create(&t, &a, idle_thread, NULL) != 0)
-                        _exit(1);
-        }
-        (void) !write(ready_fd, "x", 1);
-        for (;;)
-                pause();
-}
 
 static double cpu_seconds(void) {
         struct timespec ts;

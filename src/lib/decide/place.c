@@ -80,51 +80,6 @@ PlaceState *place_state_free(PlaceState *s) {
         return NULL;
 }
 
-/* The planner's capacity_of(): PUs, or whole cores inside the CPUs. */
-static unsigned capacity_of(const Topology *t, const Bitmap *cpus, bool whole_cores) {
-        unsigned n = 0;
-
-        if (!whole_cores)
-                return bitmap_count(cpus);
-        for (size_t i = 0; i < t->n_cores; i++)
-                if (bitmap_is_subset(t->cores[i].cpus, cpus))
-                        n++;
-        return n;
-}
-
-/* How many candidate domains the planner's domains_for() makes for a
- * policy. Keep in step with it (test-place checks the two agree). */
-static size_t count_domains(const Topology *t, const Policy *pol) {
-        size_t n = 0;
-
-        switch (pol->place.cpus) {
-        case POLICY_CPUS_LLC:
-                for (size_t i = 0; i < t->n_llcs; i++) {
-                        if (bitmap_count(t->llcs[i].numa_nodes) <= 1) {
-                                n++;
-                                continue;
-                        }
-                        /* Split by NUMA node: one domain per node it meets. */
-                        BITMAP_FOREACH(nd, t->llcs[i].numa_nodes)
-                                if ((size_t) nd < t->n_numa_nodes &&
-                                    bitmap_intersects(t->llcs[i].cpus, t->numa_nodes[nd].cpus))
-                                        n++;
-                }
-                return n;
-        case POLICY_CPUS_NODE:
-                for (size_t i = 0; i < t->n_numa_nodes; i++)
-                        n += !bitmap_is_empty(t->numa_nodes[i].cpus);
-                return n;
-        case POLICY_CPUS_PACKAGE:
-                return t->n_packages;
-        case POLICY_CPUS_EXPLICIT:
-                return pol->place.cpu_list && bitmap_intersects(pol->place.cpu_list, t->cpus) ? 1 : 0;
-        case POLICY_CPUS_ALL:
-        default:
-                return 1;
-        }
-}
-
 /* The logical node holding a CPU, -1 (topology_node_of_cpu(), kept here so
  * that this file links without the observe modules). */
 static int node_of_cpu(const Topology *t, unsigned cpu) {
@@ -363,7 +318,8 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                 s->facts |= pp->facts;
                 if (!pp->active)
                         continue;
-                pp->n_domains = count_domains(t, pol);
+                if ((k = plan_count_domains(t, pol, &pp->n_domains)) < 0)
+                        return k;
 
                 for (size_t g = 0; g < plan->n_groups; g++) {
                         const PlanGroup *pg = &plan->groups[g];
@@ -371,7 +327,7 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                         if (pg->policy != (int) i)
                                 continue;
                         keyed[n++] = (KeyedGroup) { domain_key(t, pg), (int) g };
-                        s->capacity[g] = capacity_of(t, pg->cpus, whole);
+                        s->capacity[g] = plan_capacity(t, pg->cpus, whole);
                 }
                 if (n > 0) {
                         qsort(keyed, n, sizeof(KeyedGroup), compare_keyed);

@@ -93,7 +93,7 @@ static int mems_of(const Topology *t, const Bitmap *cpus, Bitmap **ret) {
         return 0;
 }
 
-static unsigned capacity_of(const Topology *t, const Bitmap *cpus, bool whole_cores) {
+unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores) {
         unsigned n = 0;
 
         if (!whole_cores)
@@ -135,7 +135,7 @@ static int domains_for(const Topology *t, const Policy *pol, bool whole_cores, D
                         domains_free(d, n);                                                          \
                         return -ENOMEM;                                                              \
                 }                                                                                    \
-                d[n].capacity = capacity_of(t, d[n].cpus, whole_cores);                              \
+                d[n].capacity = plan_capacity(t, d[n].cpus, whole_cores);                              \
                 n++;                                                                                 \
         } while (0)
 
@@ -420,6 +420,18 @@ static int compare_group_index(const void *a, const void *b, void *userdata) {
         const PlanGroup *g = userdata;
 
         return strcmp(g[*(const size_t *) a].path, g[*(const size_t *) b].path);
+}
+
+int plan_count_domains(const Topology *t, const Policy *pol, size_t *ret) {
+        Domain *d = NULL;
+        size_t n = 0;
+        int k = domains_for(t, pol, false, &d, &n);
+
+        if (k < 0)
+                return k;
+        domains_free(d, n);
+        *ret = n;
+        return 0;
 }
 
 /* A policy's candidate domains, computed once per plan (a note when it has

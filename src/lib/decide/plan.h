@@ -142,6 +142,12 @@ Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
 const PlanTask *plan_find_task(const Plan *p, pid_t tid);
+
+/* What a group of these CPUs holds: PUs, or whole cores (a group with
+ * cookies owns whole cores). */
+unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores);
+/* How many candidate domains a policy's [place] cpus make on t. */
+int plan_count_domains(const Topology *t, const Policy *pol, size_t *ret);
 const char *plan_domain_kind_to_string(PlanDomainKind k);
 
 int plan_print_text(FILE *f, const Plan *p, const PolicySet *policies);
