@@ -208,41 +208,49 @@ static int on_soon(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The fast path: place the processes that exec'd or were born since the
+ * last call, from the plan in force (decide/place.h). Returns whether a
+ * pass is needed soon for what it left: a policy with no group yet, a class
+ * to wait for, kernel-wide settings, a failure. */
+static bool fast_place(Daemon *d) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        PipelineFreshStats st = {};
+        Reconciler rc;
+        int k;
+
+        if (d->paused || !d->p->place)
+                return true;
+        rc = reconciler(d);
+        k = pipeline_place_fresh(d->p, &rc, &st, &r);
+        if (k < 0)
+                return true;
+        d->fast_placed += st.placed;
+        if (st.seen > 0)
+                d->last_fresh_usec = pipeline_now_usec();
+        for (size_t i = 0; r && i < r->n; i++)
+                if (r->items[i].status == RECONCILE_FAILED)
+                        log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "",
+                                    r->items[i].reason ? " " : "", r->items[i].error ? strerror(-r->items[i].error) : "");
+        return st.left > 0 || st.kernel > 0;
+}
+
+static void arm_soon(Daemon *d) {
+        if (d->soon && sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) >= 0)
+                (void) sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
+}
+
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Daemon *d = userdata;
-        bool soon = true;
 
         (void) s;
         (void) fd;
         (void) revents;
         /* The pipeline marks what the events touched and remembers the
          * processes that exec'd or were born; the fast path places those
-         * at once from the plan in force (decide/place.h). A pass soon
-         * after is needed only for what it left: a policy with no group
-         * yet, a class to wait for, kernel-wide settings, a failure. */
+         * at once. */
         pipeline_drain_events(d->p);
-        if (!d->paused && d->p->place) {
-                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-                PipelineFreshStats st = {};
-                Reconciler rc = reconciler(d);
-                int k = pipeline_place_fresh(d->p, &rc, &st, &r);
-
-                if (k >= 0) {
-                        soon = st.left > 0 || st.kernel > 0;
-                        d->fast_placed += st.placed;
-                        if (st.seen > 0)
-                                d->last_fresh_usec = pipeline_now_usec();
-                }
-                for (size_t i = 0; r && i < r->n; i++)
-                        if (r->items[i].status == RECONCILE_FAILED)
-                                log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "",
-                                            r->items[i].reason ? " " : "",
-                                            r->items[i].error ? strerror(-r->items[i].error) : "");
-        }
-        if (soon && d->soon)
-                return sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) < 0
-                               ? 0
-                               : sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
+        if (fast_place(d))
+                arm_soon(d);
         return 0;
 }
 

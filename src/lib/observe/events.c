@@ -12,8 +12,13 @@ struct ProcEvents {
         int fd;
 };
 
-/* Receive buffer: a burst of fork+exec of a thousand tasks fits. */
-#define PROC_EVENTS_RCVBUF (4u * 1024u * 1024u)
+/* Receive buffer: each event costs the socket about 768 bytes (the
+ * datagram's truesize), so 16 MiB holds some 20,000 — seven seconds of an
+ * exec storm at 1,000 a second (fork, exec, exit each) while a pass holds
+ * the loop. Lost events mean a full scan, which a storm makes long: the
+ * margin keeps one slow pass from feeding the next. Memory is taken only
+ * while events wait. */
+#define PROC_EVENTS_RCVBUF (16u * 1024u * 1024u)
 
 static int send_op(int fd, enum proc_cn_mcast_op op) {
         struct {
