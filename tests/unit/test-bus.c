@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The bus server's limits, with real sockets and a real sd-event loop in
+ * this process and clients in children: only root may Reload; a user other
+ * than root gets BUS_CONNECTIONS_PER_UID connections, the rest are closed.
+ * (A client that sends calls and never reads the replies is cut off at
+ * BUS_QUEUED_MAX unread; an sd-bus client here never made the server queue,
+ * so that path is not exercised.) The children drop to uid 65534, so the
+ * test needs root (exit 77 otherwise). */
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "bus.h"
+#include "tests.h"
+
+#define NOBODY 65534
+
+static unsigned calls;
+
+static int handler(void *userdata, const BusCall *call, char **ret_text, char **ret_error, const char **ret_name) {
+        (void) userdata;
+        (void) ret_error;
+        (void) ret_name;
+        calls++;
+        *ret_text = strdup(call->method == BUS_METHOD_RELOAD ? "reloaded" : "status");
+        return *ret_text ? 0 : -ENOMEM;
+}
+
+static void become_nobody(void) {
+        if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+                _exit(100);
+}
+
+/* Run the server's loop until the child exits (at most 10 s); its status. */
+static int serve_until_exit(sd_event *e, pid_t child) {
+        time_t end = time(NULL) + 10;
+
+        while (time(NULL) < end) {
+                int st;
+
+                (void) sd_event_run(e, 1000);
+                if (waitpid(child, &st, WNOHANG) == child)
+                        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        return -1;
+}
+
+static int call(const char *path, const char *method, char **ret_error_name) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        char address[256];
+        sd_bus *b = NULL;
+        int k;
+
+        snprintf(address, sizeof(address), "unix:path=%s", path);
+        if ((k = sd_bus_new(&b)) < 0 || (k = sd_bus_set_address(b, address)) < 0 || (k = sd_bus_start(b)) < 0)
+                return k;
+        k = sd_bus_call_method(b, NULL, BUS_PATH, BUS_INTERFACE, method, &error, &reply, "b", 0);
+        if (k < 0 && ret_error_name && error.name)
+                *ret_error_name = strdup(error.name);
+        sd_bus_error_free(&error);
+        sd_bus_message_unref(reply);
+        sd_bus_flush_close_unref(b);
+        return k;
+}
+
+/* Child: Status works for anyone, Reload only for root. Exit 0 when so. */
+static int child_rights(const char *path) {
+        char *name = NULL;
+
+        if (call(path, "Status", NULL) < 0 || call(path, "Reload", NULL) < 0)
+                return 1;
+        become_nobody();
+        if (call(path, "Status", NULL) < 0)
+                return 2;
+        if (call(path, "Reload", &name) >= 0 || !name || strcmp(name, SD_BUS_ERROR_ACCESS_DENIED) != 0)
+                return 3;
+        return 0;
+}
+
+/* Child: as nobody, open 2 × the per-uid cap of connections, give the
+ * server time, exit with how many are still open. */
+static int child_flood(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fds[2 * BUS_CONNECTIONS_PER_UID], open_ = 0;
+
+        become_nobody();
+        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+        for (unsigned i = 0; i < ELEMENTSOF(fds); i++) {
+                fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fds[i] < 0 || connect(fds[i], (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        return 100;
+                /* the D-Bus handshake's first byte, so the server has read work */
+                (void) !write(fds[i], "", 1);
+        }
+        usleep(500000);
+        for (unsigned i = 0; i < ELEMENTSOF(fds); i++) {
+                char c;
+                ssize_t n = recv(fds[i], &c, 1, MSG_DONTWAIT);
+
+                open_ += n < 0 && errno == EAGAIN; /* still connected, nothing to read */
+        }
+        return open_;
+}
+
+int main(void) {
+        char dir[] = "/tmp/test-bus.XXXXXX", path[64];
+        _cleanup_(bus_server_freep) BusServer *s = NULL;
+        sd_event *e = NULL;
+        pid_t pid;
+        int rc;
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "test-bus: needs root (clients drop to uid %d): skipped\n", NOBODY);
+                return 77;
+        }
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_OK(chmod(dir, 0755));
+        snprintf(path, sizeof(path), "%s/bus", dir);
+        ASSERT_OK(sd_event_new(&e));
+        ASSERT_OK(bus_server_new(e, path, handler, NULL, &s));
+
+        /* Rights: anyone reads, only root reloads. */
+        if ((pid = fork()) == 0)
+                _exit(child_rights(path));
+        rc = serve_until_exit(e, pid);
+        ASSERT_EQ(rc, 0);
+        ASSERT_EQ(calls, 3u); /* root's Status and Reload, nobody's Status: the refused Reload never got here */
+
+        /* A flood of connections from one user: it keeps its share. */
+        if ((pid = fork()) == 0)
+                _exit(child_flood(path));
+        rc = serve_until_exit(e, pid);
+        ASSERT_EQ(rc, (int) BUS_CONNECTIONS_PER_UID);
+
+        /* The flood's connections are gone with it. */
+        for (int i = 0; i < 100; i++)
+                (void) sd_event_run(e, 1000);
+        ASSERT_EQ(bus_server_connections(s), 0u);
+
+        s = bus_server_free(s);
+        sd_event_unref(e);
+        (void) rmdir(dir);
+        return 0;
+}
