@@ -33,6 +33,11 @@
 /* Explain of a task the last scan did not see runs a pass, at most this
  * often. */
 #define DAEMON_EXPLAIN_PASS_USEC 100000u
+/* Policies named on status's text line; --json lists them all. */
+#define DAEMON_STATUS_POLICIES_MAX 8u
+/* While the idle gate holds, a pass comes at least every this many
+ * rescan_intervals. */
+#define DAEMON_IDLE_RESCAN_FACTOR 5u
 /* During an exec storm the sample pass waits at most this many intervals. */
 #define DAEMON_STORM_DEFER_MAX 5u
 
@@ -168,7 +173,12 @@ static bool machine_idle(Daemon *d, uint64_t now) {
         max_switches = MAX((uint64_t) d->p->classifier->params.latency_wakeups_min *
                                    d->p->config->sample_interval_usec / 1000000u,
                            (uint64_t) 1);
-        idle = d->have_load && d->passes > 0 && now - d->last_scan_usec < d->p->config->rescan_interval_usec &&
+        /* An idle machine is rescanned five times less often: what a full
+         * scan finds that the events and the gate miss (a change made
+         * without running) is rare, and an idle scan of every thread is
+         * most of an idle topod's CPU. */
+        idle = d->have_load && d->passes > 0 &&
+               now - d->last_scan_usec < DAEMON_IDLE_RESCAN_FACTOR * d->p->config->rescan_interval_usec &&
                sysload_idle(&d->load, &cur, own - d->own_usec, slack, hz) &&
                sysload_quiet(&d->load, &cur, own_sw - d->own_switches, max_switches);
         d->load = cur;
@@ -401,12 +411,19 @@ static void print_status_text(const Daemon *d, FILE *f) {
                 (now - d->started_usec) / 1000000u,
                 d->paused ? "paused by 'topoctl reset' ('topoctl reload' resumes)" : d->ready ? "running" : "starting");
         fputs("policies in force:", f);
-        for (size_t i = 0; i < d->p->policies->n; i++)
-                if (d->p->in_force[i]) {
-                        fprintf(f, "%s %s", sep, d->p->policies->policies[i]->name);
-                        sep = ",";
-                }
-        fprintf(f, "%s (%zu loaded)\n", *sep ? "" : " none", d->p->policies->n);
+        {
+                size_t shown = 0, in_force = 0;
+
+                for (size_t i = 0; i < d->p->policies->n; i++)
+                        if (d->p->in_force[i] && in_force++ < DAEMON_STATUS_POLICIES_MAX) {
+                                fprintf(f, "%s %s", sep, d->p->policies->policies[i]->name);
+                                sep = ",";
+                                shown++;
+                        }
+                if (in_force > shown)
+                        fprintf(f, " and %zu more", in_force - shown);
+        }
+        fprintf(f, "%s (%zu loaded; --json lists them all)\n", *sep ? "" : " none", d->p->policies->n);
         if (d->plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->plan->n_tasks, d->plan->n_groups,
                         d->plan->n_cookie_groups);
