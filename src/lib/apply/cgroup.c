@@ -1130,47 +1130,6 @@ static void moves_release(CgroupMove *moves, size_t n) {
         }
 }
 
-/* A handle on the thread that holds tid now, and its start time:
- * pidref_acquire() with the start time read under the handle instead of
- * compared with one known before (the fast path knows the pid from an
- * event, not from a scan, and this spares it a second read of the stat
- * file, the costliest read of a new process). The pidfd (or the thread's
- * proc directory) pins the thread before its start time is read, so the
- * time read is its own — or it exited meanwhile and pidref_alive() says so
- * after the write. (A candidate for pidref.c: pidref_acquire_current().) */
-static int acquire_current(const CgroupEnv *env, pid_t tid, PidRef *ret) {
-        _cleanup_close_ int pidfd = -EBADF, procfd = -EBADF;
-        uint64_t st;
-        int k;
-
-        if (tid <= 0)
-                return -EINVAL;
-        if (env->pidref->pidfd_open) {
-                k = env->pidref->pidfd_open(tid, env->pidref->userdata);
-                if (k >= 0)
-                        pidfd = k;
-                else if (k == -ESRCH)
-                        return -ESRCH;
-                else if (k != -EINVAL && k != -ENOSYS)
-                        return k;
-        }
-        if (pidfd < 0) {
-                char rel[64];
-
-                snprintf(rel, sizeof(rel), "proc/%d/task/%d", (int) tid, (int) tid);
-                procfd = root_openat(env->root, rel, O_RDONLY | O_DIRECTORY);
-                if (procfd == -ENOENT || procfd == -ESRCH)
-                        return -ESRCH;
-                if (procfd < 0)
-                        return procfd;
-        }
-        k = pidref_read_start_time(env->root, procfd, tid, &st);
-        if (k < 0)
-                return k;
-        *ret = (PidRef) { .tid = tid, .start_time = st, .pidfd = TAKE_FD(pidfd), .procfd = TAKE_FD(procfd) };
-        return 0;
-}
-
 int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
                         CgroupReport *r) {
         size_t failed = 0;
@@ -1205,7 +1164,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                  * alive then held its tid throughout, so the cgroup read here
                  * (the original journaled) was its own. */
                 if (m->start_time == 0) {
-                        k = acquire_current(&env, m->tgid, &m->ref);
+                        k = pidref_acquire_current(env.root, env.pidref, m->tgid, &m->ref);
                         if (k >= 0)
                                 m->start_time = m->ref.start_time;
                 } else

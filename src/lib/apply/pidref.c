@@ -108,7 +108,10 @@ void pidref_done(PidRef *p) {
         *p = PIDREF_NULL;
 }
 
-int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret) {
+/* Pin tid (a pidfd, or its /proc directory where the kernel has no pidfds
+ * for threads), then read the start time through the pin. want: the start
+ * time the caller means, or NULL for whatever runs at tid now. */
+static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint64_t *want, PidRef *ret) {
         _cleanup_close_ int pidfd = -EBADF, procfd = -EBADF;
         uint64_t st;
         int k;
@@ -142,16 +145,24 @@ int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t s
         k = pidref_read_start_time(root, procfd, tid, &st);
         if (k < 0)
                 return k;
-        if (st != start_time)
+        if (want && st != *want)
                 return -ESRCH; /* the tid was reused: the caller's thread is gone */
 
         *ret = (PidRef) {
                 .tid = tid,
-                .start_time = start_time,
+                .start_time = st,
                 .pidfd = TAKE_FD(pidfd),
                 .procfd = TAKE_FD(procfd),
         };
         return 0;
+}
+
+int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret) {
+        return acquire(root, ops, tid, &start_time, ret);
+}
+
+int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tid, PidRef *ret) {
+        return acquire(root, ops, tid, NULL, ret);
 }
 
 int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops) {

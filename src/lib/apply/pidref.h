@@ -56,6 +56,9 @@ typedef struct PidRef {
  * EACCES, unparsable stat) are failures of ours. On failure *ret is
  * untouched. */
 int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret);
+/* The same for whatever runs at tid now (a process just seen exec'ing):
+ * its start time is learnt through the pin, in ret->start_time. */
+int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tid, PidRef *ret);
 
 /* 1 while the thread lives, 0 once it has exited, negative errno if that
  * cannot be told. */
