@@ -190,11 +190,14 @@ static bool machine_idle(Daemon *d, uint64_t now) {
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Daemon *d = userdata;
+        /* Not usec: that is when the timer was due, and it runs late by up
+         * to its accuracy, later than the fast path's last work. */
+        uint64_t now = MAX(pipeline_now_usec(), usec);
 
-        if (machine_idle(d, usec))
+        if (machine_idle(d, now))
                 d->idle_skips++;
-        else if (d->p->place && usec - d->last_fresh_usec < d->p->config->sample_interval_usec &&
-                 usec - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+        else if (d->p->place && now - d->last_fresh_usec < d->p->config->sample_interval_usec &&
+                 now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
                 /* Processes are being started right now and the fast path
                  * places them: a scan of every thread would hold the loop
                  * (and their placement) up, and learn little of processes
@@ -202,7 +205,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 d->storm_defers++;
         else {
                 (void) pass(d);
-                d->last_scan_usec = usec;
+                d->last_scan_usec = now;
                 /* the next gate starts after our own pass */
                 if (sysload_read(d->p->root, &d->load) >= 0)
                         own_usage(&d->own_usec, &d->own_switches);
