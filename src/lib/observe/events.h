@@ -44,7 +44,8 @@ ProcEvents *proc_events_free(ProcEvents *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcEvents *, proc_events_free);
 int proc_events_fd(const ProcEvents *e);
 
-/* Read what is queued, up to max events, without blocking. Events the
+/* Read what is queued, up to max events, without blocking: fewer than max
+ * means the socket is empty now. Events the
  * caller does not need (UID, SID, PTRACE, …) are skipped. *ret_n may be 0. */
 int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
 

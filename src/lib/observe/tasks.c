@@ -36,13 +36,14 @@ int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata) {
 }
 
 /* Read a small file below dirfd into buf (NUL-terminated); the length, or
- * negative errno. Longer files are cut at size - 1 bytes. */
+ * negative errno. Longer files are cut at size - 1 bytes. Only files made
+ * whole in one go (read_record()). */
 static ssize_t read_small_at(int dirfd, const char *name, char *buf, size_t size) {
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
         if (fd < 0)
                 return negative_errno();
-        return read_into(fd, buf, size);
+        return read_record(fd, buf, size);
 }
 
 static bool parse_pid(const char *s, pid_t *ret) {
@@ -826,7 +827,7 @@ static ssize_t quick_read(const Root *root, pid_t pid, const char *file, char *b
         fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
         if (fd < 0)
                 return is_vanished(fd) ? -ESRCH : fd;
-        n = read_into(fd, buf, size);
+        n = read_record(fd, buf, size);
         return n < 0 && is_vanished((int) n) ? -ESRCH : n;
 }
 
@@ -864,6 +865,9 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
         if ((fields & TASK_QUICK_PARENT) && !(q->have & TASK_QUICK_PARENT))
                 fields |= TASK_QUICK_STAT; /* for the ppid */
         fields &= ~q->have;
+        /* stat holds comm too: one file for both. */
+        if (fields & TASK_QUICK_STAT)
+                fields &= ~TASK_QUICK_COMM;
 
         if (fields & TASK_QUICK_COMM) {
                 if ((k = quick_comm(root, q->pid, q->comm, sizeof(q->comm))) < 0)
@@ -878,6 +882,10 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                         return (int) n;
                 if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
                         return -ESRCH; /* an exiting task can give an empty file */
+                if (!(q->have & TASK_QUICK_COMM)) {
+                        memcpy(q->comm, st.comm, sizeof(q->comm));
+                        q->have |= TASK_QUICK_COMM;
+                }
                 q->start_time = st.start_time;
                 q->ppid = st.ppid;
                 q->kernel_thread = st.flags & PROCFS_PF_KTHREAD;

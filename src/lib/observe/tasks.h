@@ -146,7 +146,8 @@ const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid);
  * parent's comm, with the same parsers as the scan. */
 
 #define TASK_QUICK_COMM    (1u << 0) /* comm */
-#define TASK_QUICK_STAT    (1u << 1) /* stat: start time, ppid, flags (kernel thread), threads */
+#define TASK_QUICK_STAT    (1u << 1) /* stat: start time, ppid, flags (kernel thread), threads;
+                                      * and comm, from the same file */
 #define TASK_QUICK_UID     (1u << 2) /* status: real uid */
 #define TASK_QUICK_EXE     (1u << 3)
 #define TASK_QUICK_CMDLINE (1u << 4)

@@ -223,11 +223,13 @@ static void fresh_add(Pipeline *p, pid_t tgid) {
 
 void pipeline_drain_events(Pipeline *p) {
         TaskEvent ev[64];
-        size_t n;
+        size_t n = ELEMENTSOF(ev);
 
         if (!p->events)
                 return;
-        while (proc_events_read(p->events, ev, ELEMENTSOF(ev), &n) >= 0 && n > 0)
+        /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
+         * another read would only see it again. */
+        while (n == ELEMENTSOF(ev) && proc_events_read(p->events, ev, ELEMENTSOF(ev), &n) >= 0)
                 for (size_t i = 0; i < n; i++) {
                         switch (ev[i].type) {
                         case TASK_EVENT_FORK:
@@ -526,18 +528,19 @@ static int compare_pid(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-/* Decide for one process, reading what the decision needs: comm, and more
- * only where a policy asks. Who it is (its start time) is learned by the
- * apply step when it takes a handle on it; it is one thread right after
- * exec or fork. */
+/* Decide for one process, reading what the decision needs: its stat (comm,
+ * and who it is: the start time the apply step checks when it takes a
+ * handle on it), and more only where a policy asks. It is one thread right
+ * after exec or fork. */
 static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick) {
         TaskQuick *q = p->quick;
 
         *pp = (PlaceProcess) { .tgid = tgid, .n_threads = 1, .have = PLACE_FACT_COMM };
         *pick = (PlacePick) { .verdict = PLACE_NONE, .policy = -1, .group = -1, .cookie_group = -1 };
         task_quick_reset(q, tgid);
-        if (tasks_read_quick(p->root, TASK_QUICK_COMM, q) < 0)
+        if (tasks_read_quick(p->root, TASK_QUICK_STAT, q) < 0)
                 return; /* gone already */
+        pp->start_time = q->start_time;
         for (;;) {
                 quick_policy_task(p, q, &pp->match);
                 place_pick(p->place, pp, pick);
