@@ -344,18 +344,37 @@ int cgroup_parse_proc_cgroup(const char *text, char **ret) {
 /* The cgroup of a task: -ESRCH when it is gone. */
 static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         _cleanup_free_ char *text = NULL;
-        char rel[64];
+        _cleanup_close_ int fd = -EBADF;
+        char rel[64], buf[4096];
+        ssize_t n;
         int k;
 
         snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) tid);
-        k = root_read_file(env->root, rel, CGROUP_ATTR_MAX, &text, NULL);
-        if (k == -ENOENT || k == -ESRCH)
+        fd = root_openat(env->root, rel, O_RDONLY | O_NOCTTY);
+        if (fd == -ENOENT || fd == -ESRCH)
                 return -ESRCH;
-        if (k < 0)
-                return k;
-        if (!*text) /* a task that exited while we read */
+        if (fd < 0)
+                return fd;
+        /* One read as a rule (a line per hierarchy, made in one go: it is
+         * read for every process the fast path moves). */
+        n = read_record(fd, buf, sizeof(buf));
+        if (n == -ENOENT || n == -ESRCH)
                 return -ESRCH;
-        return cgroup_parse_proc_cgroup(text, ret);
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n == sizeof(buf) - 1) {
+                /* Longer: again from the start, whole. */
+                if (lseek(fd, 0, SEEK_SET) < 0)
+                        return negative_errno();
+                k = read_full_fd(fd, CGROUP_ATTR_MAX, &text, NULL);
+                if (k == -ENOENT || k == -ESRCH)
+                        return -ESRCH;
+                if (k < 0)
+                        return k;
+        }
+        if (!*(text ?: buf)) /* a task that exited while we read */
+                return -ESRCH;
+        return cgroup_parse_proc_cgroup(text ?: buf, ret);
 }
 
 /* ---- the tree ----------------------------------------------------------- */

@@ -54,6 +54,7 @@ int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret
         _cleanup_close_ int fd = -EBADF;
         char text[PIDREF_STAT_MAX];
         size_t len = 0;
+        ssize_t n;
         ProcStat st;
         int k;
 
@@ -74,18 +75,10 @@ int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret
                 return errno == ENOENT || errno == ESRCH ? -ESRCH : negative_errno();
 
         /* One read gives the whole line; a longer one is not a stat file. */
-        while (len < sizeof(text) - 1) {
-                ssize_t n = read(fd, text + len, sizeof(text) - 1 - len);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return errno == ESRCH || errno == ENOENT ? -ESRCH : negative_errno();
-                }
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
+        n = read_record(fd, text, sizeof(text));
+        if (n < 0)
+                return n == -ESRCH || n == -ENOENT ? -ESRCH : (int) n;
+        len = (size_t) n;
         if (len == 0) /* a task that exited while we read */
                 return -ESRCH;
         if (len >= sizeof(text) - 1)

@@ -110,6 +110,28 @@ ssize_t read_into(int fd, char *buf, size_t size) {
         return (ssize_t) len;
 }
 
+ssize_t read_record(int fd, char *buf, size_t size) {
+        size_t len = 0;
+
+        if (size == 0)
+                return -EINVAL;
+        while (len < size - 1) {
+                size_t want = size - 1 - len;
+                ssize_t n = read(fd, buf + len, want);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                len += (size_t) n;
+                if ((size_t) n < want)
+                        break; /* short: the end (or 0: the end) */
+        }
+        buf[len] = '\0';
+        return (ssize_t) len;
+}
+
 int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;

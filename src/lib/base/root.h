@@ -58,3 +58,11 @@ int read_full_fd(int fd, size_t max, char **ret, size_t *ret_len);
 /* Read until EOF or until buf holds size - 1 bytes; NUL-terminates. The
  * length, or negative errno. */
 ssize_t read_into(int fd, char *buf, size_t size);
+
+/* As read_into(), for a file the kernel makes whole in one go (a /proc/PID
+ * file shown by one call: stat, status, cgroup, comm, cmdline; a regular
+ * file): a read that stops short is the end, so the read of nothing that
+ * read_into() ends with is saved. Not for files of many records (a
+ * cgroup.procs, /proc/PID/maps), which the kernel hands out a page at a
+ * time. */
+ssize_t read_record(int fd, char *buf, size_t size);
