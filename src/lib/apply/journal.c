@@ -804,9 +804,12 @@ int journal_commit(Journal *j) {
         fd = openat(dfd, JOURNAL_TMP_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
+        /* Written and renamed, not flushed to the disk: as the log below,
+         * the journal must outlive topod, not the machine (what it covers
+         * lives in the kernel, and a journal of an earlier boot is
+         * discarded). The rename is atomic whatever reaches the disk: a
+         * topod killed at any point leaves the old file or the new one. */
         k = write_all(fd, text, len);
-        if (k >= 0 && fsync(fd) < 0)
-                k = negative_errno();
         if (k >= 0 && fstat(fd, &st) < 0)
                 k = negative_errno();
         if (k >= 0) {
@@ -818,9 +821,6 @@ int journal_commit(Journal *j) {
                 (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
                 return k;
         }
-        /* The rename itself must reach the disk before we change anything. */
-        if (fsync(dfd) < 0)
-                return negative_errno();
         /* The file holds the log's entries now. Should the removal not reach
          * the disk, the log names the file it extended: ignored. */
         (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);

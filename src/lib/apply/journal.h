@@ -11,7 +11,8 @@
  *
  * On disk it is one text file, JOURNAL_FILE_NAME in a directory the caller
  * gives (production: /run/topod), replaced atomically (temporary file in the
- * same directory, fsync, rename, fsync of the directory). The format is
+ * same directory, then rename; not flushed to the disk: it must outlive
+ * topod, not the machine, whose crash resets what it covers). The format is
  * line-based and versioned; every line is "KIND FIELD…" separated by single
  * spaces:
  *
