@@ -148,6 +148,40 @@ static void test_first_original_wins(void) {
         ASSERT_EQ(journal_n_entries(j), 2);
 }
 
+/* Many at once, in one sweep: the rest keep their order and are found. */
+static void test_forget_many(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        bool drop[200];
+        char cg[32];
+
+        ASSERT_OK(journal_new(NULL, &j));
+        for (int i = 0; i < 200; i++) {
+                snprintf(cg, sizeof(cg), "/c%d", i);
+                ASSERT_EQ(journal_record_task(j, 1000 + i, 7, cg), 1);
+                drop[i] = i % 3 != 0;
+        }
+        ASSERT_EQ(journal_forget_tasks(j, drop), 133);
+        ASSERT_EQ(j->n_tasks, 67);
+        ASSERT_TRUE(j->need_rewrite);
+        for (int i = 0; i < 200; i++) {
+                const JournalTask *t = journal_get_task(j, 1000 + i, 7);
+
+                if (i % 3 != 0) {
+                        ASSERT_NULL(t);
+                        continue;
+                }
+                snprintf(cg, sizeof(cg), "/c%d", i);
+                ASSERT_TRUE(t != NULL);
+                ASSERT_STREQ(t->cgroup, cg);
+                ASSERT_TRUE(t == &j->tasks[i / 3]); /* order kept */
+        }
+        /* Recording after the sweep finds the rest. */
+        ASSERT_EQ(journal_record_task(j, 1003, 7, "/again"), 0);
+        ASSERT_EQ(journal_record_task(j, 1001, 7, "/new"), 1);
+        memset(drop, 0, sizeof(drop));
+        ASSERT_EQ(journal_forget_tasks(j, drop), 0);
+}
+
 static void test_record_rejects(void) {
         _cleanup_(journal_freep) Journal *j = NULL;
 
@@ -413,6 +447,7 @@ int main(void) {
         RUN(test_round_trip);
         RUN(test_escapes);
         RUN(test_first_original_wins);
+        RUN(test_forget_many);
         RUN(test_record_rejects);
         RUN(test_entry_limit);
         RUN(test_malformed);

@@ -418,6 +418,28 @@ int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time) {
         return 1;
 }
 
+size_t journal_forget_tasks(Journal *j, const bool *drop) {
+        size_t u = 0, n = j->n_tasks;
+
+        for (size_t i = 0; i < n; i++) {
+                if (drop[i]) {
+                        free(j->tasks[i].cgroup);
+                        continue;
+                }
+                j->tasks[u++] = j->tasks[i];
+        }
+        if (u == n)
+                return 0;
+        j->n_tasks = u;
+        j->dirty = true;
+        j->need_rewrite = true; /* a log can only add */
+        if (index_rebuild(j, n_indexed(j)) < 0) {
+                j->index = mfree(j->index);
+                j->index_size = 0;
+        }
+        return n - u;
+}
+
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {
         ssize_t pos = find_any(j, INDEX_COOKIE, NULL, tid, start_time);
 

@@ -146,6 +146,10 @@ int journal_forget_cgroup_mode(Journal *j);
 int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time);
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_forget_cgroup(Journal *j, const char *path);
+/* Drop the task entries i with drop[i] (drop has n_tasks elements), in one
+ * sweep: a prune of many costs one pass over the entries, not one each.
+ * The number dropped. */
+size_t journal_forget_tasks(Journal *j, const bool *drop);
 
 /* Lookups; NULL when not recorded. */
 const JournalFeature *journal_get_feature(const Journal *j, const char *name);
