@@ -49,6 +49,7 @@ typedef struct Daemon {
         Pipeline *p;
         Journal *journal;
         CookieApplier *cookies;
+        CgroupProcsFds *procs_fds; /* held for the groups of the plan in force */
         BusServer *bus;
         char *state_dir;
         int lock;                /* on state_dir: one topod per state directory */
@@ -82,7 +83,8 @@ typedef struct Daemon {
 #define log_info(d, ...) log_at(&(d)->log, LOG_INFO, __VA_ARGS__)
 
 static Reconciler reconciler(const Daemon *d) {
-        return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies };
+        return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies,
+                              .procs_fds = d->procs_fds };
 }
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
@@ -114,6 +116,9 @@ static int pass(Daemon *d) {
         (void) pipeline_use_plan(d->p, NULL);
         plan_free(d->plan);
         d->plan = TAKE_PTR(plan);
+        /* Files of groups the new plan may not have: opened again at the
+         * next move into each. */
+        cgroup_procs_fds_clear(d->procs_fds);
         if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
         /* the groups' concurrency, for the next plan's emulated concur */
@@ -192,7 +197,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Daemon *d = userdata;
         /* Not usec: that is when the timer was due, and it runs late by up
          * to its accuracy, later than the fast path's last work. */
-        uint64_t now = MAX(pipeline_now_usec(), usec);
+        uint64_t now = pipeline_now_usec();
+
+        now = MAX(now, usec);
 
         if (machine_idle(d, now))
                 d->idle_skips++;
@@ -360,6 +367,7 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
         Reconciler rc = reconciler(d);
         int k;
 
+        cgroup_procs_fds_clear(d->procs_fds);
         if (journal_is_empty(d->journal))
                 return 0;
         if ((k = reconcile_restore(&rc, &r)) < 0) {
@@ -701,6 +709,7 @@ int topod_run(const DaemonArgs *a) {
         /* The journal inside is 0600; the directory is open so that anyone
          * can reach the socket (calls are checked one by one). */
         (void) chmod(d.state_dir, 0755);
+        (void) cgroup_procs_fds_new(&d.procs_fds); /* without: opened per move */
         if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0) {
                 CookieInterlocks il = { .smt_off = !d.p->caps->smt_active, .sched_ext_active = d.p->caps->sched_ext_active };
                 cookie_applier_set_interlocks(d.cookies, &il);
@@ -752,6 +761,7 @@ finish:
         sd_event_source_unref(d.soon);
         sd_event_unref(d.event);
         cookie_applier_free(d.cookies);
+        cgroup_procs_fds_free(d.procs_fds);
         /* The lock file goes with the journal: nothing left behind. */
         restore_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
         journal_free(d.journal);

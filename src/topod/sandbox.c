@@ -53,6 +53,8 @@ static const char *const allow_list[] = {
         "readlinkat", "readlink", "faccessat", "faccessat2", "access",
         "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat", "renameat2", "rename",
         "fsync", "fdatasync", "fcntl", "dup", "dup2", "dup3", "pipe2", "pipe",
+        /* Is a cgroup.procs about to be held open on cgroup2? */
+        "fstatfs",
 
         /* Sockets: the proc connector (netlink, bound before the filter),
          * sd_notify (a fresh AF_UNIX datagram socket each time, with a
@@ -96,7 +98,7 @@ static const char *const allow_list[] = {
 
         /* The same calls under their 32-bit names (i386, arm, x32 keeps
          * most 64-bit ones); skipped on 64-bit architectures. */
-        "fcntl64", "_llseek", "fstat64", "stat64", "lstat64", "fstatat64", "mmap2", "ugetrlimit",
+        "fcntl64", "_llseek", "fstatfs64", "fstat64", "stat64", "lstat64", "fstatat64", "mmap2", "ugetrlimit",
         "sigreturn", "socketcall", "send", "recv", "clock_gettime64", "clock_nanosleep_time64",
         "futex_time64", "ppoll_time64", "timerfd_settime64", "timerfd_gettime64",
 };

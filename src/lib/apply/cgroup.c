@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "base/bitmap.h"
 #include "base/util.h"
@@ -48,6 +50,91 @@ const CgroupOps cgroup_ops_kernel = {
         .rmdir = kernel_rmdir,
         .write = kernel_write,
 };
+
+/* ---- held cgroup.procs files --------------------------------------------- */
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+/* More groups than this in one plan: the rest are opened per move. */
+#define CGROUP_PROCS_FDS_MAX 256u
+
+struct CgroupProcsFds {
+        size_t n;
+        char *path[CGROUP_PROCS_FDS_MAX]; /* relative to the Root, as fs_path() makes it */
+        int fd[CGROUP_PROCS_FDS_MAX];     /* -EBADF: not a cgroup2 file, written by path */
+};
+
+int cgroup_procs_fds_new(CgroupProcsFds **ret) {
+        CgroupProcsFds *f = calloc(1, sizeof(CgroupProcsFds));
+
+        if (!f)
+                return -ENOMEM;
+        *ret = f;
+        return 0;
+}
+
+void cgroup_procs_fds_clear(CgroupProcsFds *f) {
+        if (!f)
+                return;
+        for (size_t i = 0; i < f->n; i++) {
+                free(f->path[i]);
+                closep(&f->fd[i]);
+        }
+        f->n = 0;
+}
+
+CgroupProcsFds *cgroup_procs_fds_free(CgroupProcsFds *f) {
+        cgroup_procs_fds_clear(f);
+        free(f);
+        return NULL;
+}
+
+size_t cgroup_procs_fds_count(const CgroupProcsFds *f) {
+        size_t n = 0;
+
+        for (size_t i = 0; f && i < f->n; i++)
+                n += f->fd[i] >= 0;
+        return n;
+}
+
+static void procs_fds_drop(CgroupProcsFds *f, size_t i) {
+        free(f->path[i]);
+        closep(&f->fd[i]);
+        f->path[i] = f->path[f->n - 1];
+        f->fd[i] = f->fd[f->n - 1];
+        f->n--;
+}
+
+/* The held file for path, opened now if need be: its index, or -1 (write by
+ * path). */
+static ssize_t procs_fds_get(CgroupProcsFds *f, const Root *root, const char *path) {
+        struct statfs sf;
+        char *copy;
+        int fd;
+
+        for (size_t i = 0; i < f->n; i++)
+                if (streq(f->path[i], path))
+                        return f->fd[i] >= 0 ? (ssize_t) i : -1;
+        if (f->n >= CGROUP_PROCS_FDS_MAX)
+                return -1;
+        fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
+        if (fd < 0)
+                return -1; /* the write by path says why */
+        if (fstatfs(fd, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {
+                closep(&fd);
+                fd = -EBADF;
+        }
+        copy = strdup(path);
+        if (!copy) {
+                closep(&fd);
+                return -1;
+        }
+        f->path[f->n] = copy;
+        f->fd[f->n] = fd < 0 ? -EBADF : fd;
+        f->n++;
+        return fd >= 0 ? (ssize_t) f->n - 1 : -1;
+}
 
 /* ---- reports ------------------------------------------------------------ */
 
@@ -283,6 +370,31 @@ static int write_attr(const CgroupEnv *env, const char *cg, const char *file, co
         if (k < 0)
                 return k;
         return env->ops->write(env->ops->userdata, env->root, path, value);
+}
+
+/* A pid into cg's cgroup.procs, through the held file where there is one. */
+static int write_procs(const CgroupEnv *env, const char *cg, const char *num) {
+        _cleanup_free_ char *path = NULL;
+        size_t len = strlen(num);
+        ssize_t i, n;
+        int k;
+
+        k = fs_path(env, cg, "cgroup.procs", &path);
+        if (k < 0)
+                return k;
+        if (env->procs_fds && env->ops == &cgroup_ops_kernel &&
+            (i = procs_fds_get(env->procs_fds, env->root, path)) >= 0) {
+                do
+                        n = write(env->procs_fds->fd[i], num, len);
+                while (n < 0 && errno == EINTR);
+                if (n >= 0)
+                        return (size_t) n == len ? 0 : -EIO;
+                if (errno != ENODEV && errno != ENOENT)
+                        return negative_errno();
+                /* Its cgroup was removed (maybe made again): by path. */
+                procs_fds_drop(env->procs_fds, (size_t) i);
+        }
+        return env->ops->write(env->ops->userdata, env->root, path, num);
 }
 
 static int cg_exists(const CgroupEnv *env, const char *cg) {
@@ -962,7 +1074,7 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         int k;
 
         snprintf(num, sizeof(num), "%d", (int) ref->tid);
-        k = write_attr(env, cg, "cgroup.procs", num);
+        k = write_procs(env, cg, num);
         if (ret_written)
                 *ret_written = k >= 0;
         if (k == -ESRCH)
@@ -1187,7 +1299,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                         if (k >= 0)
                                 m->start_time = m->ref.start_time;
                 } else
-                        k = pidref_acquire(env.root, env.pidref, m->tgid, m->start_time, &m->ref);
+                        k = pidref_acquire_process(env.root, env.pidref, m->tgid, m->start_time, &m->ref);
                 if (k == -ESRCH) {
                         item_ok(it, CGROUP_VANISHED);
                         continue;
@@ -1286,13 +1398,17 @@ count:
 }
 
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal) {
-        int n = 0;
+        _cleanup_free_ bool *drop = NULL;
+        bool any = false;
+        size_t n;
 
-        if (!journal)
+        if (!journal || journal->n_tasks == 0)
                 return 0;
-        /* Backwards: forgetting entry i keeps the ones before it in place. */
-        for (size_t i = journal->n_tasks; i > 0; i--) {
-                const JournalTask *jt = &journal->tasks[i - 1];
+        drop = calloc(journal->n_tasks, sizeof(bool));
+        if (!drop)
+                return -ENOMEM;
+        for (size_t i = 0; i < journal->n_tasks; i++) {
+                const JournalTask *jt = &journal->tasks[i];
                 const PlanTask *pt = plan ? plan_find_task(plan, jt->tid) : NULL;
                 uint64_t st;
                 int k;
@@ -1302,11 +1418,12 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                 k = pidref_read_start_time(env->root, -1, jt->tid, &st);
                 /* Gone, or its number names another process now. Anything
                  * else (EACCES, EMFILE) keeps the entry. */
-                if ((k == -ESRCH || (k >= 0 && st != jt->start_time)) &&
-                    journal_forget_task(journal, jt->tid, jt->start_time) > 0)
-                        n++;
+                drop[i] = k == -ESRCH || (k >= 0 && st != jt->start_time);
+                any = any || drop[i];
         }
-        return n;
+        /* One sweep: after an exec storm most of the entries go at once. */
+        n = any ? journal_forget_tasks(journal, drop) : 0;
+        return (int) MIN(n, (size_t) INT32_MAX);
 }
 
 /* ---- restore ------------------------------------------------------------ */

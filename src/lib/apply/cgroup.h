@@ -112,6 +112,22 @@ typedef struct CgroupOps {
 
 extern const CgroupOps cgroup_ops_kernel;
 
+/* The cgroup.procs files of the groups processes are moved into, held open
+ * between moves: opening one (a walk of the whole path) is most of what a
+ * move costs. Only files on a cgroup2 mount are held (a plain file of a fake
+ * tree would be appended to), only with the kernel's ops, and a held file
+ * whose cgroup went away (ENODEV) is dropped and its path opened again. A
+ * cgroup can be removed while its files are open. */
+typedef struct CgroupProcsFds CgroupProcsFds;
+
+int cgroup_procs_fds_new(CgroupProcsFds **ret);
+/* Close all of them (the plan changed). */
+void cgroup_procs_fds_clear(CgroupProcsFds *f);
+CgroupProcsFds *cgroup_procs_fds_free(CgroupProcsFds *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupProcsFds *, cgroup_procs_fds_free);
+/* How many are open. */
+size_t cgroup_procs_fds_count(const CgroupProcsFds *f);
+
 /* Where and how: the Root, the cgroup2 mount as KernelCaps found it
  * ("/sys/fs/cgroup"), and the ops (NULL: the kernel, pidref_ops_host). */
 typedef struct CgroupEnv {
@@ -125,6 +141,7 @@ typedef struct CgroupEnv {
         char *const *controllers;
         const CgroupOps *ops;
         const PidRefOps *pidref;
+        CgroupProcsFds *procs_fds; /* NULL: cgroup.procs opened for every move */
 } CgroupEnv;
 
 typedef enum CgroupItemKind {

@@ -50,7 +50,7 @@ const PidRefOps pidref_ops_host = {
         .pidfd_alive = host_pidfd_alive,
 };
 
-int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret) {
+static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process, uint64_t *ret) {
         _cleanup_close_ int fd = -EBADF;
         char text[PIDREF_STAT_MAX];
         size_t len = 0;
@@ -64,8 +64,14 @@ int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret
                 char rel[64];
 
                 /* The thread's own stat: /proc/<tid>/stat would sum the times
-                 * of every thread of its process, O(threads) per read. */
-                snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tid, (int) tid);
+                 * of every thread of its process, O(threads) per read. A
+                 * process's is where the fast path has just read it: no
+                 * /proc entries to make for a task/<tid> never looked up
+                 * (most of the cost of the read of a new process). */
+                if (process)
+                        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) tid);
+                else
+                        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tid, (int) tid);
                 fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
                 if (fd < 0)
                         errno = -fd;
@@ -93,6 +99,10 @@ int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret
         return 0;
 }
 
+int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret) {
+        return read_start_time(root, dirfd, tid, false, ret);
+}
+
 void pidref_done(PidRef *p) {
         if (!p)
                 return;
@@ -104,7 +114,8 @@ void pidref_done(PidRef *p) {
 /* Pin tid (a pidfd, or its /proc directory where the kernel has no pidfds
  * for threads), then read the start time through the pin. want: the start
  * time the caller means, or NULL for whatever runs at tid now. */
-static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint64_t *want, PidRef *ret) {
+static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint64_t *want, bool process,
+                   PidRef *ret) {
         _cleanup_close_ int pidfd = -EBADF, procfd = -EBADF;
         uint64_t st;
         int k;
@@ -135,7 +146,7 @@ static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint
         }
 
         /* 2. Is it the thread the caller means? */
-        k = pidref_read_start_time(root, procfd, tid, &st);
+        k = read_start_time(root, procfd, tid, process, &st);
         if (k < 0)
                 return k;
         if (want && st != *want)
@@ -151,11 +162,15 @@ static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint
 }
 
 int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret) {
-        return acquire(root, ops, tid, &start_time, ret);
+        return acquire(root, ops, tid, &start_time, false, ret);
 }
 
-int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tid, PidRef *ret) {
-        return acquire(root, ops, tid, NULL, ret);
+int pidref_acquire_process(const Root *root, const PidRefOps *ops, pid_t tgid, uint64_t start_time, PidRef *ret) {
+        return acquire(root, ops, tgid, &start_time, true, ret);
+}
+
+int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tgid, PidRef *ret) {
+        return acquire(root, ops, tgid, NULL, true, ret);
 }
 
 int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops) {

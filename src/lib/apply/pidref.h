@@ -56,9 +56,15 @@ typedef struct PidRef {
  * EACCES, unparsable stat) are failures of ours. On failure *ret is
  * untouched. */
 int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t start_time, PidRef *ret);
-/* The same for whatever runs at tid now (a process just seen exec'ing):
+/* The same for a process, by its main thread: its start time is read from
+ * proc/<tgid>/stat, where the fast path has just read comm (a new
+ * process's task/<tid> entries are never made), not from the thread's
+ * own file. That file sums the times of every thread: one, right after
+ * exec or fork; O(threads) for an old process, once per move. */
+int pidref_acquire_process(const Root *root, const PidRefOps *ops, pid_t tgid, uint64_t start_time, PidRef *ret);
+/* The same for whatever process runs at tgid now (one just seen exec'ing):
  * its start time is learnt through the pin, in ret->start_time. */
-int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tid, PidRef *ret);
+int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tgid, PidRef *ret);
 
 /* 1 while the thread lives, 0 once it has exited, negative errno if that
  * cannot be told. */

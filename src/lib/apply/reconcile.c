@@ -239,6 +239,14 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
         return 0;
 }
 
+/* The cgroup writer's view of rc: with the held cgroup.procs files for
+ * moves into topod's groups, without for restores. */
+static CgroupEnv cgroup_env(const Reconciler *rc, bool held) {
+        return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
+                             .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
+                             .procs_fds = held ? rc->procs_fds : NULL };
+}
+
 static int new_report(ReconcileReport **ret) {
         *ret = calloc(1, sizeof(ReconcileReport));
         return *ret ? 0 : -ENOMEM;
@@ -261,9 +269,7 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
         /* cgroup2 without the cpu and cpuset controllers (a hybrid host)
          * still groups and moves tasks: the writer skips the rest. */
         if (rc->caps->cgroup2_mount) {
-                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
-                                  .controllers = rc->caps->cgroup2_controllers,
-                                  .pidref = rc->pidref };
+                CgroupEnv env = cgroup_env(rc, true);
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
@@ -355,8 +361,7 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         _cleanup_free_ size_t *move_of = NULL;
         _cleanup_free_ bool *recorded = NULL, *done = NULL;
         bool cgroups = rc->caps->cgroup2_mount != NULL;
-        CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
-                          .pidref = rc->pidref };
+        CgroupEnv env = cgroup_env(rc, true);
         size_t n_moves = 0;
         int k, prepared = 0, committed = 0;
 
@@ -510,9 +515,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
         }
 
         if (rc->caps->cgroup2_mount) {
-                CgroupEnv env = { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
-                                  .controllers = rc->caps->cgroup2_controllers,
-                                  .pidref = rc->pidref };
+                CgroupEnv env = cgroup_env(rc, false); /* back to cgroups not ours: none held */
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
