@@ -882,6 +882,8 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                         return (int) n;
                 if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
                         return -ESRCH; /* an exiting task can give an empty file */
+                if (st.state == 'Z' || st.state == 'X')
+                        return -ESRCH; /* it has exited: nothing to decide for */
                 if (!(q->have & TASK_QUICK_COMM)) {
                         memcpy(q->comm, st.comm, sizeof(q->comm));
                         q->have |= TASK_QUICK_COMM;

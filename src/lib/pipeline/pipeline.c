@@ -221,6 +221,13 @@ static void fresh_add(Pipeline *p, pid_t tgid) {
                 p->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
+/* The newest entries are the likely ones: a process that lived for a moment. */
+static void fresh_forget(Pipeline *p, pid_t tgid) {
+        for (size_t i = p->n_fresh; i > 0; i--)
+                if (p->fresh[i - 1] == tgid)
+                        p->fresh[i - 1] = 0;
+}
+
 void pipeline_drain_events(Pipeline *p) {
         TaskEvent ev[64];
         size_t n = ELEMENTSOF(ev);
@@ -253,6 +260,11 @@ void pipeline_drain_events(Pipeline *p) {
                                         p->rescan = true;
                                 if (p->place)
                                         place_note_exit(p->place, ev[i].tgid, ev[i].pid);
+                                /* Its main thread ended: the process is gone (or
+                                 * lives on in other threads, then the next pass
+                                 * has it). Nothing for the fast path to place. */
+                                if (ev[i].pid == ev[i].tgid)
+                                        fresh_forget(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_EXEC:
                                 task_scanner_invalidate(p->scanner, ev[i].tgid);
@@ -571,10 +583,11 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
 
                 qsort(p->fresh, n, sizeof(pid_t), compare_pid);
                 for (size_t i = 0; i < n; i++)
-                        if (u == 0 || p->fresh[u - 1] != p->fresh[i])
+                        if (p->fresh[i] > 0 && (u == 0 || p->fresh[u - 1] != p->fresh[i]))
                                 p->fresh[u++] = p->fresh[i];
                 n = u;
-        }
+        } else if (p->fresh[0] <= 0)
+                n = 0; /* gone already (fresh_forget()) */
         for (size_t i = 0; i < n; i++) {
                 ReconcilePlacement *b = &p->batch[nb];
                 CookieTask *src = &p->sources[nb * (PLACE_COOKIE_SOURCES_MAX + 1)];
