@@ -33,6 +33,9 @@
 /* Explain of a task the last scan did not see runs a pass, at most this
  * often. */
 #define DAEMON_EXPLAIN_PASS_USEC 100000u
+/* Where the kernel splits the proc connector's events: how often forks and
+ * exits alone may wake us. */
+#define DAEMON_LAZY_EVENTS_USEC 50000u
 /* Policies named on status's text line; --json lists them all. */
 #define DAEMON_STATUS_POLICIES_MAX 8u
 /* While the idle gate holds, a pass comes at least every this many
@@ -46,6 +49,7 @@ typedef struct Daemon {
         Log log;
         sd_event *event;
         sd_event_source *timer, *soon;
+        sd_event_source *lazy_events; /* forks and exits, when the kernel splits them off */
         Pipeline *p;
         Journal *journal;
         CookieApplier *cookies;
@@ -738,6 +742,17 @@ int topod_run(const DaemonArgs *a) {
                 log_error(&d, "cannot watch the proc connector: %s", strerror(-k));
                 goto finish;
         }
+        if (d.p->events && proc_events_lazy_fd(d.p->events) >= 0) {
+                /* Forks and exits wake us at most every
+                 * DAEMON_LAZY_EVENTS_USEC: each exec wakes us anyway and
+                 * takes them along, and what only forks waits that long to
+                 * be placed. */
+                if ((k = sd_event_add_io(d.event, &d.lazy_events, proc_events_lazy_fd(d.p->events), EPOLLIN, on_events, &d)) < 0 ||
+                    (k = sd_event_source_set_ratelimit(d.lazy_events, DAEMON_LAZY_EVENTS_USEC, 1)) < 0) {
+                        log_error(&d, "cannot watch the proc connector: %s", strerror(-k));
+                        goto finish;
+                }
+        }
         if (asprintf(&socket_path, "%s/" BUS_SOCKET_NAME, d.state_dir) < 0)
                 goto finish;
         if ((k = bus_server_new(d.event, socket_path, on_call, &d, &d.bus)) < 0) {
@@ -759,6 +774,7 @@ finish:
         bus_server_free(d.bus);
         sd_event_source_unref(d.timer);
         sd_event_source_unref(d.soon);
+        sd_event_source_unref(d.lazy_events);
         sd_event_unref(d.event);
         cookie_applier_free(d.cookies);
         cgroup_procs_fds_free(d.procs_fds);

@@ -60,7 +60,7 @@ static const char *const allow_list[] = {
          * sd_notify (a fresh AF_UNIX datagram socket each time, with a
          * bigger send buffer) and an sd-bus or varlink server on a unix
          * socket. socket() itself is in the argument rules below. */
-        "connect", "accept4", "sendmsg", "recvmsg", "sendto", "recvfrom",
+        "connect", "accept4", "sendmsg", "recvmsg", "recvmmsg", "sendto", "recvfrom",
         "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown",
 
         /* Core scheduling: pidfds pin the threads a cookie goes to (the

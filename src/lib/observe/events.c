@@ -6,10 +6,14 @@
 #include <linux/netlink.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct ProcEvents {
-        int fd;
+        int fd;      /* every event; split: EXEC and COMM only */
+        int lazy_fd; /* split: FORK and EXIT; -EBADF when not split */
 };
 
 /* Receive buffer: each event costs the socket about 768 bytes (the
@@ -20,28 +24,41 @@ struct ProcEvents {
  * while events wait. */
 #define PROC_EVENTS_RCVBUF (16u * 1024u * 1024u)
 
-static int send_op(int fd, enum proc_cn_mcast_op op) {
+/* The kernel's per-socket filter (Linux 6.6: struct proc_input after the
+ * op, a mask of enum proc_cn_event bits; older kernels ignore such a
+ * request and never subscribe). */
+#define PROC_MASK_FORK 0x00000001u
+#define PROC_MASK_EXEC 0x00000002u
+#define PROC_MASK_COMM 0x00000200u
+#define PROC_MASK_EXIT 0x80000000u
+/* How long a filtered subscription has to show that it works. */
+#define PROC_EVENTS_PROBE_MS 100
+
+/* mask 0: the plain request (every event). */
+static int send_op(int fd, enum proc_cn_mcast_op op, uint32_t mask) {
         struct {
                 struct nlmsghdr nl;
                 struct cn_msg cn;
-                enum proc_cn_mcast_op op;
+                uint32_t op;
+                uint32_t mask;
         } __attribute__((packed)) req = {
-                .nl.nlmsg_len = sizeof(req),
                 .nl.nlmsg_type = NLMSG_DONE,
                 .cn.id.idx = CN_IDX_PROC,
                 .cn.id.val = CN_VAL_PROC,
-                .cn.len = sizeof(enum proc_cn_mcast_op),
-                .op = op,
+                .op = (uint32_t) op,
+                .mask = mask,
         };
+        size_t len = mask ? sizeof(req) : sizeof(req) - sizeof(req.mask);
 
-        return send(fd, &req, sizeof(req), 0) < 0 ? negative_errno() : 0;
+        req.nl.nlmsg_len = (uint32_t) len;
+        req.cn.len = (uint16_t) (len - sizeof(req.nl) - sizeof(req.cn));
+        return send(fd, &req, len, 0) < 0 ? negative_errno() : 0;
 }
 
-int proc_events_open(ProcEvents **ret) {
+static int open_socket(uint32_t mask, int *ret) {
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
         _cleanup_close_ int fd = -EBADF;
         int size = (int) PROC_EVENTS_RCVBUF, k;
-        ProcEvents *e;
 
         fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
         if (fd < 0)
@@ -51,23 +68,93 @@ int proc_events_open(ProcEvents **ret) {
                 (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
         if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return negative_errno();
-        k = send_op(fd, PROC_CN_MCAST_LISTEN);
+        k = send_op(fd, PROC_CN_MCAST_LISTEN, mask);
         if (k < 0)
                 return k;
-        e = calloc(1, sizeof(ProcEvents));
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+static int new_events(int fd, int lazy_fd, ProcEvents **ret) {
+        ProcEvents *e = calloc(1, sizeof(ProcEvents));
+
         if (!e)
                 return -ENOMEM;
-        e->fd = TAKE_FD(fd);
+        e->fd = fd;
+        e->lazy_fd = lazy_fd;
         *ret = e;
         return 0;
+}
+
+int proc_events_open(ProcEvents **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        int k;
+
+        k = open_socket(0, &fd);
+        if (k < 0)
+                return k;
+        k = new_events(fd, -EBADF, ret);
+        if (k >= 0)
+                fd = -EBADF;
+        return k;
+}
+
+/* Does the kernel filter (it acknowledges nothing on a filtered socket: the
+ * acknowledgement is an event the filter drops)? Rename ourselves to our
+ * own name and see the COMM event come. What else arrives meanwhile is
+ * before the caller's first scan, which reads everything. */
+static bool filter_works(int fd) {
+        char name[17] = {};
+        pid_t self = getpid();
+
+        if (prctl(PR_GET_NAME, name, 0, 0, 0) < 0 || prctl(PR_SET_NAME, name, 0, 0, 0) < 0)
+                return false;
+        for (int tries = 0; tries < 64; tries++) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                char buf[1024] __attribute__((aligned(8)));
+                TaskEvent ev;
+                ssize_t len;
+
+                if (poll(&p, 1, PROC_EVENTS_PROBE_MS) <= 0)
+                        return false;
+                len = recv(fd, buf, sizeof(buf), 0);
+                if (len < 0) {
+                        if (errno == EINTR || errno == EAGAIN)
+                                continue;
+                        return false;
+                }
+                if (proc_events_parse(buf, (size_t) len, &ev) > 0 && ev.type == TASK_EVENT_COMM && ev.pid == self)
+                        return true;
+        }
+        return false;
+}
+
+int proc_events_open_split(ProcEvents **ret) {
+        _cleanup_close_ int fd = -EBADF, lazy_fd = -EBADF;
+        int k;
+
+        if (open_socket(PROC_MASK_EXEC | PROC_MASK_COMM, &fd) < 0 || !filter_works(fd) ||
+            open_socket(PROC_MASK_FORK | PROC_MASK_EXIT, &lazy_fd) < 0) {
+                if (fd >= 0)
+                        (void) send_op(fd, PROC_CN_MCAST_IGNORE, 0);
+                return proc_events_open(ret);
+        }
+        k = new_events(fd, lazy_fd, ret);
+        if (k >= 0)
+                fd = lazy_fd = -EBADF;
+        return k;
 }
 
 ProcEvents *proc_events_free(ProcEvents *e) {
         if (!e)
                 return NULL;
         if (e->fd >= 0) {
-                (void) send_op(e->fd, PROC_CN_MCAST_IGNORE);
+                (void) send_op(e->fd, PROC_CN_MCAST_IGNORE, 0);
                 close(e->fd);
+        }
+        if (e->lazy_fd >= 0) {
+                (void) send_op(e->lazy_fd, PROC_CN_MCAST_IGNORE, 0);
+                close(e->lazy_fd);
         }
         free(e);
         return NULL;
@@ -75,6 +162,10 @@ ProcEvents *proc_events_free(ProcEvents *e) {
 
 int proc_events_fd(const ProcEvents *e) {
         return e->fd;
+}
+
+int proc_events_lazy_fd(const ProcEvents *e) {
+        return e->lazy_fd;
 }
 
 int proc_events_parse(const void *buf, size_t len, TaskEvent *ret) {
@@ -139,32 +230,69 @@ int proc_events_parse(const void *buf, size_t len, TaskEvent *ret) {
         return 1;
 }
 
-int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
-        size_t n = 0;
+/* Datagrams taken per recvmmsg(): a burst's worth. */
+#define PROC_EVENTS_BATCH 16u
+#define PROC_EVENTS_DATAGRAM_MAX 1024u
 
-        while (n < max) {
-                char buf[1024] __attribute__((aligned(8)));
-                ssize_t len = recv(e->fd, buf, sizeof(buf), 0);
-                int k;
+/* Up to max events from one socket into events[*n...]: whether it was
+ * found empty. */
+static int read_socket(int fd, TaskEvent *events, size_t max, size_t *n, bool *ret_empty) {
+        char buf[PROC_EVENTS_BATCH][PROC_EVENTS_DATAGRAM_MAX] __attribute__((aligned(8)));
+        struct mmsghdr msgs[PROC_EVENTS_BATCH];
+        struct iovec iov[PROC_EVENTS_BATCH];
 
-                if (len < 0) {
+        *ret_empty = false;
+        /* One system call for a burst, and the one that finds the socket
+         * empty is the one that took the last datagram (it returns fewer
+         * than asked): no read of nothing at the end. */
+        while (*n < max) {
+                unsigned want = (unsigned) MIN(max - *n, (size_t) PROC_EVENTS_BATCH);
+                int got;
+
+                for (unsigned i = 0; i < want; i++) {
+                        iov[i] = (struct iovec) { .iov_base = buf[i], .iov_len = sizeof(buf[i]) };
+                        msgs[i] = (struct mmsghdr) { .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+                }
+                got = recvmmsg(fd, msgs, want, MSG_DONTWAIT, NULL);
+                if (got < 0) {
                         if (errno == EINTR)
                                 continue;
-                        if (errno == EAGAIN)
-                                break;
+                        if (errno == EAGAIN) {
+                                *ret_empty = true;
+                                return 0;
+                        }
                         if (errno == ENOBUFS) {
                                 /* The kernel dropped events: say so once. */
-                                events[n++] = (TaskEvent) { .type = TASK_EVENT_OVERRUN };
+                                events[(*n)++] = (TaskEvent) { .type = TASK_EVENT_OVERRUN };
                                 continue;
                         }
                         return negative_errno();
                 }
-                k = proc_events_parse(buf, (size_t) len, &events[n]);
-                if (k > 0)
-                        n++;
-                /* Malformed datagrams (k < 0) are dropped; they cannot come
-                 * from the kernel, which is the only sender we bind to. */
+                for (int i = 0; i < got; i++)
+                        /* Malformed datagrams (< 0) are dropped; they cannot
+                         * come from the kernel, the only sender we bind to.
+                         * Events nobody needs (0) are skipped. */
+                        if (proc_events_parse(buf[i], msgs[i].msg_len, &events[*n]) > 0)
+                                (*n)++;
+                if ((unsigned) got < want) {
+                        *ret_empty = true;
+                        return 0;
+                }
         }
+        return 0;
+}
+
+int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+        bool empty = true;
+        size_t n = 0;
+        int k;
+
+        /* Split: the forks and exits first, so that an exit is known
+         * before the exec of the same process is looked at. */
+        if (e->lazy_fd >= 0 && (k = read_socket(e->lazy_fd, events, max, &n, &empty)) < 0)
+                return k;
+        if (empty && (k = read_socket(e->fd, events, max, &n, &empty)) < 0)
+                return k;
         *ret_n = n;
         return 0;
 }

@@ -39,14 +39,24 @@ typedef struct ProcEvents ProcEvents;
 /* Open, bind and subscribe. Negative errno: EPROTONOSUPPORT (no connector
  * in the kernel), EPERM (needs CAP_NET_ADMIN), … */
 int proc_events_open(ProcEvents **ret);
+/* The same on two sockets where the kernel filters events per socket
+ * (Linux 6.6): EXEC and COMM on proc_events_fd(), which the caller
+ * watches closely, FORK and EXIT on proc_events_lazy_fd(), which it may
+ * let wait (a burst of execs then wakes it once per process, not three
+ * times). Elsewhere one socket, as proc_events_open(). Renames the calling
+ * process to its own name once, to see that the filter works. */
+int proc_events_open_split(ProcEvents **ret);
 /* Unsubscribes and closes. */
 ProcEvents *proc_events_free(ProcEvents *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcEvents *, proc_events_free);
 int proc_events_fd(const ProcEvents *e);
+/* The FORK and EXIT socket when split, else -EBADF. */
+int proc_events_lazy_fd(const ProcEvents *e);
 
-/* Read what is queued, up to max events, without blocking: fewer than max
- * means the socket is empty now. Events the
- * caller does not need (UID, SID, PTRACE, …) are skipped. *ret_n may be 0. */
+/* Read what is queued, up to max events, without blocking (both sockets
+ * when split, the lazy one first): fewer than max means they were found
+ * empty. Events the caller does not need (UID, SID, PTRACE, …) are
+ * skipped. *ret_n may be 0. */
 int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
 
 /* Parse one datagram from the connector (pure; fuzzed). Returns 1 and the

@@ -146,7 +146,7 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
             (k = classifier_new(&params, &p->classifier)) < 0)
                 return k;
         if (o->events) {
-                p->events_error = proc_events_open(&p->events);
+                p->events_error = proc_events_open_split(&p->events);
                 /* Subscribed before the first (full) scan: from then on the
                  * events tell which processes changed. */
                 task_scanner_trust_events(p->scanner, p->events != NULL);
@@ -221,6 +221,21 @@ static void fresh_add(Pipeline *p, pid_t tgid) {
                 p->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Did the fast path read this process after the event happened? Then it
+ * saw what the event tells (a pid reused since was read before its fork). */
+static bool looked_after(const Pipeline *p, pid_t tgid, uint64_t event_ns) {
+        size_t i = (size_t) tgid % PIPELINE_LOOKED_SLOTS;
+
+        return event_ns > 0 && p->looked[i].tgid == tgid && p->looked[i].at_ns > event_ns;
+}
+
 /* The newest entries are the likely ones: a process that lived for a moment. */
 static void fresh_forget(Pipeline *p, pid_t tgid) {
         for (size_t i = p->n_fresh; i > 0; i--)
@@ -252,7 +267,8 @@ void pipeline_drain_events(Pipeline *p) {
                                 if (ev[i].pid != ev[i].tgid) {
                                         if (p->place)
                                                 place_note_thread(p->place, ev[i].tgid);
-                                } else if (ev[i].parent_tgid != KTHREADD_PID)
+                                } else if (ev[i].parent_tgid != KTHREADD_PID &&
+                                           !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
                                         fresh_add(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_EXIT:
@@ -271,7 +287,8 @@ void pipeline_drain_events(Pipeline *p) {
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                         p->rescan = true;
-                                fresh_add(p, ev[i].tgid);
+                                if (!looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                                        fresh_add(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_COMM:
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
@@ -284,7 +301,7 @@ void pipeline_drain_events(Pipeline *p) {
                                 if (ev[i].pid == ev[i].tgid && p->place && p->snap) {
                                         const TaskFacts *t = task_snapshot_find(p->snap, ev[i].pid);
 
-                                        if (t && !t->kernel_thread)
+                                        if (t && !t->kernel_thread && !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
                                                 fresh_add(p, ev[i].tgid);
                                 }
                                 break;
@@ -306,7 +323,7 @@ void pipeline_drain_events(Pipeline *p) {
 void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
         for (;;) {
                 uint64_t now = pipeline_now_usec();
-                struct pollfd pfd;
+                struct pollfd pfd[2];
 
                 if (now >= deadline)
                         return;
@@ -316,8 +333,9 @@ void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
                         nanosleep(&ts, NULL);
                         continue;
                 }
-                pfd = (struct pollfd) { .fd = proc_events_fd(p->events), .events = POLLIN };
-                if (poll(&pfd, 1, (int) ((deadline - now + 999) / 1000)) > 0)
+                pfd[0] = (struct pollfd) { .fd = proc_events_fd(p->events), .events = POLLIN };
+                pfd[1] = (struct pollfd) { .fd = proc_events_lazy_fd(p->events), .events = POLLIN };
+                if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, (int) ((deadline - now + 999) / 1000)) > 0)
                         pipeline_drain_events(p);
         }
 }
@@ -488,6 +506,8 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
         p->plan = plan;
         p->n_fresh = 0;
         p->fresh_dropped = 0;
+        /* Looks under another plan tell nothing about this one. */
+        memset(p->looked, 0, sizeof(p->looked));
         if (!plan)
                 return 0;
         /* The buffers, once. */
@@ -550,6 +570,9 @@ static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick)
         *pp = (PlaceProcess) { .tgid = tgid, .n_threads = 1, .have = PLACE_FACT_COMM };
         *pick = (PlacePick) { .verdict = PLACE_NONE, .policy = -1, .group = -1, .cookie_group = -1 };
         task_quick_reset(q, tgid);
+        /* Before the read: what happened before this moment, it sees. */
+        p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].tgid = tgid;
+        p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].at_ns = now_ns();
         if (tasks_read_quick(p->root, TASK_QUICK_STAT, q) < 0)
                 return; /* gone already */
         pp->start_time = q->start_time;
@@ -641,6 +664,8 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
 
                 if (moved && cookied)
                         st.placed++;
+                else if (k >= 0 && (b->moved == RECONCILE_VANISHED || b->cookied == RECONCILE_VANISHED))
+                        st.vanished++; /* lived for a moment: no pass needed for it */
                 else
                         st.left++;
                 if (!moved) /* not in the group after all */

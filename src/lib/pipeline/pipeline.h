@@ -32,6 +32,7 @@
 /* New processes remembered for the fast path between two calls; more are
  * left to the normal pass. */
 #define PIPELINE_FRESH_MAX 1024u
+#define PIPELINE_LOOKED_SLOTS 256u
 
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
@@ -84,6 +85,13 @@ typedef struct Pipeline {
         pid_t *fresh;
         size_t n_fresh;
         unsigned fresh_dropped;
+        /* When the fast path last read each process (by pid, a slot each:
+         * the newest wins): an event older than that read (the fork or exec
+         * an exec storm's lazier socket brings late) was seen by it. */
+        struct {
+                pid_t tgid;
+                uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
+        } looked[PIPELINE_LOOKED_SLOTS];
         TaskQuick *quick;    /* read buffers, reused */
         ReconcilePlacement *batch;
         CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
@@ -159,6 +167,7 @@ typedef struct PipelineFreshStats {
         unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
         unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
         unsigned placed;    /* moved and cookied by the fast path (done or already so) */
+        unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
         unsigned left;      /* for the normal pass: no group yet, class needed, failed,
                              * or more than PIPELINE_FRESH_MAX */
         unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
@@ -173,7 +182,7 @@ typedef struct PipelineFreshStats {
 int pipeline_use_plan(Pipeline *p, const Plan *applied);
 
 /* Place the processes remembered since the last call. Cheap when none
- * matches: one read of comm each (more only where a policy asks), no
+ * matches: one read of stat each (more only where a policy asks), no
  * allocation. Returns 0 and *ret NULL when nothing was attempted, 1 and a
  * report of the moves and cookies when something was, or a negative errno
  * when applying could not start. ret_stats may be NULL. */
