@@ -269,11 +269,20 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
         (void) s;
         (void) fd;
         (void) revents;
+        bool soon;
+
         /* The pipeline marks what the events touched and remembers the
          * processes that exec'd or were born; the fast path places those
-         * at once. */
-        pipeline_drain_events(d->p);
-        if (fast_place(d))
+         * at once: the execs first, and the forks and exits (where the
+         * kernel sends them apart) after the moves, then the processes
+         * that only forked. */
+        pipeline_drain_urgent_events(d->p);
+        soon = fast_place(d);
+        if (proc_events_lazy_fd(d->p->events) >= 0) {
+                pipeline_drain_events(d->p);
+                soon = fast_place(d) || soon;
+        }
+        if (soon)
                 arm_soon(d);
         return 0;
 }

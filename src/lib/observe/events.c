@@ -297,6 +297,19 @@ int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n
         return 0;
 }
 
+int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+        bool empty;
+        size_t n = 0;
+        int k;
+
+        if (e->lazy_fd < 0)
+                return proc_events_read(e, events, max, ret_n);
+        if ((k = read_socket(e->fd, events, max, &n, &empty)) < 0)
+                return k;
+        *ret_n = n;
+        return 0;
+}
+
 const char *task_event_type_to_string(TaskEventType t) {
         static const char *const names[_TASK_EVENT_MAX] = {
                 [TASK_EVENT_FORK] = "fork", [TASK_EVENT_EXEC] = "exec",       [TASK_EVENT_COMM] = "comm",

@@ -58,6 +58,9 @@ int proc_events_lazy_fd(const ProcEvents *e);
  * empty. Events the caller does not need (UID, SID, PTRACE, …) are
  * skipped. *ret_n may be 0. */
 int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
+/* The same, of the EXEC and COMM socket only when split (else of the one):
+ * what to act on at once, the rest read after. */
+int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
 
 /* Parse one datagram from the connector (pure; fuzzed). Returns 1 and the
  * event, 0 for a message of no interest, -EINVAL for a malformed one. */

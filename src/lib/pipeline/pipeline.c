@@ -243,7 +243,17 @@ static void fresh_forget(Pipeline *p, pid_t tgid) {
                         p->fresh[i - 1] = 0;
 }
 
+static void drain(Pipeline *p, bool urgent);
+
 void pipeline_drain_events(Pipeline *p) {
+        drain(p, false);
+}
+
+void pipeline_drain_urgent_events(Pipeline *p) {
+        drain(p, true);
+}
+
+static void drain(Pipeline *p, bool urgent) {
         TaskEvent ev[64];
         size_t n = ELEMENTSOF(ev);
 
@@ -251,7 +261,8 @@ void pipeline_drain_events(Pipeline *p) {
                 return;
         /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
          * another read would only see it again. */
-        while (n == ELEMENTSOF(ev) && proc_events_read(p->events, ev, ELEMENTSOF(ev), &n) >= 0)
+        while (n == ELEMENTSOF(ev) &&
+               (urgent ? proc_events_read_urgent : proc_events_read)(p->events, ev, ELEMENTSOF(ev), &n) >= 0)
                 for (size_t i = 0; i < n; i++) {
                         switch (ev[i].type) {
                         case TASK_EVENT_FORK:
@@ -560,10 +571,12 @@ static int compare_pid(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-/* Decide for one process, reading what the decision needs: its stat (comm,
- * and who it is: the start time the apply step checks when it takes a
- * handle on it), and more only where a policy asks. It is one thread right
- * after exec or fork. */
+/* Decide for one process, reading what the decision needs: comm, and more
+ * only where a policy asks. Who it is (its start time) is learned by the
+ * apply step when it takes a handle on it. comm, not stat: the first read
+ * of a new process's /proc entry is the dear one, and stat's costs about
+ * twice comm's (measured: 14 against 25 µs), for every exec, matched or
+ * not. It is one thread right after exec or fork. */
 static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick) {
         TaskQuick *q = p->quick;
 
@@ -573,9 +586,8 @@ static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick)
         /* Before the read: what happened before this moment, it sees. */
         p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].tgid = tgid;
         p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].at_ns = now_ns();
-        if (tasks_read_quick(p->root, TASK_QUICK_STAT, q) < 0)
+        if (tasks_read_quick(p->root, TASK_QUICK_COMM, q) < 0)
                 return; /* gone already */
-        pp->start_time = q->start_time;
         for (;;) {
                 quick_policy_task(p, q, &pp->match);
                 place_pick(p->place, pp, pick);

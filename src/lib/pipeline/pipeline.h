@@ -111,6 +111,9 @@ int pipeline_reload(Pipeline *p, Diagnostics *d);
 
 /* Handle queued proc-connector events (without blocking). */
 void pipeline_drain_events(Pipeline *p);
+/* Only the events to act on at once (execs and renames, where the kernel
+ * splits them from forks and exits; else all of them). */
+void pipeline_drain_urgent_events(Pipeline *p);
 /* Sleep until the deadline (CLOCK_MONOTONIC usec), handling events. */
 void pipeline_wait_until(Pipeline *p, uint64_t deadline);
 
