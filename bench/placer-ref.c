@@ -2,10 +2,14 @@
 /* The reference placer, the floor topod is measured against: proc connector
  * EXEC -> read /proc/<pid>/comm -> write the pid to <cgroup>/cgroup.procs
  * -> (with -c) PR_SCHED_CORE_CREATE for it. Nothing else: no rules file,
- * no scan of existing processes, no socket filter.
+ * no scan of existing processes, no socket filter unless -f.
  *
- *   placer-ref -n COMM -g CGROUP-DIR [-c]
+ *   placer-ref -n COMM -g CGROUP-DIR [-c] [-f]
  *
+ * -f asks the kernel for EXEC events only (the per-socket filter of Linux
+ * 6.6, which topod uses where it can): one wake-up per process instead of
+ * three (fork, exec, exit). An older kernel ignores the request and sends
+ * nothing: the run then times out. *
  * Prints "placer-ref: ready" on stderr once subscribed, and its counts when
  * stopped with SIGINT or SIGTERM. */
 
@@ -37,17 +41,20 @@ static void on_stop(int sig) {
         stop = 1;
 }
 
-static int mcast(int nl, enum proc_cn_mcast_op op) {
-        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(op))] __attribute__((aligned(NLMSG_ALIGNTO))) = {};
+/* mask 0: every event; else struct proc_input { op, mask } (6.6). */
+static int mcast(int nl, enum proc_cn_mcast_op op, unsigned mask) {
+        unsigned in[2] = { (unsigned) op, mask };
+        size_t len = mask ? sizeof(in) : sizeof(in[0]);
+        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(in))] __attribute__((aligned(NLMSG_ALIGNTO))) = {};
         struct nlmsghdr *h = (struct nlmsghdr *) buf;
         struct cn_msg *m = NLMSG_DATA(h);
 
-        h->nlmsg_len = NLMSG_LENGTH(sizeof(*m) + sizeof(op));
+        h->nlmsg_len = NLMSG_LENGTH(sizeof(*m) + len);
         h->nlmsg_type = NLMSG_DONE;
         m->id.idx = CN_IDX_PROC;
         m->id.val = CN_VAL_PROC;
-        m->len = sizeof(op);
-        memcpy(m->data, &op, sizeof(op));
+        m->len = (unsigned short) len;
+        memcpy(m->data, in, len);
         return send(nl, h, h->nlmsg_len, 0) < 0 ? -1 : 0;
 }
 
@@ -57,19 +64,20 @@ int main(int argc, char *argv[]) {
         unsigned long execs = 0, placed = 0, failed = 0, cookies = 0, lost = 0;
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
         struct sigaction act = { .sa_handler = on_stop }; /* no SA_RESTART: recv returns EINTR */
-        bool cookie = false, cookie_said = false;
+        bool cookie = false, cookie_said = false, filter = false;
         int c, nl, procs;
 
-        while ((c = getopt(argc, argv, "n:g:c")) >= 0)
+        while ((c = getopt(argc, argv, "n:g:cf")) >= 0)
                 switch (c) {
                 case 'n': comm = optarg; break;
                 case 'g': group = optarg; break;
                 case 'c': cookie = true; break;
+                case 'f': filter = true; break;
                 default: goto usage;
                 }
         if (!comm || !group || optind != argc) {
 usage:
-                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c]\n");
+                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c] [-f]\n");
                 return 2;
         }
         snprintf(path, sizeof(path), "%s/cgroup.procs", group);
@@ -86,7 +94,7 @@ usage:
                 fprintf(stderr, "placer-ref: proc connector: %m\n");
                 return 1;
         }
-        if (mcast(nl, PROC_CN_MCAST_LISTEN) < 0) {
+        if (mcast(nl, PROC_CN_MCAST_LISTEN, filter ? 0x2u /* PROC_EVENT_EXEC */ : 0) < 0) {
                 fprintf(stderr, "placer-ref: PROC_CN_MCAST_LISTEN: %m\n");
                 return 1;
         }
@@ -147,7 +155,7 @@ usage:
                         }
                 }
         }
-        (void) mcast(nl, PROC_CN_MCAST_IGNORE);
+        (void) mcast(nl, PROC_CN_MCAST_IGNORE, 0);
         fprintf(stderr, "placer-ref: %lu execs, %lu placed, %lu cookies, %lu failed, %lu overflows\n", execs, placed,
                 cookies, failed, lost);
         return 0;
