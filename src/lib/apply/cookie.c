@@ -313,7 +313,8 @@ static void results_fill(CookieResult *results, size_t from, size_t n, CookieOut
 }
 
 static int ref_take(CookieApplier *a, const CookieTask *t, PidRef *ret) {
-        return pidref_acquire(a->root, a->ops.pidref, t->tid, t->start_time, ret);
+        return t->leader ? pidref_acquire_process(a->root, a->ops.pidref, t->tid, t->start_time, ret)
+                         : pidref_acquire(a->root, a->ops.pidref, t->tid, t->start_time, ret);
 }
 
 /* After acting on a thread by number: 0 if it was still alive, so the act

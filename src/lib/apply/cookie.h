@@ -110,6 +110,9 @@ const char *cookie_outcome_to_string(CookieOutcome o);
 typedef struct CookieTask {
         pid_t tid;
         uint64_t start_time; /* field 22 of proc/<tid>/stat */
+        bool leader;         /* tid is a new process's (main) thread, which the fast path
+                              * has just read: checked through proc/<tid>/stat, see
+                              * pidref_acquire_process() */
 } CookieTask;
 
 typedef struct CookieResult {

@@ -324,7 +324,7 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                 for (size_t j = i; j < n; j++)
                         if (!done[j] && items[j].cookie == items[i].cookie &&
                             (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
-                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time };
+                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true };
                                 which[m++] = j;
                                 done[j] = true;
                         }
