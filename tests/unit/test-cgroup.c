@@ -36,6 +36,8 @@ typedef struct Fake {
         const char *partition_text; /* what "root" reads back as; NULL: "root" */
         const char *offline;        /* CPUs missing from every effective set */
         pid_t kill_on_move;         /* exits just before its cgroup.procs write lands */
+        bool exclusive_files;       /* a 6.7+ kernel: cpuset.cpus.exclusive, remote partitions */
+        char excl_log[1024];        /* the cpuset.cpus.exclusive writes, in order */
         unsigned n_writes, n_mkdirs, n_rmdirs;
 } Fake;
 
@@ -189,6 +191,8 @@ static int fk_mkdir(void *userdata, const Root *root, const char *path) {
                 PUT("cpuset.mems", "\n");
                 PUT("cpuset.cpus.effective", eff);
                 PUT("cpuset.cpus.partition", "member\n");
+                if (fake.exclusive_files)
+                        PUT("cpuset.cpus.exclusive", "\n");
         }
 #undef PUT
         return 0;
@@ -309,6 +313,87 @@ static int write_subtree(const char *cg, const char *rel, const char *value) {
         return 0;
 }
 
+/* The exclusive CPUs of cg's parent; NULL for a child of the root cgroup
+ * (which gives any). */
+static Bitmap *parent_exclusive(const char *cg) {
+        char parent[CG_MAX], rel[PATH_MAX];
+        Bitmap *b = NULL;
+        char *slash;
+
+        snprintf(parent, sizeof(parent), "%s", cg);
+        slash = strrchr(parent, '/');
+        if (slash == parent)
+                return NULL;
+        *slash = '\0';
+        cg_file(parent, "cpuset.cpus.exclusive", rel, sizeof(rel));
+        ASSERT_OK(bitmap_parse_list(fake_read(rel) ?: "", &b));
+        return b;
+}
+
+/* Give (add) or take CPUs in the effective sets of cg's ancestors below the
+ * root cgroup, as a remote partition does. */
+static void ancestors_effective(const char *cg, const Bitmap *cpus, bool add) {
+        char cur[CG_MAX], rel[PATH_MAX];
+        char *slash;
+
+        snprintf(cur, sizeof(cur), "%s", cg);
+        while ((slash = strrchr(cur, '/')) && slash != cur) {
+                _cleanup_(bitmap_freep) Bitmap *eff = NULL;
+                _cleanup_free_ char *text = NULL;
+
+                *slash = '\0';
+                cg_file(cur, "cpuset.cpus.effective", rel, sizeof(rel));
+                ASSERT_OK(bitmap_parse_list(fake_read(rel) ?: "", &eff));
+                BITMAP_FOREACH(c, cpus) {
+                        if (add)
+                                ASSERT_OK(bitmap_set(eff, (unsigned) c));
+                        else
+                                bitmap_clear(eff, (unsigned) c);
+                }
+                ASSERT_OK(bitmap_format_list(eff, &text));
+                fake_write(fake.root_dir, rel, text);
+        }
+}
+
+/* cpuset.cpus.exclusive within the parent's (any below the root cgroup);
+ * a partition root valid when its exclusive CPUs are (a remote partition). */
+static int fake_exclusive_write(const char *cg, const char *file, const char *value) {
+        char rel[PATH_MAX], xrel[PATH_MAX];
+        _cleanup_(bitmap_freep) Bitmap *want = NULL, *px = parent_exclusive(cg), *own = NULL;
+        _cleanup_free_ char *text = NULL;
+        const char *cur;
+
+        cg_file(cg, file, rel, sizeof(rel));
+        cg_file(cg, "cpuset.cpus.exclusive", xrel, sizeof(xrel));
+        if (streq(file, "cpuset.cpus.exclusive")) {
+                if (bitmap_parse_list(value, &want) < 0)
+                        return -EINVAL;
+                if (!bitmap_is_empty(want) && px && !bitmap_is_subset(want, px))
+                        return -EINVAL;
+                ASSERT_OK(bitmap_format_list(want, &text));
+                fake_write(fake.root_dir, rel, text);
+                snprintf(fake.excl_log + strlen(fake.excl_log), sizeof(fake.excl_log) - strlen(fake.excl_log),
+                         "%s=%s;", cg, text);
+                return 0;
+        }
+        ASSERT_OK(bitmap_parse_list(fake_read(xrel) ?: "", &own));
+        cur = fake_read(rel) ?: "";
+        if (streq(value, "root")) {
+                bool valid = !bitmap_is_empty(own) && (!px || bitmap_is_subset(own, px));
+
+                fake_write(fake.root_dir, rel, valid ? "root" : "root invalid (Invalid cpu list in cpuset.cpus.exclusive)");
+                if (valid && !streq(cur, "root"))
+                        ancestors_effective(cg, own, false);
+                return 0;
+        }
+        if (!streq(value, "member"))
+                return -EINVAL;
+        if (streq(cur, "root"))
+                ancestors_effective(cg, own, true);
+        fake_write(fake.root_dir, rel, "member");
+        return 0;
+}
+
 static int fake_kernel_write(void *userdata, const Root *root, const char *path, const char *value) {
         char cg[CG_MAX], rel[PATH_MAX];
         const char *file = strrchr(path, '/') + 1;
@@ -351,6 +436,8 @@ static int fake_kernel_write(void *userdata, const Root *root, const char *path,
                 fake_write(fake.root_dir, rel, value);
                 return 0;
         }
+        if (streq(file, "cpuset.cpus.exclusive") || (streq(file, "cpuset.cpus.partition") && fake.exclusive_files))
+                return fake_exclusive_write(cg, file, value);
         if (streq(file, "cpuset.cpus.partition")) {
                 if (streq(value, "root"))
                         fake_write(fake.root_dir, rel, fake.partition_text ?: "root");
@@ -726,6 +813,81 @@ static void test_partition_invalid_and_idle(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* A 6.7+ kernel: the exclusive llc1 becomes a remote partition through
+ * cpuset.cpus.exclusive written top-down; node0 loses its CPUs; again is
+ * already so; no longer exclusive, it dissolves and the values go, leaves
+ * first; a root topod did not create is not written. */
+static void test_exclusive_remote(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+        int k;
+
+        fake.exclusive_files = true;
+        ASSERT_OK(journal_new(NULL, &j));
+        {
+                _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+
+                ASSERT_OK(cgroup_report_new(&r));
+                ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+                ASSERT_STREQ(fake.excl_log, "/topod.slice=4-7;/topod.slice/node0=4-7;/topod.slice/node0/llc1=4-7;");
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpuset.cpus.partition"), "root");
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/cpuset.cpus.effective"), "0-3");
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.cpus.exclusive"), "");
+                it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0");
+                ASSERT_TRUE(it && it->outcome != CGROUP_FAILED && streq(it->value, "0-3"));
+        }
+        {
+                _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+
+                fake.excl_log[0] = '\0';
+                ASSERT_OK(cgroup_report_new(&r));
+                ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+                ASSERT_STREQ(fake.excl_log, "");
+                for (size_t i = 0; i < r->n; i++)
+                        ASSERT_TRUE(r->items[i].outcome != CGROUP_DONE || r->items[i].kind == CGROUP_ITEM_EFFECTIVE);
+        }
+        {
+                _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+
+                p->groups[2].exclusive = false;
+                ASSERT_OK(cgroup_report_new(&r));
+                ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+                ASSERT_STREQ(fake.excl_log, "/topod.slice/node0/llc1=;/topod.slice/node0=;/topod.slice=;");
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpuset.cpus.partition"), "member");
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/cpuset.cpus.effective"), "0-7");
+                it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
+                ASSERT_TRUE(it && it->outcome == CGROUP_DONE && streq(it->value, "member"));
+        }
+        teardown(TAKE_PTR(root));
+
+        /* Someone else's /topod.slice: nothing written there, said why. */
+        root = setup();
+        env = env_for(root);
+        fake.exclusive_files = true;
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/topod.slice"));
+        p->groups[2].exclusive = true;
+        journal_free(j);
+        ASSERT_OK(journal_new(NULL, &j));
+        {
+                _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+
+                ASSERT_OK(cgroup_report_new(&r));
+                /* fk_mkdir made it before cpuset was on at the root: make the file. */
+                fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/cpuset.cpus.exclusive", "\n");
+                k = cgroup_apply_tree(&env, p, j, r);
+                ASSERT_EQ(k, 2);
+                it = find_item(r, CGROUP_ITEM_EXCLUSIVE, "/topod.slice");
+                ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && strstr(it->reason, "not created by topod"));
+                it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
+                ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && strstr(it->reason, "root invalid"));
+                ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/cpuset.cpus.exclusive"), "");
+        }
+        teardown(TAKE_PTR(root));
+}
+
 static void test_effective_differs(void) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
@@ -921,6 +1083,7 @@ int main(void) {
         RUN(test_crash_recovery);
         RUN(test_vanished);
         RUN(test_partition_invalid_and_idle);
+        RUN(test_exclusive_remote);
         RUN(test_effective_differs);
         RUN(test_internal_process);
         RUN(test_restore_nearest_ancestor);

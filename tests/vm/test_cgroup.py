@@ -8,9 +8,12 @@ with the journal of originals:
     node1 {8-15} / llc2 {8-11} w400 / llc3 {12-15} w500 exclusive;
   * the tree exists with that shape, cpuset.cpus.effective equals the
     LLC/node CPUs, weights as planned, the root's subtree_control got
-    cpuset and cpu (journaled); the exclusive llc3 cannot be a partition
-    root under a member parent: reported failed with the kernel's own
-    reason, not fatal;
+    cpuset and cpu (journaled); the exclusive llc3 becomes a partition of
+    its own (a remote partition, 6.7+: cpuset.cpus.exclusive 12-15 in
+    /topod.slice, node1 and llc3, written top-down), so node1's effective
+    CPUs are 8-11; on a kernel without cpuset.cpus.exclusive it cannot be a
+    partition root under a member parent: reported failed with the
+    kernel's own reason, not fatal;
   * processes moved whole: pingpong's threads are planned into llc1 (ping,
     the main thread) and llc2 (pong): a tie, so the main thread's group;
     /proc/<pid>/cgroup reads the new path; a pid that is not there is
@@ -51,6 +54,7 @@ STATE = (LOAD +
          "if [ -d %(cg)s/topod.slice ]; then cd %(cg)s; for d in $(find topod.slice -type d); do "
          "echo \"dir $d eff=$(cat $d/cpuset.cpus.effective) w=$(cat $d/cpu.weight) "
          "part=$(cat $d/cpuset.cpus.partition | tr ' ' _) sub=$(cat $d/cgroup.subtree_control | tr ' ' ,) "
+         "x=$(if [ -e $d/cpuset.cpus.exclusive ]; then cat $d/cpuset.cpus.exclusive; else echo none; fi) "
          "procs=$(cat $d/cgroup.procs | tr '\\n' ,)\"; done; cd /; fi\n"
          "for t in busy:$busy pp:$pp idle:$idle; do n=${t%%%%:*}; p=${t#*:}; "
          "echo \"task $n $(cut -d: -f3 /proc/$p/cgroup)\"; done\n"
@@ -140,12 +144,26 @@ def test(args):
 
     # 1: apply
     a = load(r, 1, c, "apply")
-    c.eq(r.rc(1), 1, "apply: exit 1 (the invalid partition is a failure)")
-    c.eq(c.get(a, "failed"), 1, "apply: exactly one item failed")
+    text2 = r.stdout(2).split("---")
+    s2 = parse_state(text2[0])
+    # 6.7+: cpuset.cpus.exclusive makes the exclusive llc3 a remote partition.
+    remote = s2["dirs"].get("topod.slice", {}).get("x", "none") != "none"
     part = items(a, "cpuset.cpus.partition", "/topod.slice/node1/llc3")
-    c.true(len(part) == 1 and part[0]["outcome"] == "failed" and
-           str(part[0]["reason"]).startswith("root invalid ("),
-           "apply: llc3 partition failed with the kernel's reason", json.dumps(part))
+    if remote:
+        c.eq(r.rc(1), 0, "apply: exit 0 (llc3 a partition of its own)")
+        c.eq(c.get(a, "failed"), 0, "apply: nothing failed")
+        c.true(len(part) == 1 and part[0]["outcome"] == "done", "apply: llc3 partition root done",
+               json.dumps(part))
+        excl = [(it["path"], it["value"], it["outcome"]) for it in items(a, "cpuset.cpus.exclusive")]
+        c.eq(excl, [("/topod.slice", "12-15", "done"), ("/topod.slice/node1", "12-15", "done"),
+                    ("/topod.slice/node1/llc3", "12-15", "done")],
+             "apply: cpuset.cpus.exclusive down to llc3, top-down")
+    else:
+        c.eq(r.rc(1), 1, "apply: exit 1 (the invalid partition is a failure)")
+        c.eq(c.get(a, "failed"), 1, "apply: exactly one item failed")
+        c.true(len(part) == 1 and part[0]["outcome"] == "failed" and
+               str(part[0]["reason"]).startswith("root invalid ("),
+               "apply: llc3 partition failed with the kernel's reason", json.dumps(part))
     for kind in ("mkdir", "cpuset.cpus", "cpuset.mems", "cpu.weight", "cpuset.cpus.effective"):
         bad = [it for it in items(a, kind) if it["outcome"] not in ("done", "already")]
         c.eq(bad, [], "apply: every %s item done or already" % kind)
@@ -163,19 +181,24 @@ def test(args):
            "apply: moved from /work, journaled", json.dumps(done_moves))
 
     # 2: the machine
-    text2 = r.stdout(2).split("---")
-    s2 = parse_state(text2[0])
     c.eq(sorted(s2["dirs"]), sorted(["topod.slice"] + ["topod.slice/" + g for g in GROUPS]),
          "after apply: the tree's shape")
     for g, (cpus, w) in GROUPS.items():
         d = s2["dirs"].get("topod.slice/" + g, {})
+        if remote and g == "node1":
+            cpus = "8-11"  # 12-15 are llc3's alone
         c.eq(d.get("eff"), cpus, "after apply: %s cpuset.cpus.effective" % g)
         c.eq(d.get("w"), w, "after apply: %s cpu.weight" % g)
     for inner in ("topod.slice", "topod.slice/node0", "topod.slice/node1"):
         c.eq(s2["dirs"].get(inner, {}).get("sub"), "cpuset,cpu", "after apply: %s enables cpuset,cpu" % inner)
-    c.true(s2["dirs"].get("topod.slice/node1/llc3", {}).get("part", "").startswith("root_invalid"),
-           "after apply: llc3 partition reads root invalid",
-           str(s2["dirs"].get("topod.slice/node1/llc3")))
+    llc3 = s2["dirs"].get("topod.slice/node1/llc3", {})
+    if remote:
+        c.eq(llc3.get("part"), "root", "after apply: llc3 is a valid partition root")
+        c.eq([s2["dirs"].get("topod.slice/" + g, {}).get("x") for g in ("node0", "node0/llc0", "node1/llc2")],
+             ["", "", ""], "after apply: no exclusive CPUs outside llc3's line")
+    else:
+        c.true(llc3.get("part", "").startswith("root_invalid"), "after apply: llc3 partition reads root invalid",
+               str(llc3))
     c.eq(s2["root_subtree"], "cpuset,cpu", "after apply: the root's subtree_control")
     c.eq(s2["tasks"].get("busy"), "/topod.slice/node0/llc0", "after apply: busy in llc0")
     c.eq(s2["tasks"].get("pp"), "/topod.slice/node0/llc1", "after apply: pingpong in llc1 (main thread's group on a tie)")
@@ -192,7 +215,8 @@ def test(args):
     a3 = load(r, 3, c, "apply again")
     changed = [it for it in items(a3) if it["outcome"] == "done" and it["kind"] != "cpuset.cpus.effective"]
     c.eq(changed, [], "apply again: nothing done (all already)")
-    c.eq(c.get(a3, "failed"), 1, "apply again: only the invalid partition fails again")
+    c.eq(c.get(a3, "failed"), 0 if remote else 1,
+         "apply again: nothing fails" if remote else "apply again: only the invalid partition fails again")
     c.eq(c.get(a3, "counts.already") > 20 if isinstance(c.get(a3, "counts.already"), int) else False, True,
          "apply again: items already so")
 

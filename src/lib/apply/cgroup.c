@@ -186,7 +186,7 @@ const char *cgroup_item_kind_to_string(CgroupItemKind k) {
                 [CGROUP_ITEM_CONTROLLER] = "controller", [CGROUP_ITEM_MKDIR] = "mkdir",
                 [CGROUP_ITEM_CPUS] = "cpuset.cpus",      [CGROUP_ITEM_MEMS] = "cpuset.mems",
                 [CGROUP_ITEM_WEIGHT] = "cpu.weight",     [CGROUP_ITEM_PARTITION] = "cpuset.cpus.partition",
-                [CGROUP_ITEM_EFFECTIVE] = "cpuset.cpus.effective",
+                [CGROUP_ITEM_EFFECTIVE] = "cpuset.cpus.effective", [CGROUP_ITEM_EXCLUSIVE] = "cpuset.cpus.exclusive",
                 [CGROUP_ITEM_MOVE] = "move",             [CGROUP_ITEM_RMDIR] = "rmdir",
         };
         return (unsigned) k < _CGROUP_ITEM_MAX ? names[k] : "unknown";
@@ -738,6 +738,200 @@ static int set_partition(const CgroupEnv *env, CgroupReport *r, const char *cg, 
         return item_fail(it, -EINVAL, "%s", cur);
 }
 
+/* ---- exclusive groups ---------------------------------------------------
+ *
+ * A partition root whose parent is not one (a "remote" partition, Linux
+ * 6.7) takes its CPUs through cpuset.cpus.exclusive, which must hold them
+ * in every cgroup above it below the root cgroup: topod's root and the
+ * groups on the way down. Written top-down before the partition (each a
+ * subset of its parent's), and where they shrink (a group no longer
+ * exclusive), bottom-up and partition first. Only in cgroups topod created:
+ * a root it did not create, or one below cgroups it did not, is reported
+ * and the partition fails with the kernel's own reason. Kernels without the
+ * file keep the older rule (a partition's parent must be one). Removing the
+ * groups on restore gives the CPUs back. */
+
+/* The CPUs of the exclusive groups at path or below it (path NULL: all). */
+static int exclusive_under(const Plan *plan, const char *path, Bitmap **ret) {
+        _cleanup_(bitmap_freep) Bitmap *b = bitmap_new();
+        size_t n = path ? strlen(path) : 0;
+        int k;
+
+        if (!b)
+                return -ENOMEM;
+        for (size_t g = 0; g < plan->n_groups; g++) {
+                const PlanGroup *pg = &plan->groups[g];
+
+                if (!pg->exclusive || !pg->cpus)
+                        continue;
+                if (path && !streq(pg->path, path) && !(strneq(pg->path, path, n) && pg->path[n] == '/'))
+                        continue;
+                if ((k = bitmap_or(b, pg->cpus)) < 0)
+                        return k;
+        }
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+/* cpuset.cpus.exclusive of cg to want. shrink: only if it holds CPUs
+ * beyond want (the bottom-up pass); else only if it differs. No file (a
+ * kernel before 6.7), or nothing to do: no item. As the other writers, a
+ * negative errno means a failed item; only ENOMEM stops the caller. */
+static int set_exclusive(const CgroupEnv *env, CgroupReport *r, const char *cg, const Bitmap *want, bool shrink) {
+        _cleanup_(bitmap_freep) Bitmap *have = NULL;
+        _cleanup_free_ char *cur = NULL, *w = NULL;
+        CgroupResult *it;
+        int k;
+
+        k = read_attr(env, cg, "cpuset.cpus.exclusive", &cur);
+        if (k == -ENOENT)
+                return 0;
+        if (k == -ENOMEM)
+                return k;
+        if (k >= 0 && bitmap_parse_list(cur, &have) >= 0 &&
+            (shrink ? bitmap_is_subset(have, want) : bitmap_equal(want, have)))
+                return 0; /* nothing to do this way */
+        if ((k = bitmap_format_list(want, &w)) < 0)
+                return k;
+        it = item_new(r, CGROUP_ITEM_EXCLUSIVE, cg, w);
+        if (!it)
+                return -ENOMEM;
+        if (!cur)
+                return item_fail(it, k, "cannot read cpuset.cpus.exclusive: %s", errno_reason(k));
+        set_str(&it->found, cur);
+        /* An empty value clears it; a write of nothing would not reach the kernel. */
+        k = write_attr(env, cg, "cpuset.cpus.exclusive", *w ? w : "\n");
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return item_fail(it, k, "%s", errno_reason(k));
+        cur = mfree(cur);
+        k = read_attr(env, cg, "cpuset.cpus.exclusive", &cur);
+        if (k < 0)
+                return item_fail(it, k, "written, but the read-back failed");
+        set_str(&it->found, cur);
+        if (!bitmap_text_equal(cur, w))
+                return item_fail(it, -EIO, "written, but it reads back \"%s\"", cur);
+        return item_ok(it, CGROUP_DONE);
+}
+
+/* The cgroups above topod's root up to (not with) the root cgroup, then
+ * the root itself: where the exclusive CPUs of all groups must be. */
+static int exclusive_chain(const char *cgroup_root, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+
+        for (const char *c = cgroup_root + 1; *c;) {
+                size_t len = strcspn(c, "/");
+                char *p = strndup(cgroup_root, (size_t) (c - cgroup_root) + len), **nl;
+
+                if (!p || !(nl = realloc(l, (n + 2) * sizeof(char *)))) {
+                        free(p);
+                        return -ENOMEM;
+                }
+                l = nl;
+                l[n++] = p;
+                l[n] = NULL;
+                c += len;
+                while (*c == '/')
+                        c++;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+/* Before the groups are written: the exclusive CPUs that shrink, bottom-up
+ * (partitions dissolved first), and those that grow in the cgroups above
+ * topod's groups, top-down. *ret_exclusive: whether exclusive CPUs are in
+ * play at all (some group asks, or topod's root holds some still); then
+ * (*ret_shrunk)[g] says the group's own value was written here already. */
+static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, CgroupReport *r, bool chain_owned,
+                             bool **ret_shrunk, bool *ret_exclusive) {
+        _cleanup_(bitmap_freep) Bitmap *all = NULL, *held = NULL;
+        _cleanup_free_ char *cur = NULL;
+        _cleanup_strv_free_ char **chain = NULL;
+        _cleanup_free_ bool *shrunk = NULL;
+        size_t n_chain;
+        int k;
+
+        *ret_exclusive = false;
+        if ((k = exclusive_under(plan, NULL, &all)) < 0)
+                return k;
+        k = read_attr(env, plan->cgroup_root, "cpuset.cpus.exclusive", &cur);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0 || bitmap_parse_list(cur, &held) < 0)
+                return 0; /* no such file (before 6.7), or no root yet: the older rule */
+        if (bitmap_is_empty(all) && bitmap_is_empty(held))
+                return 0; /* nothing exclusive, now or before: nothing to read per group */
+        shrunk = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(bool));
+        if (!shrunk || (k = exclusive_chain(plan->cgroup_root, &chain)) < 0)
+                return -ENOMEM;
+        n_chain = strv_length(chain);
+
+        /* Shrink, leaves first: a group no longer exclusive stops being a
+         * partition, then each value drops to what is still asked below. */
+        for (size_t g = plan->n_groups; g > 0; g--) {
+                const PlanGroup *pg = &plan->groups[g - 1];
+                _cleanup_(bitmap_freep) Bitmap *x = NULL;
+                _cleanup_free_ char *cg = NULL;
+                size_t before = r->n;
+
+                if (!rel_path_valid(pg->path) || cg_join(plan->cgroup_root, pg->path, &cg) < 0)
+                        continue;
+                if (cg_exists(env, cg) <= 0)
+                        continue;
+                if (!pg->exclusive && (k = set_partition(env, r, cg, false)) == -ENOMEM)
+                        return k;
+                if ((k = exclusive_under(plan, pg->path, &x)) < 0 || (k = set_exclusive(env, r, cg, x, true)) == -ENOMEM)
+                        return -ENOMEM;
+                shrunk[g - 1] = r->n > before && r->items[r->n - 1].kind == CGROUP_ITEM_EXCLUSIVE;
+        }
+        for (size_t i = n_chain; i > 0; i--)
+                if (chain_owned && (k = set_exclusive(env, r, chain[i - 1], all, true)) == -ENOMEM)
+                        return k;
+
+        /* Grow, from the top: every cgroup above the groups holds them all. */
+        if (!bitmap_is_empty(all) && !chain_owned) {
+                CgroupResult *it = item_new(r, CGROUP_ITEM_EXCLUSIVE, plan->cgroup_root, NULL);
+
+                if (!it)
+                        return -ENOMEM;
+                item_fail(it, -EPERM,
+                          "exclusive groups need cpuset.cpus.exclusive in every cgroup above them, and %s (or one "
+                          "above it) was not created by topod: not written, so they cannot be partitions",
+                          plan->cgroup_root);
+                return 0; /* nor in the groups: their partitions fail with the kernel's reason */
+        } else
+                for (size_t i = 0; i < n_chain; i++)
+                        if ((k = set_exclusive(env, r, chain[i], all, false)) == -ENOMEM)
+                                return k;
+        *ret_shrunk = TAKE_PTR(shrunk);
+        *ret_exclusive = true;
+        return 0;
+}
+
+/* Take from want the CPUs of the valid partitions strictly below group g. */
+static int exclusive_taken_below(const CgroupEnv *env, const Plan *plan, size_t g, Bitmap *want) {
+        size_t n = strlen(plan->groups[g].path);
+
+        for (size_t h = 0; h < plan->n_groups; h++) {
+                const PlanGroup *ph = &plan->groups[h];
+                _cleanup_free_ char *cg = NULL, *part = NULL;
+
+                if (h == g || !ph->exclusive || !ph->cpus || !strneq(ph->path, plan->groups[g].path, n) ||
+                    ph->path[n] != '/')
+                        continue;
+                if (cg_join(plan->cgroup_root, ph->path, &cg) < 0)
+                        return -ENOMEM;
+                if (read_attr(env, cg, "cpuset.cpus.partition", &part) < 0 || !streq(part, "root"))
+                        continue;
+                BITMAP_FOREACH(c, ph->cpus)
+                        bitmap_clear(want, (unsigned) c);
+        }
+        return 0;
+}
+
 static int check_effective(const CgroupEnv *env, CgroupReport *r, const char *cg, const Bitmap *cpus) {
         _cleanup_free_ char *want = NULL, *cur = NULL;
         CgroupResult *it;
@@ -836,8 +1030,9 @@ static size_t failed_since(const CgroupReport *r, size_t from) {
 
 int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
         _cleanup_free_ char *cur = NULL;
+        _cleanup_free_ bool *shrunk = NULL;
         size_t start = r->n;
-        bool owned = false;
+        bool owned = false, chain_owned = false, exclusive = false;
         CgroupEnv env;
         int k;
 
@@ -851,6 +1046,7 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
         cur = strdup("/");
         if (!cur)
                 return -ENOMEM;
+        chain_owned = true;
         for (const char *c = plan->cgroup_root + 1; *c;) {
                 size_t len = strcspn(c, "/");
                 _cleanup_free_ char *comp = strndup(c, len), *next = NULL;
@@ -871,6 +1067,7 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                 STEP(ensure_dir(&env, r, journal, next, &owned));
                 if (failed_since(r, before) > 0)
                         return (int) failed_since(r, start);
+                chain_owned = chain_owned && owned;
                 free(cur);
                 cur = TAKE_PTR(next);
                 c += len;
@@ -884,6 +1081,11 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                         if (have_ctl(&env, controllers[i]))
                                 STEP(ensure_controller(&env, r, journal, plan->cgroup_root, controllers[i], owned));
                 STEP(report_missing_ctl(&env, r, plan->cgroup_root));
+        }
+        if (have_ctl(&env, "cpuset")) {
+                k = exclusive_prepare(&env, plan, r, chain_owned, &shrunk, &exclusive);
+                if (k < 0)
+                        return k;
         }
         for (size_t g = 0; g < plan->n_groups; g++) {
                 const PlanGroup *pg = &plan->groups[g];
@@ -914,6 +1116,13 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                                 STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
                         if (pg->mems && !bitmap_is_empty(pg->mems))
                                 STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
+                        if (exclusive && !shrunk[g]) {
+                                _cleanup_(bitmap_freep) Bitmap *x = NULL;
+
+                                if (exclusive_under(plan, pg->path, &x) < 0)
+                                        return -ENOMEM;
+                                STEP(set_exclusive(&env, r, cg, x, false));
+                        }
                         STEP(set_partition(&env, r, cg, pg->exclusive));
                 }
                 if (pg->weight > 0 && have_ctl(&env, "cpu"))
@@ -932,6 +1141,16 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                         return k;
                 if (cg_exists(&env, cg) <= 0)
                         continue; /* its mkdir failed: reported */
+                if (exclusive) {
+                        /* The CPUs of valid partitions below are theirs alone:
+                         * not in this group's effective set any more. */
+                        _cleanup_(bitmap_freep) Bitmap *want = bitmap_copy(pg->cpus);
+
+                        if (!want || (k = exclusive_taken_below(&env, plan, g, want)) < 0)
+                                return -ENOMEM;
+                        STEP(check_effective(&env, r, cg, want));
+                        continue;
+                }
                 STEP(check_effective(&env, r, cg, pg->cpus));
         }
         return (int) MIN(failed_since(r, start), (size_t) INT32_MAX);

@@ -151,6 +151,7 @@ typedef enum CgroupItemKind {
         CGROUP_ITEM_MEMS,       /* cpuset.mems */
         CGROUP_ITEM_WEIGHT,     /* cpu.weight */
         CGROUP_ITEM_PARTITION,  /* cpuset.cpus.partition */
+        CGROUP_ITEM_EXCLUSIVE,  /* cpuset.cpus.exclusive (6.7): what a partition below may take */
         CGROUP_ITEM_EFFECTIVE,  /* read-back: cpuset.cpus.effective against the plan */
         CGROUP_ITEM_MOVE,       /* a process into path (apply) or back (restore) */
         CGROUP_ITEM_RMDIR,
