@@ -649,7 +649,9 @@ static int set_attr(const CgroupEnv *env, CgroupReport *r, CgroupItemKind kind, 
         set_str(&it->found, cur);
         if (eq(cur, want))
                 return item_ok(it, CGROUP_ALREADY);
-        k = write_attr(env, cg, file, want);
+        /* An empty value clears: as a newline (a write of nothing does not
+         * reach the kernel). */
+        k = write_attr(env, cg, file, *want ? want : "\n");
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
@@ -780,7 +782,6 @@ static int exclusive_under(const Plan *plan, const char *path, Bitmap **ret) {
 static int set_exclusive(const CgroupEnv *env, CgroupReport *r, const char *cg, const Bitmap *want, bool shrink) {
         _cleanup_(bitmap_freep) Bitmap *have = NULL;
         _cleanup_free_ char *cur = NULL, *w = NULL;
-        CgroupResult *it;
         int k;
 
         k = read_attr(env, cg, "cpuset.cpus.exclusive", &cur);
@@ -793,26 +794,7 @@ static int set_exclusive(const CgroupEnv *env, CgroupReport *r, const char *cg, 
                 return 0; /* nothing to do this way */
         if ((k = bitmap_format_list(want, &w)) < 0)
                 return k;
-        it = item_new(r, CGROUP_ITEM_EXCLUSIVE, cg, w);
-        if (!it)
-                return -ENOMEM;
-        if (!cur)
-                return item_fail(it, k, "cannot read cpuset.cpus.exclusive: %s", errno_reason(k));
-        set_str(&it->found, cur);
-        /* An empty value clears it; a write of nothing would not reach the kernel. */
-        k = write_attr(env, cg, "cpuset.cpus.exclusive", *w ? w : "\n");
-        if (k == -ENOMEM)
-                return k;
-        if (k < 0)
-                return item_fail(it, k, "%s", errno_reason(k));
-        cur = mfree(cur);
-        k = read_attr(env, cg, "cpuset.cpus.exclusive", &cur);
-        if (k < 0)
-                return item_fail(it, k, "written, but the read-back failed");
-        set_str(&it->found, cur);
-        if (!bitmap_text_equal(cur, w))
-                return item_fail(it, -EIO, "written, but it reads back \"%s\"", cur);
-        return item_ok(it, CGROUP_DONE);
+        return set_attr(env, r, CGROUP_ITEM_EXCLUSIVE, cg, "cpuset.cpus.exclusive", w, bitmap_text_equal);
 }
 
 /* The cgroups above topod's root up to (not with) the root cgroup, then
