@@ -135,8 +135,14 @@ int proc_events_open_split(ProcEvents **ret) {
 
         if (open_socket(PROC_MASK_EXEC | PROC_MASK_COMM, &fd) < 0 || !filter_works(fd) ||
             open_socket(PROC_MASK_FORK | PROC_MASK_EXIT, &lazy_fd) < 0) {
+                /* Unsubscribe as subscribed, with a mask: a kernel that
+                 * ignored the masked request ignores this one too (a plain
+                 * IGNORE would take one from its count of listeners, ours
+                 * never added, and could stop events for everyone). */
                 if (fd >= 0)
-                        (void) send_op(fd, PROC_CN_MCAST_IGNORE, 0);
+                        (void) send_op(fd, PROC_CN_MCAST_IGNORE, PROC_MASK_EXEC | PROC_MASK_COMM);
+                if (lazy_fd >= 0)
+                        (void) send_op(lazy_fd, PROC_CN_MCAST_IGNORE, PROC_MASK_FORK | PROC_MASK_EXIT);
                 return proc_events_open(ret);
         }
         k = new_events(fd, lazy_fd, ret);
