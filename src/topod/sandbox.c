@@ -99,7 +99,7 @@ static const char *const allow_list[] = {
         /* The same calls under their 32-bit names (i386, arm, x32 keeps
          * most 64-bit ones); skipped on 64-bit architectures. */
         "fcntl64", "_llseek", "fstatfs64", "fstat64", "stat64", "lstat64", "fstatat64", "mmap2", "ugetrlimit",
-        "sigreturn", "socketcall", "send", "recv", "clock_gettime64", "clock_nanosleep_time64",
+        "sigreturn", "socketcall", "send", "recv", "clock_gettime64", "clock_nanosleep_time64", "recvmmsg_time64",
         "futex_time64", "ppoll_time64", "timerfd_settime64", "timerfd_gettime64",
 };
 
