@@ -888,6 +888,88 @@ static void test_exclusive_remote(void) {
         teardown(TAKE_PTR(root));
 }
 
+static int apply_with(Root *root, Plan *p, Journal *j) {
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+
+        ASSERT_OK(cgroup_report_new(&r));
+        return cgroup_apply_tree(&env, p, j, r);
+}
+
+#define EXCL(cg) fake_read("sys/fs/cgroup/topod.slice" cg "/cpuset.cpus.exclusive")
+#define PART(cg) fake_read("sys/fs/cgroup/topod.slice" cg "/cpuset.cpus.partition")
+
+/* What the exclusive CPUs become as plans change, and when topod stops. */
+static void test_exclusive_changes(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan(), *without = plan_new_root("/topod.slice");
+        _cleanup_(journal_freep) Journal *j = NULL;
+
+        fake.exclusive_files = true;
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(apply_with(root, p, j), 0);
+
+        /* Exclusivity moves from llc1 to llc0, in one pass. */
+        p->groups[2].exclusive = false;
+        p->groups[1].exclusive = true;
+        ASSERT_EQ(apply_with(root, p, j), 0);
+        ASSERT_STREQ(PART("/node0/llc0"), "root");
+        ASSERT_STREQ(PART("/node0/llc1"), "member");
+        ASSERT_STREQ(EXCL("/node0/llc1"), "");
+        ASSERT_STREQ(EXCL("/node0"), "0-3");
+        ASSERT_STREQ(EXCL(""), "0-3");
+
+        /* llc0 leaves the plan (its processes are gone): it gives its CPUs
+         * back though its directory stays until the stop. */
+        add_group(without, "node0", "0-7", "0", 100, false);
+        add_group(without, "node0/llc1", "4-7", "0", 300, false);
+        ASSERT_EQ(apply_with(root, without, j), 0);
+        ASSERT_STREQ(PART("/node0/llc0"), "member");
+        ASSERT_STREQ(EXCL("/node0/llc0"), "");
+        ASSERT_STREQ(EXCL("/node0"), "");
+        ASSERT_STREQ(EXCL(""), "");
+
+        /* The stop cannot remove llc1 (a process topod never knew of is
+         * in it): it is no partition all the same. */
+        p->groups[1].exclusive = false;
+        p->groups[2].exclusive = true;
+        ASSERT_EQ(apply_with(root, p, j), 0);
+        ASSERT_STREQ(PART("/node0/llc1"), "root");
+        fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc1/cgroup.procs", "4242\n");
+        {
+                _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+                CgroupEnv env = env_for(root);
+
+                ASSERT_OK(cgroup_report_new(&r));
+                ASSERT_TRUE(cgroup_restore(&env, j, r) > 0);
+        }
+        ASSERT_STREQ(PART("/node0/llc1"), "member");
+        ASSERT_STREQ(EXCL("/node0/llc1"), "");
+        ASSERT_STREQ(EXCL("/node0"), "");
+        ASSERT_STREQ(EXCL(""), "");
+        teardown(TAKE_PTR(root));
+}
+
+/* Someone else's /topod.slice keeps the exclusive CPUs someone set there. */
+static void test_exclusive_not_ours(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+
+        fake.exclusive_files = true;
+        p->groups[2].exclusive = false;
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/topod.slice"));
+        fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/cpuset.cpus.exclusive", "12-15");
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(apply_with(root, p, j), 0);
+        ASSERT_STREQ(EXCL(""), "12-15");
+        ASSERT_NULL(strstr(fake.excl_log, "/topod.slice="));
+        teardown(TAKE_PTR(root));
+}
+
+#undef EXCL
+#undef PART
+
 static void test_effective_differs(void) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
@@ -1084,6 +1166,8 @@ int main(void) {
         RUN(test_vanished);
         RUN(test_partition_invalid_and_idle);
         RUN(test_exclusive_remote);
+        RUN(test_exclusive_changes);
+        RUN(test_exclusive_not_ours);
         RUN(test_effective_differs);
         RUN(test_internal_process);
         RUN(test_restore_nearest_ancestor);

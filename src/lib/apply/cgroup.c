@@ -775,8 +775,9 @@ static int exclusive_under(const Plan *plan, const char *path, Bitmap **ret) {
         return 0;
 }
 
-/* cpuset.cpus.exclusive of cg to want. shrink: only if it holds CPUs
- * beyond want (the bottom-up pass); else only if it differs. No file (a
+/* cpuset.cpus.exclusive of cg toward want. shrink (the bottom-up pass):
+ * only if it holds CPUs beyond want, and then only those go; else to want
+ * if it differs. No file (a
  * kernel before 6.7), or nothing to do: no item. As the other writers, a
  * negative errno means a failed item; only ENOMEM stops the caller. */
 static int set_exclusive(const CgroupEnv *env, CgroupReport *r, const char *cg, const Bitmap *want, bool shrink) {
@@ -792,7 +793,20 @@ static int set_exclusive(const CgroupEnv *env, CgroupReport *r, const char *cg, 
         if (k >= 0 && bitmap_parse_list(cur, &have) >= 0 &&
             (shrink ? bitmap_is_subset(have, want) : bitmap_equal(want, have)))
                 return 0; /* nothing to do this way */
-        if ((k = bitmap_format_list(want, &w)) < 0)
+        if (shrink && have) {
+                /* Only drop what is no longer asked: each value stays within
+                 * its parent's until the parents have grown. */
+                _cleanup_(bitmap_freep) Bitmap *keep = bitmap_copy(have);
+
+                if (!keep)
+                        return -ENOMEM;
+                BITMAP_FOREACH(c, have)
+                        if (!bitmap_isset(want, (unsigned) c))
+                                bitmap_clear(keep, (unsigned) c);
+                k = bitmap_format_list(keep, &w);
+        } else
+                k = bitmap_format_list(want, &w);
+        if (k < 0)
                 return k;
         return set_attr(env, r, CGROUP_ITEM_EXCLUSIVE, cg, "cpuset.cpus.exclusive", w, bitmap_text_equal);
 }
@@ -822,23 +836,36 @@ static int exclusive_chain(const char *cgroup_root, char ***ret) {
         return 0;
 }
 
+/* Is cg (a full path) one of the plan's groups? */
+static bool plan_has_cgroup(const Plan *plan, const char *cg) {
+        size_t n = strlen(plan->cgroup_root);
+
+        if (!strneq(cg, plan->cgroup_root, n) || cg[n] != '/')
+                return false;
+        for (size_t g = 0; g < plan->n_groups; g++)
+                if (streq(plan->groups[g].path, cg + n + 1))
+                        return true;
+        return false;
+}
+
 /* Before the groups are written: the exclusive CPUs that shrink, bottom-up
- * (partitions dissolved first), and those that grow in the cgroups above
- * topod's groups, top-down. *ret_exclusive: whether exclusive CPUs are in
- * play at all (some group asks, or topod's root holds some still); then
- * (*ret_shrunk)[g] says the group's own value was written here already. */
-static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, CgroupReport *r, bool chain_owned,
-                             bool **ret_shrunk, bool *ret_exclusive) {
-        _cleanup_(bitmap_freep) Bitmap *all = NULL, *held = NULL;
+ * (partitions dissolved first; groups topod made that the plan no longer
+ * has too), and those that grow in the cgroups above topod's groups,
+ * top-down (the groups grow as they are written). Returns in
+ * *ret_exclusive whether the groups' values are to be written: exclusive
+ * CPUs are in play (some group asks, or topod's root holds some still)
+ * and the cgroups above may carry them. */
+static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *r,
+                             bool chain_owned, bool *ret_exclusive) {
+        _cleanup_(bitmap_freep) Bitmap *all = NULL, *held = NULL, *none = bitmap_new();
         _cleanup_free_ char *cur = NULL;
         _cleanup_strv_free_ char **chain = NULL;
-        _cleanup_free_ bool *shrunk = NULL;
         size_t n_chain;
         int k;
 
         *ret_exclusive = false;
-        if ((k = exclusive_under(plan, NULL, &all)) < 0)
-                return k;
+        if (!none || (k = exclusive_under(plan, NULL, &all)) < 0)
+                return -ENOMEM;
         k = read_attr(env, plan->cgroup_root, "cpuset.cpus.exclusive", &cur);
         if (k == -ENOMEM)
                 return k;
@@ -846,18 +873,28 @@ static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, CgroupRepor
                 return 0; /* no such file (before 6.7), or no root yet: the older rule */
         if (bitmap_is_empty(all) && bitmap_is_empty(held))
                 return 0; /* nothing exclusive, now or before: nothing to read per group */
-        shrunk = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(bool));
-        if (!shrunk || (k = exclusive_chain(plan->cgroup_root, &chain)) < 0)
-                return -ENOMEM;
+        if ((k = exclusive_chain(plan->cgroup_root, &chain)) < 0)
+                return k;
         n_chain = strv_length(chain);
 
-        /* Shrink, leaves first: a group no longer exclusive stops being a
-         * partition, then each value drops to what is still asked below. */
+        /* Shrink, leaves first: groups topod made that the plan dropped
+         * (the journal lists them parents first), then the plan's: one no
+         * longer exclusive stops being a partition, then each value drops
+         * to what is still asked below it. */
+        for (size_t i = journal ? journal->n_cgroups : 0; i > 0; i--) {
+                const char *cg = journal->cgroups[i - 1];
+
+                if (strv_contains(chain, cg) || plan_has_cgroup(plan, cg) ||
+                    !cgroup_path_is_below(cg, plan->cgroup_root) || cg_exists(env, cg) <= 0)
+                        continue;
+                if ((k = set_partition(env, r, cg, false)) == -ENOMEM ||
+                    (k = set_exclusive(env, r, cg, none, true)) == -ENOMEM)
+                        return k;
+        }
         for (size_t g = plan->n_groups; g > 0; g--) {
                 const PlanGroup *pg = &plan->groups[g - 1];
                 _cleanup_(bitmap_freep) Bitmap *x = NULL;
                 _cleanup_free_ char *cg = NULL;
-                size_t before = r->n;
 
                 if (!rel_path_valid(pg->path) || cg_join(plan->cgroup_root, pg->path, &cg) < 0)
                         continue;
@@ -867,16 +904,14 @@ static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, CgroupRepor
                         return k;
                 if ((k = exclusive_under(plan, pg->path, &x)) < 0 || (k = set_exclusive(env, r, cg, x, true)) == -ENOMEM)
                         return -ENOMEM;
-                shrunk[g - 1] = r->n > before && r->items[r->n - 1].kind == CGROUP_ITEM_EXCLUSIVE;
         }
-        for (size_t i = n_chain; i > 0; i--)
-                if (chain_owned && (k = set_exclusive(env, r, chain[i - 1], all, true)) == -ENOMEM)
-                        return k;
+        /* The cgroups above: only those topod made (not someone else's value). */
+        if (!chain_owned) {
+                CgroupResult *it;
 
-        /* Grow, from the top: every cgroup above the groups holds them all. */
-        if (!bitmap_is_empty(all) && !chain_owned) {
-                CgroupResult *it = item_new(r, CGROUP_ITEM_EXCLUSIVE, plan->cgroup_root, NULL);
-
+                if (bitmap_is_empty(all))
+                        return 0;
+                it = item_new(r, CGROUP_ITEM_EXCLUSIVE, plan->cgroup_root, NULL);
                 if (!it)
                         return -ENOMEM;
                 item_fail(it, -EPERM,
@@ -884,11 +919,13 @@ static int exclusive_prepare(const CgroupEnv *env, const Plan *plan, CgroupRepor
                           "above it) was not created by topod: not written, so they cannot be partitions",
                           plan->cgroup_root);
                 return 0; /* nor in the groups: their partitions fail with the kernel's reason */
-        } else
-                for (size_t i = 0; i < n_chain; i++)
-                        if ((k = set_exclusive(env, r, chain[i], all, false)) == -ENOMEM)
-                                return k;
-        *ret_shrunk = TAKE_PTR(shrunk);
+        }
+        for (size_t i = n_chain; i > 0; i--)
+                if ((k = set_exclusive(env, r, chain[i - 1], all, true)) == -ENOMEM)
+                        return k;
+        for (size_t i = 0; i < n_chain; i++)
+                if ((k = set_exclusive(env, r, chain[i], all, false)) == -ENOMEM)
+                        return k;
         *ret_exclusive = true;
         return 0;
 }
@@ -1012,7 +1049,6 @@ static size_t failed_since(const CgroupReport *r, size_t from) {
 
 int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
         _cleanup_free_ char *cur = NULL;
-        _cleanup_free_ bool *shrunk = NULL;
         size_t start = r->n;
         bool owned = false, chain_owned = false, exclusive = false;
         CgroupEnv env;
@@ -1065,7 +1101,7 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                 STEP(report_missing_ctl(&env, r, plan->cgroup_root));
         }
         if (have_ctl(&env, "cpuset")) {
-                k = exclusive_prepare(&env, plan, r, chain_owned, &shrunk, &exclusive);
+                k = exclusive_prepare(&env, plan, journal, r, chain_owned, &exclusive);
                 if (k < 0)
                         return k;
         }
@@ -1098,7 +1134,7 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                                 STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
                         if (pg->mems && !bitmap_is_empty(pg->mems))
                                 STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
-                        if (exclusive && !shrunk[g]) {
+                        if (exclusive) {
                                 _cleanup_(bitmap_freep) Bitmap *x = NULL;
 
                                 if (exclusive_under(plan, pg->path, &x) < 0)
@@ -1130,7 +1166,10 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
 
                         if (!want || (k = exclusive_taken_below(&env, plan, g, want)) < 0)
                                 return -ENOMEM;
-                        STEP(check_effective(&env, r, cg, want));
+                        /* All taken: the kernel gives it its parent's, no
+                         * plan of ours to check against. */
+                        if (!bitmap_is_empty(want))
+                                STEP(check_effective(&env, r, cg, want));
                         continue;
                 }
                 STEP(check_effective(&env, r, cg, pg->cpus));
@@ -1843,6 +1882,16 @@ static int undo_controller(const CgroupEnv *env, CgroupReport *r, Journal *j, co
         return 0;
 }
 
+/* Best effort, no report: cg no longer a partition, and no exclusive CPUs. */
+static void dissolve(const CgroupEnv *env, const char *cg) {
+        _cleanup_free_ char *part = NULL, *excl = NULL;
+
+        if (read_attr(env, cg, "cpuset.cpus.partition", &part) >= 0 && !streq(part, "member"))
+                (void) write_attr(env, cg, "cpuset.cpus.partition", "member");
+        if (read_attr(env, cg, "cpuset.cpus.exclusive", &excl) >= 0 && *excl)
+                (void) write_attr(env, cg, "cpuset.cpus.exclusive", "\n");
+}
+
 static int remove_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *entry) {
         _cleanup_free_ char *cg = strdup(entry), *path = NULL;
         CgroupResult *it;
@@ -1864,8 +1913,13 @@ static int remove_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const c
         }
         if (k == -ENOMEM)
                 return k;
-        if (k < 0)
+        if (k < 0) {
+                /* It stays (a process topod never knew of is inside): give
+                 * its CPUs back all the same, or a remote partition would
+                 * keep them from the machine after topod is gone. */
+                dissolve(env, cg);
                 return item_fail(it, k, "rmdir: %s", errno_reason(k));
+        }
         k = cg_exists(env, cg);
         if (k > 0)
                 return item_fail(it, -EIO, "rmdir returned, but the directory is still there");
