@@ -41,10 +41,8 @@
 /* While the idle gate holds, a pass comes at least every this many
  * rescan_intervals. */
 #define DAEMON_IDLE_RESCAN_FACTOR 5u
-/* During an exec storm the sample pass waits at most this many intervals,
- * or as long as makes passes at most 1/DAEMON_STORM_DUTY of the time. */
+/* During an exec storm the sample pass waits at most this many intervals. */
 #define DAEMON_STORM_DEFER_MAX 5u
-#define DAEMON_STORM_DUTY 20u
 
 typedef struct Daemon {
         const DaemonArgs *args;
@@ -199,17 +197,6 @@ static bool machine_idle(Daemon *d, uint64_t now) {
         return idle;
 }
 
-/* How long the sample pass may wait during an exec storm: a few intervals,
- * or longer where a pass is dear (a slow machine, many threads), so that
- * passes hold the loop at most 1/DAEMON_STORM_DUTY of the time; never
- * longer than rescan_interval. */
-static uint64_t storm_defer_max(const Daemon *d) {
-        uint64_t m = MAX(DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec,
-                         DAEMON_STORM_DUTY * d->last_pass_cost_usec);
-
-        return MIN(m, MAX(d->p->config->rescan_interval_usec, d->p->config->sample_interval_usec));
-}
-
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Daemon *d = userdata;
         /* Not usec: that is when the timer was due, and it runs late by up
@@ -221,7 +208,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         if (machine_idle(d, now))
                 d->idle_skips++;
         else if (d->p->place && now - d->last_fresh_usec < d->p->config->sample_interval_usec &&
-                 now - d->last_scan_usec < storm_defer_max(d))
+                 now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
                 /* Processes are being started right now and the fast path
                  * places them: a scan of every thread would hold the loop
                  * (and their placement) up, and learn little of processes
