@@ -661,7 +661,7 @@ static void test_host_kernel(void) {
          * CONFIG_SCHED_CORE) every call gives EINVAL, a machine-wide error. */
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(cookie_applier_freep) CookieApplier *a = NULL;
-        CookieTask me;
+        CookieTask me = {};
         CookieResult r;
         uint64_t c;
         int k;
