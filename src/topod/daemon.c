@@ -41,8 +41,10 @@
 /* While the idle gate holds, a pass comes at least every this many
  * rescan_intervals. */
 #define DAEMON_IDLE_RESCAN_FACTOR 5u
-/* During an exec storm the sample pass waits at most this many intervals. */
+/* During an exec storm (at least DAEMON_STORM_RATE new processes a second)
+ * the sample pass waits at most this many intervals. */
 #define DAEMON_STORM_DEFER_MAX 5u
+#define DAEMON_STORM_RATE 10u
 
 typedef struct Daemon {
         const DaemonArgs *args;
@@ -73,7 +75,7 @@ typedef struct Daemon {
         uint64_t last_scan_usec; /* the last timer pass that scanned */
         unsigned idle_skips;
         unsigned fast_placed;    /* processes the fast path placed */
-        uint64_t last_fresh_usec; /* when the fast path last had new processes to look at */
+        uint64_t fresh_since_tick; /* new processes the fast path looked at since the last timer tick */
         unsigned storm_defers;
         uint64_t last_explain_pass_usec;
 
@@ -197,22 +199,30 @@ static bool machine_idle(Daemon *d, uint64_t now) {
         return idle;
 }
 
+/* New processes per sample interval that make an exec storm: a rate of
+ * DAEMON_STORM_RATE a second. Fewer (a tool run now and then) leave the
+ * sample pass alone: classes come from its samples. */
+static uint64_t storm_min(const Daemon *d) {
+        return MAX(DAEMON_STORM_RATE * d->p->config->sample_interval_usec / 1000000u, (uint64_t) 1);
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Daemon *d = userdata;
         /* Not usec: that is when the timer was due, and it runs late by up
-         * to its accuracy, later than the fast path's last work. */
+         * to its accuracy. */
         uint64_t now = pipeline_now_usec();
 
         now = MAX(now, usec);
 
         if (machine_idle(d, now))
                 d->idle_skips++;
-        else if (d->p->place && now - d->last_fresh_usec < d->p->config->sample_interval_usec &&
+        else if (d->p->place && d->fresh_since_tick >= storm_min(d) &&
                  now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
-                /* Processes are being started right now and the fast path
-                 * places them: a scan of every thread would hold the loop
-                 * (and their placement) up, and learn little of processes
-                 * that live for a moment. It waits, a few intervals at most. */
+                /* Processes are being started by the dozen and the fast
+                 * path places them: a scan of every thread would hold the
+                 * loop (and their placement) up, and learn little of
+                 * processes that live for a moment. It waits, a few
+                 * intervals at most. */
                 d->storm_defers++;
         else {
                 (void) pass(d);
@@ -221,6 +231,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (sysload_read(d->p->root, &d->load) >= 0)
                         own_usage(&d->own_usec, &d->own_switches);
         }
+        d->fresh_since_tick = 0;
         (void) sd_event_source_set_time(s, usec + d->p->config->sample_interval_usec);
         return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
@@ -249,8 +260,7 @@ static bool fast_place(Daemon *d) {
         if (k < 0)
                 return true;
         d->fast_placed += st.placed;
-        if (st.seen > 0)
-                d->last_fresh_usec = pipeline_now_usec();
+        d->fresh_since_tick += st.seen;
         for (size_t i = 0; r && i < r->n; i++)
                 if (r->items[i].status == RECONCILE_FAILED)
                         log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "",
