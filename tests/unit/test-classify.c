@@ -323,6 +323,33 @@ static void test_min_age(void) {
         ASSERT_EQ(class_of(c, 60), POLICY_CLASS_THROUGHPUT);
 }
 
+/* Samples five seconds apart (the daemon's sample pass waiting out an exec
+ * storm): a 5 s window holds one, yet the thread gets its class after
+ * min_samples of them. */
+static void test_sparse_samples(void) {
+        _cleanup_(classifier_freep) Classifier *c = NULL;
+        ClassifyParams p;
+        Sim s;
+
+        classify_params_default(&p);
+        p.window_usec = 5000000;
+        p.min_samples = 3;
+        p.min_age_usec = 0;
+        p.dwell_usec = 0;
+        ASSERT_OK(classifier_new(&p, &c));
+        sim_init(&s, 70, false);
+        feed(c, &s, 1, 0);
+        for (uint64_t t = 5; t <= 15; t += 5) {
+                for (int i = 0; i < 5; i++)
+                        sim_step(&s, 1000, 1, 0, 0, -1);
+                feed(c, &s, 1, t);
+                if (t < 15)
+                        ASSERT_EQ(evidence_of(c, 70).rule, CLASSIFY_RULE_WARMING_UP);
+        }
+        ASSERT_EQ(class_of(c, 70), POLICY_CLASS_THROUGHPUT);
+        ASSERT_EQ(evidence_of(c, 70).samples, 3u);
+}
+
 /* Sleeping threads keep no sample ring; one that wakes gets one, and loses
  * it after a whole ring of idle samples. */
 static void test_idle_costs_nothing(void) {
@@ -359,6 +386,7 @@ int main(void) {
         RUN(test_idle_costs_nothing);
         RUN(test_params_from_config);
         RUN(test_min_age);
+        RUN(test_sparse_samples);
         RUN(test_classes);
         RUN(test_avx_false_positive);
         RUN(test_no_avx_line);

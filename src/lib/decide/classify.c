@@ -128,7 +128,7 @@ PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s) {
 
 void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvidence *ret) {
         ClassifyEvidence e = { .rule = CLASSIFY_RULE_NONE, .verdict = t->class };
-        uint64_t dt = 0, run_ns = 0, slices = 0, vol = 0, invol = 0;
+        uint64_t dt = 0, run_ns = 0, slices = 0, vol = 0, invol = 0, window = p->window_usec;
         unsigned avx = 0, n = 0, votes[_POLICY_CLASS_MAX] = {};
         Figures f;
 
@@ -138,11 +138,17 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvid
                 dt = MIN(t->idle_usec, p->window_usec);
                 votes[POLICY_CLASS_OTHER] = n;
         }
-        /* Samples newest first, as many as fit the window. */
+        /* Samples newest first, as many as fit the window. Where they come
+         * further apart than window / min_samples (the daemon lets its
+         * sample pass wait during an exec storm), the window stretches to
+         * hold min_samples of them: else no thread would get a class for
+         * as long as the storm lasts. */
+        if (t->ring && t->ring_n > 0)
+                window = MAX(window, (uint64_t) p->min_samples * ring_at(t, 0)->dt_usec);
         for (unsigned i = 0; t->ring && i < t->ring_n; i++) {
                 const ClassSample *s = ring_at(t, i);
 
-                if (n > 0 && dt + s->dt_usec > p->window_usec)
+                if (n > 0 && dt + s->dt_usec > window)
                         break;
                 dt += s->dt_usec;
                 run_ns += s->run_ns;
