@@ -55,7 +55,7 @@ typedef struct Daemon {
         Pipeline *p;
         Journal *journal;
         CookieApplier *cookies;
-        CgroupProcsFds *procs_fds; /* held for the groups of the plan in force */
+        CgroupHeld *held; /* held for the groups of the plan in force */
         BusServer *bus;
         char *state_dir;
         int lock;                /* on state_dir: one topod per state directory */
@@ -90,7 +90,7 @@ typedef struct Daemon {
 
 static Reconciler reconciler(const Daemon *d) {
         return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies,
-                              .procs_fds = d->procs_fds };
+                              .held = d->held };
 }
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
@@ -124,7 +124,7 @@ static int pass(Daemon *d) {
         d->plan = TAKE_PTR(plan);
         /* Files of groups the new plan may not have: opened again at the
          * next move into each. */
-        cgroup_procs_fds_clear(d->procs_fds);
+        cgroup_held_clear(d->held);
         if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
         /* the groups' concurrency, for the next plan's emulated concur */
@@ -390,7 +390,7 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
         Reconciler rc = reconciler(d);
         int k;
 
-        cgroup_procs_fds_clear(d->procs_fds);
+        cgroup_held_clear(d->held);
         if (journal_is_empty(d->journal))
                 return 0;
         if ((k = reconcile_restore(&rc, &r)) < 0) {
@@ -732,7 +732,7 @@ int topod_run(const DaemonArgs *a) {
         /* The journal inside is 0600; the directory is open so that anyone
          * can reach the socket (calls are checked one by one). */
         (void) chmod(d.state_dir, 0755);
-        (void) cgroup_procs_fds_new(&d.procs_fds); /* without: opened per move */
+        (void) cgroup_held_new(&d.held); /* without: opened per move */
         if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0) {
                 CookieInterlocks il = { .smt_off = !d.p->caps->smt_active, .sched_ext_active = d.p->caps->sched_ext_active };
                 cookie_applier_set_interlocks(d.cookies, &il);
@@ -796,7 +796,7 @@ finish:
         sd_event_source_unref(d.lazy_events);
         sd_event_unref(d.event);
         cookie_applier_free(d.cookies);
-        cgroup_procs_fds_free(d.procs_fds);
+        cgroup_held_free(d.held);
         /* The lock file goes with the journal: nothing left behind. */
         restore_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
         journal_free(d.journal);

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "apply/pidref.h"
 #include "base/macro.h"
 
 #ifndef PR_SCHED_CORE
@@ -145,6 +146,8 @@ static const ArgRule arg_rules[] = {
         { "ioctl", 1, INT_MASK, FIONBIO },
         { "ioctl", 1, INT_MASK, FIOCLEX },
         { "ioctl", 1, INT_MASK, FIONCLEX },
+        /* PIDFD_GET_INFO (6.13): the cgroup a process to move is in. */
+        { "ioctl", 1, INT_MASK, PIDREF_PIDFD_GET_INFO },
 
         /* clone(): threads only (pthread_create), no new processes. */
         { "clone", CLONE_FLAGS_ARG, CLONE_VM | CLONE_THREAD, CLONE_VM | CLONE_THREAD },

@@ -37,6 +37,11 @@ typedef struct Fake {
         const char *offline;        /* CPUs missing from every effective set */
         pid_t kill_on_move;         /* exits just before its cgroup.procs write lands */
         bool exclusive_files;       /* a 6.7+ kernel: cpuset.cpus.exclusive, remote partitions */
+        /* pidfds (fake_pidfds): each an fd of /dev/null standing for a tid */
+        pid_t pidfd_tid[64];
+        bool no_cgroup_ids;         /* pidfd_cgroup_id: a kernel before 6.13 */
+        unsigned id_calls;          /* pidfd_cgroup_id calls */
+        unsigned id_moved_at;       /* that call (1-based) finds the process moved to /moved.slice */
         char excl_log[1024];        /* the cpuset.cpus.exclusive writes, in order */
         unsigned n_writes, n_mkdirs, n_rmdirs;
 } Fake;
@@ -107,6 +112,10 @@ static void write_task_files(FakeTask *t) {
                  " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
                  (int) t->tid, (int) t->tid, (int) t->tgid, (int) t->tgid, t->start);
         fake_write(fake.root_dir, rel, text);
+        if (t->tid == t->tgid) { /* the process's own, read by a pin through a pidfd */
+                snprintf(rel, sizeof(rel), "proc/%d/stat", (int) t->tid);
+                fake_write(fake.root_dir, rel, text);
+        }
         snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) t->tid);
         snprintf(text, sizeof(text), "0::%s\n", t->cgroup);
         fake_write(fake.root_dir, rel, text);
@@ -484,6 +493,53 @@ static const CgroupOps fake_ops = {
 };
 
 static const PidRefOps no_pidfds = {}; /* proc directories through the Root */
+
+/* pidfds with the kernel's ids of cgroups (6.13): a cgroup's id is a hash
+ * of its path. */
+static uint64_t fake_cgroup_id(const char *cg) {
+        uint64_t h = 1469598103934665603ull;
+
+        for (const char *c = cg; *c; c++)
+                h = (h ^ (unsigned char) *c) * 1099511628211ull;
+        return h ?: 1;
+}
+
+static int fp_open(pid_t tid, void *userdata) {
+        int fd;
+
+        (void) userdata;
+        if (!find_task(tid))
+                return -ESRCH;
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0 && (size_t) fd < ELEMENTSOF(fake.pidfd_tid));
+        fake.pidfd_tid[fd] = tid;
+        return fd;
+}
+
+static int fp_alive(int pidfd, pid_t tid, void *userdata) {
+        (void) userdata;
+        ASSERT_EQ(fake.pidfd_tid[pidfd], tid);
+        return find_task(tid) ? 1 : 0;
+}
+
+static int fp_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
+        FakeTask *t = find_task(fake.pidfd_tid[pidfd]);
+
+        (void) userdata;
+        fake.id_calls++;
+        if (fake.no_cgroup_ids)
+                return -EOPNOTSUPP;
+        if (!t)
+                return -ESRCH;
+        if (fake.id_calls == fake.id_moved_at) {
+                snprintf(t->cgroup, sizeof(t->cgroup), "/moved.slice");
+                write_task_files(t);
+        }
+        *ret = fake_cgroup_id(t->cgroup);
+        return 0;
+}
+
+static const PidRefOps fake_pidfds = { .pidfd_open = fp_open, .pidfd_alive = fp_alive, .pidfd_cgroup_id = fp_cgroup_id };
 
 static Root *setup(void) {
         Root *root;
@@ -1134,6 +1190,86 @@ static void test_fast_moves(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* Where a process is, by the kernel's id of its cgroup (6.13): the path of
+ * an id read once from proc/PID/cgroup, then found by the id; not
+ * remembered when the process moved during the read; read every time
+ * where the kernel has no ids; forgotten by a clear. */
+static void move_one_fast(CgroupEnv *env, const Plan *p, Journal *j, pid_t tgid, CgroupOutcome want) {
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupMove m = { .tgid = tgid, .group = "node0/llc0" };
+
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_move_prepare(env, p->cgroup_root, &m, 1, j, r), 0);
+        ASSERT_EQ(cgroup_move_finish(env, &m, 1, j, 0, r), want == CGROUP_FAILED);
+        if (r->items[0].outcome != want)
+                fprintf(stderr, "move %d: %s\n", (int) tgid, r->items[0].reason ?: "");
+        ASSERT_EQ(r->items[0].outcome, want);
+}
+
+static void test_origins_by_id(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        _cleanup_(cgroup_held_freep) CgroupHeld *held = NULL;
+        CgroupEnv env = env_for(root);
+        CgroupHeldStats st;
+        char rel[64], full[PATH_MAX];
+
+        ASSERT_OK(cgroup_held_new(&held));
+        env.pidref = &fake_pidfds;
+        env.held = held;
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/moved.slice"));
+        for (pid_t t = 300; t < 306; t++)
+                add_task(t, t, 3000 + (uint64_t) t, "/user.slice");
+
+        /* The first from /user.slice reads; the second finds it by id. Its
+         * proc/PID/cgroup is gone, so a read would have found it gone. */
+        move_one_fast(&env, p, j, 300, CGROUP_DONE);
+        st = cgroup_held_stats(held);
+        ASSERT_TRUE(st.reads == 1 && st.hits == 0 && st.origins == 1);
+        snprintf(rel, sizeof(rel), "proc/301/cgroup");
+        full_path(rel, full, sizeof(full));
+        ASSERT_OK(unlink(full) < 0 ? -errno : 0);
+        move_one_fast(&env, p, j, 301, CGROUP_DONE);
+        st = cgroup_held_stats(held);
+        ASSERT_TRUE(st.reads == 1 && st.hits == 1);
+        ASSERT_STREQ(journal_get_task(j, 301, 3301)->cgroup, "/user.slice");
+        ASSERT_STREQ(task_cgroup(301), "/topod.slice/node0/llc0");
+        /* Already in the group, a cgroup no process was found in yet: read. */
+        move_one_fast(&env, p, j, 300, CGROUP_ALREADY);
+        st = cgroup_held_stats(held);
+        ASSERT_TRUE(st.reads == 2 && st.hits == 1 && st.origins == 2);
+
+        /* Moved by someone else while its cgroup was read: the path read is
+         * journaled, but remembered for neither id. */
+        cgroup_held_clear(held);
+        ASSERT_EQ(cgroup_held_stats(held).origins, 0);
+        fake.id_moved_at = fake.id_calls + 2; /* the check after the read */
+        move_one_fast(&env, p, j, 302, CGROUP_DONE);
+        ASSERT_STREQ(journal_get_task(j, 302, 3302)->cgroup, "/user.slice");
+        ASSERT_EQ(cgroup_held_stats(held).origins, 0);
+        move_one_fast(&env, p, j, 303, CGROUP_DONE);
+        st = cgroup_held_stats(held);
+        ASSERT_TRUE(st.reads == 4 && st.hits == 1 && st.origins == 1);
+
+        /* A kernel without ids: asked once, then read every time. */
+        cgroup_held_clear(held);
+        fake.no_cgroup_ids = true;
+        fake.id_calls = 0;
+        move_one_fast(&env, p, j, 304, CGROUP_DONE);
+        move_one_fast(&env, p, j, 305, CGROUP_DONE);
+        st = cgroup_held_stats(held);
+        ASSERT_TRUE(st.reads == 6 && st.origins == 0);
+        ASSERT_EQ(fake.id_calls, 1);
+        ASSERT_STREQ(journal_get_task(j, 305, 3305)->cgroup, "/user.slice");
+        teardown(TAKE_PTR(root));
+}
+
 /* Originals of processes that exited are forgotten; the living stay. */
 static void test_journal_prune(void) {
         _cleanup_(root_freep) Root *root = setup();
@@ -1173,6 +1309,7 @@ int main(void) {
         RUN(test_restore_nearest_ancestor);
         RUN(test_bad_inputs);
         RUN(test_fast_moves);
+        RUN(test_origins_by_id);
         RUN(test_journal_prune);
         return 0;
 }

@@ -6,7 +6,9 @@
  * way kernel/sched/core_sched.c does for PIDTYPE_PID. */
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "apply/cookie.h"
@@ -656,6 +658,47 @@ static void test_pidref_host(void) {
         pidref_done(&ref);
 }
 
+/* The kernel's id of our own cgroup through a pidfd (PIDFD_GET_INFO, 6.13)
+ * is the inode number of the cgroup2 directory /proc/self/cgroup names. */
+static void test_pidfd_cgroup_id_host(void) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX];
+        struct stat sb;
+        uint64_t id = 0;
+        long fd;
+        int k;
+
+        fd = syscall(SYS_pidfd_open, getpid(), 0);
+        if (fd < 0) {
+                fprintf(stderr, "SKIP test_pidfd_cgroup_id_host: no pidfd_open here: %s\n", strerror(errno));
+                return;
+        }
+        k = pidref_ops_host.pidfd_cgroup_id((int) fd, NULL, &id);
+        if (k == -EOPNOTSUPP) {
+                struct utsname u;
+
+                (void) uname(&u);
+                fprintf(stderr, "SKIP test_pidfd_cgroup_id_host: kernel %s has no PIDFD_GET_INFO (6.13): "
+                        "proc/PID/cgroup is read for every move\n", u.release);
+                close((int) fd);
+                return;
+        }
+        ASSERT_OK(k);
+        int cfd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+
+        ASSERT_TRUE(cfd >= 0);
+        ASSERT_OK(read_full_fd(cfd, 65536, &text, NULL));
+        close(cfd);
+        const char *line = strstr(text, "0::");
+        ASSERT_TRUE(line && (line == text || line[-1] == '\n'));
+        line += 3;
+        snprintf(path, sizeof(path), "%s%.*s", access("/sys/fs/cgroup/unified", F_OK) == 0 ?
+                 "/sys/fs/cgroup/unified" : "/sys/fs/cgroup", (int) strcspn(line, "\n"), line);
+        ASSERT_OK(stat(path, &sb) < 0 ? -errno : 0);
+        ASSERT_EQ(id, (uint64_t) sb.st_ino);
+        close((int) fd);
+}
+
 static void test_host_kernel(void) {
         /* Whatever this kernel says, the host ops sort it: here (no
          * CONFIG_SCHED_CORE) every call gives EINVAL, a machine-wide error. */
@@ -690,6 +733,7 @@ int main(void) {
         RUN(test_interlocks);
         RUN(test_clear_and_join);
         RUN(test_pidref_host);
+        RUN(test_pidfd_cgroup_id_host);
         RUN(test_host_kernel);
         fake_root_remove(fake.root_dir);
         return 0;

@@ -57,16 +57,26 @@ const CgroupOps cgroup_ops_kernel = {
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 /* More groups than this in one plan: the rest are opened per move. */
-#define CGROUP_PROCS_FDS_MAX 256u
+#define CGROUP_HELD_FDS_MAX 256u
 
-struct CgroupProcsFds {
+/* Cgroups remembered by id; past this many the oldest is replaced. */
+#define CGROUP_HELD_ORIGINS_MAX 64u
+
+struct CgroupHeld {
         size_t n;
-        char *path[CGROUP_PROCS_FDS_MAX]; /* relative to the Root, as fs_path() makes it */
-        int fd[CGROUP_PROCS_FDS_MAX];     /* -EBADF: not a cgroup2 file, written by path */
+        char *path[CGROUP_HELD_FDS_MAX]; /* relative to the Root, as fs_path() makes it */
+        int fd[CGROUP_HELD_FDS_MAX];     /* -EBADF: not a cgroup2 file, written by path */
+        /* The cgroups processes were found in: id -> path as proc/PID/cgroup
+         * gave it. */
+        size_t n_origins, next_origin;
+        uint64_t origin_id[CGROUP_HELD_ORIGINS_MAX];
+        char *origin_path[CGROUP_HELD_ORIGINS_MAX];
+        bool no_ids; /* the kernel cannot tell (pidfd_cgroup_id: -EOPNOTSUPP) */
+        uint64_t reads, hits;
 };
 
-int cgroup_procs_fds_new(CgroupProcsFds **ret) {
-        CgroupProcsFds *f = calloc(1, sizeof(CgroupProcsFds));
+int cgroup_held_new(CgroupHeld **ret) {
+        CgroupHeld *f = calloc(1, sizeof(CgroupHeld));
 
         if (!f)
                 return -ENOMEM;
@@ -74,7 +84,7 @@ int cgroup_procs_fds_new(CgroupProcsFds **ret) {
         return 0;
 }
 
-void cgroup_procs_fds_clear(CgroupProcsFds *f) {
+void cgroup_held_clear(CgroupHeld *f) {
         if (!f)
                 return;
         for (size_t i = 0; i < f->n; i++) {
@@ -82,15 +92,18 @@ void cgroup_procs_fds_clear(CgroupProcsFds *f) {
                 closep(&f->fd[i]);
         }
         f->n = 0;
+        for (size_t i = 0; i < f->n_origins; i++)
+                free(f->origin_path[i]);
+        f->n_origins = f->next_origin = 0;
 }
 
-CgroupProcsFds *cgroup_procs_fds_free(CgroupProcsFds *f) {
-        cgroup_procs_fds_clear(f);
+CgroupHeld *cgroup_held_free(CgroupHeld *f) {
+        cgroup_held_clear(f);
         free(f);
         return NULL;
 }
 
-size_t cgroup_procs_fds_count(const CgroupProcsFds *f) {
+size_t cgroup_held_fds(const CgroupHeld *f) {
         size_t n = 0;
 
         for (size_t i = 0; f && i < f->n; i++)
@@ -98,7 +111,37 @@ size_t cgroup_procs_fds_count(const CgroupProcsFds *f) {
         return n;
 }
 
-static void procs_fds_drop(CgroupProcsFds *f, size_t i) {
+CgroupHeldStats cgroup_held_stats(const CgroupHeld *f) {
+        if (!f)
+                return (CgroupHeldStats) {};
+        return (CgroupHeldStats) { .origins = f->n_origins, .reads = f->reads, .hits = f->hits };
+}
+
+static const char *held_origin_find(const CgroupHeld *f, uint64_t id) {
+        for (size_t i = 0; i < f->n_origins; i++)
+                if (f->origin_id[i] == id)
+                        return f->origin_path[i];
+        return NULL;
+}
+
+static void held_origin_add(CgroupHeld *f, uint64_t id, const char *path) {
+        char *copy = strdup(path);
+        size_t i;
+
+        if (!copy)
+                return; /* read again next time */
+        if (f->n_origins < CGROUP_HELD_ORIGINS_MAX)
+                i = f->n_origins++;
+        else {
+                i = f->next_origin;
+                f->next_origin = (f->next_origin + 1) % CGROUP_HELD_ORIGINS_MAX;
+                free(f->origin_path[i]);
+        }
+        f->origin_id[i] = id;
+        f->origin_path[i] = copy;
+}
+
+static void held_fd_drop(CgroupHeld *f, size_t i) {
         free(f->path[i]);
         closep(&f->fd[i]);
         f->path[i] = f->path[f->n - 1];
@@ -108,7 +151,7 @@ static void procs_fds_drop(CgroupProcsFds *f, size_t i) {
 
 /* The held file for path, opened now if need be: its index, or -1 (write by
  * path). */
-static ssize_t procs_fds_get(CgroupProcsFds *f, const Root *root, const char *path) {
+static ssize_t held_fd_get(CgroupHeld *f, const Root *root, const char *path) {
         struct statfs sf;
         char *copy;
         int fd;
@@ -116,7 +159,7 @@ static ssize_t procs_fds_get(CgroupProcsFds *f, const Root *root, const char *pa
         for (size_t i = 0; i < f->n; i++)
                 if (streq(f->path[i], path))
                         return f->fd[i] >= 0 ? (ssize_t) i : -1;
-        if (f->n >= CGROUP_PROCS_FDS_MAX)
+        if (f->n >= CGROUP_HELD_FDS_MAX)
                 return -1;
         fd = root_openat(root, path, O_WRONLY | O_NOCTTY);
         if (fd < 0)
@@ -382,17 +425,17 @@ static int write_procs(const CgroupEnv *env, const char *cg, const char *num) {
         k = fs_path(env, cg, "cgroup.procs", &path);
         if (k < 0)
                 return k;
-        if (env->procs_fds && env->ops == &cgroup_ops_kernel &&
-            (i = procs_fds_get(env->procs_fds, env->root, path)) >= 0) {
+        if (env->held && env->ops == &cgroup_ops_kernel &&
+            (i = held_fd_get(env->held, env->root, path)) >= 0) {
                 do
-                        n = write(env->procs_fds->fd[i], num, len);
+                        n = write(env->held->fd[i], num, len);
                 while (n < 0 && errno == EINTR);
                 if (n >= 0)
                         return (size_t) n == len ? 0 : -EIO;
                 if (errno != ENODEV && errno != ENOENT)
                         return negative_errno();
                 /* Its cgroup was removed (maybe made again): by path. */
-                procs_fds_drop(env->procs_fds, (size_t) i);
+                held_fd_drop(env->held, (size_t) i);
         }
         return env->ops->write(env->ops->userdata, env->root, path, num);
 }
@@ -487,6 +530,43 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         if (!*(text ?: buf)) /* a task that exited while we read */
                 return -ESRCH;
         return cgroup_parse_proc_cgroup(text ?: buf, ret);
+}
+
+/* Where the process pinned by ref is now: by the kernel's id of its cgroup
+ * where the kernel gives one and the path of that id is known (CgroupHeld),
+ * else read from proc/PID/cgroup and, when the id is the same after the
+ * read as before it (the process did not move meanwhile), remembered. */
+static int task_cgroup(const CgroupEnv *env, const PidRef *ref, char **ret) {
+        CgroupHeld *f = env->held;
+        uint64_t id = 0, again = 0;
+        bool by_id = f && !f->no_ids && ref->pidfd >= 0 && env->pidref && env->pidref->pidfd_cgroup_id;
+        int k;
+
+        if (by_id) {
+                k = env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &id);
+                if (k == -ESRCH)
+                        return k;
+                if (k == -EOPNOTSUPP)
+                        f->no_ids = true;
+                by_id = k >= 0;
+        }
+        if (by_id) {
+                const char *known = held_origin_find(f, id);
+
+                if (known) {
+                        f->hits++;
+                        *ret = strdup(known);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        }
+        if (f)
+                f->reads++;
+        k = read_task_cgroup(env, ref->tid, ret);
+        if (k < 0 || !by_id)
+                return k;
+        if (env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &again) >= 0 && again == id)
+                held_origin_add(f, id, *ret);
+        return 0;
 }
 
 /* ---- the tree ----------------------------------------------------------- */
@@ -1398,7 +1478,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         continue;
                 }
                 it->pid = t->tid;
-                k = read_task_cgroup(&env, t->tid, &now);
+                k = task_cgroup(&env, &ref, &now);
                 if (k >= 0)
                         k = leader_start_time(&env, t, &lst);
                 if (k >= 0 && pidref_alive(&ref, env.root, env.pidref) == 0)
@@ -1548,7 +1628,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                         item_fail(it, k, "cannot take a handle on the task");
                         continue;
                 }
-                k = read_task_cgroup(&env, m->tgid, &now);
+                k = task_cgroup(&env, &m->ref, &now);
                 if (k == -ENOMEM)
                         return k;
                 if (k < 0) {

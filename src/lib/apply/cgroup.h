@@ -112,21 +112,41 @@ typedef struct CgroupOps {
 
 extern const CgroupOps cgroup_ops_kernel;
 
-/* The cgroup.procs files of the groups processes are moved into, held open
- * between moves: opening one (a walk of the whole path) is most of what a
- * move costs. Only files on a cgroup2 mount are held (a plain file of a fake
- * tree would be appended to), only with the kernel's ops, and a held file
- * whose cgroup went away (ENODEV) is dropped and its path opened again. A
- * cgroup can be removed while its files are open. */
-typedef struct CgroupProcsFds CgroupProcsFds;
+/* What moves keep between two passes, cleared by the caller when the plan
+ * changes (cgroup_held_clear()):
+ *
+ * - The cgroup.procs files of the groups processes are moved into, held
+ *   open: opening one (a walk of the whole path) is most of what a move
+ *   costs. Only files on a cgroup2 mount are held (a plain file of a fake
+ *   tree would be appended to), only with the kernel's ops, and a held file
+ *   whose cgroup went away (ENODEV) is dropped and its path opened again. A
+ *   cgroup can be removed while its files are open.
+ *
+ * - The cgroups processes were found in, by the kernel's id of the cgroup
+ *   (PidRefOps.pidfd_cgroup_id, 6.13): where a process is, the original the
+ *   journal records, is then one ioctl on the pinned process's pidfd, and
+ *   proc/PID/cgroup (a dear first read of a new process, a line per
+ *   hierarchy on a hybrid host) is read only for a cgroup not seen since the
+ *   last clear. An id is never reused while the system runs; a path can
+ *   change (rename(2) of a cgroup directory), so a path remembered is at
+ *   most one pass old, and a restore to a path gone goes to the nearest
+ *   ancestor that lives, as for a cgroup removed. */
+typedef struct CgroupHeld CgroupHeld;
 
-int cgroup_procs_fds_new(CgroupProcsFds **ret);
-/* Close all of them (the plan changed). */
-void cgroup_procs_fds_clear(CgroupProcsFds *f);
-CgroupProcsFds *cgroup_procs_fds_free(CgroupProcsFds *f);
-DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupProcsFds *, cgroup_procs_fds_free);
-/* How many are open. */
-size_t cgroup_procs_fds_count(const CgroupProcsFds *f);
+int cgroup_held_new(CgroupHeld **ret);
+/* Close and forget all of it (the plan changed). */
+void cgroup_held_clear(CgroupHeld *f);
+CgroupHeld *cgroup_held_free(CgroupHeld *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupHeld *, cgroup_held_free);
+/* How many cgroup.procs files are open. */
+size_t cgroup_held_fds(const CgroupHeld *f);
+/* How many cgroups are remembered by id; reads of proc/PID/cgroup (misses,
+ * or without ids) and finds by id (hits) since cgroup_held_new(). */
+typedef struct CgroupHeldStats {
+        size_t origins;
+        uint64_t reads, hits;
+} CgroupHeldStats;
+CgroupHeldStats cgroup_held_stats(const CgroupHeld *f);
 
 /* Where and how: the Root, the cgroup2 mount as KernelCaps found it
  * ("/sys/fs/cgroup"), and the ops (NULL: the kernel, pidref_ops_host). */
@@ -141,7 +161,7 @@ typedef struct CgroupEnv {
         char *const *controllers;
         const CgroupOps *ops;
         const PidRefOps *pidref;
-        CgroupProcsFds *procs_fds; /* NULL: cgroup.procs opened for every move */
+        CgroupHeld *held; /* NULL: cgroup.procs opened for every move */
 } CgroupEnv;
 
 typedef enum CgroupItemKind {

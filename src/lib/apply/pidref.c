@@ -45,9 +45,28 @@ static int host_pidfd_alive(int pidfd, pid_t tid, void *userdata) {
         return (p.revents & (POLLIN | POLLHUP)) ? 0 : 1;
 }
 
+static int host_pidfd_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
+        PidfdInfo info = { .mask = PIDREF_PIDFD_INFO_CGROUPID };
+
+        (void) userdata;
+        if (ioctl(pidfd, PIDREF_PIDFD_GET_INFO, &info) < 0) {
+                /* ENOTTY: no such ioctl before 6.13 (EINVAL from a pidfd
+                 * that is an anon inode, before 6.9). */
+                if (errno == ENOTTY || errno == EINVAL)
+                        return -EOPNOTSUPP;
+                return negative_errno();
+        }
+        /* Without CONFIG_CGROUPS the bit stays clear. */
+        if (!(info.mask & PIDREF_PIDFD_INFO_CGROUPID) || info.cgroupid == 0)
+                return -EOPNOTSUPP;
+        *ret = info.cgroupid;
+        return 0;
+}
+
 const PidRefOps pidref_ops_host = {
         .pidfd_open = host_pidfd_open,
         .pidfd_alive = host_pidfd_alive,
+        .pidfd_cgroup_id = host_pidfd_cgroup_id,
 };
 
 static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process, uint64_t *ret) {

@@ -23,10 +23,24 @@
  * would make checking every thread of a big process quadratic. */
 
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #include "base/macro.h"
 #include "base/root.h"
+
+/* linux/pidfd.h, 6.13: the first version of struct pidfd_info (64 bytes),
+ * which later kernels extend at the end. */
+typedef struct PidfdInfo {
+        uint64_t mask;
+        uint64_t cgroupid;
+        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code;
+} PidfdInfo;
+_Static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
+#define PIDREF_PIDFD_INFO_CGROUPID (1ull << 2)
+/* The sandbox lets this ioctl through. */
+#define PIDREF_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
 
 typedef struct PidRefOps {
         /* pidfd_open(tid, PIDFD_THREAD): an fd (O_CLOEXEC) or negative errno.
@@ -35,6 +49,11 @@ typedef struct PidRefOps {
         int (*pidfd_open)(pid_t tid, void *userdata);
         /* Has the thread behind pidfd exited? 1 alive, 0 exited, negative errno. */
         int (*pidfd_alive)(int pidfd, pid_t tid, void *userdata);
+        /* The id of the cgroup2 cgroup its process is in now (the cgroup
+         * directory's inode number): 0, -ESRCH once it has exited, and
+         * -EOPNOTSUPP where the kernel cannot tell (PIDFD_GET_INFO is 6.13).
+         * NULL: never asked. */
+        int (*pidfd_cgroup_id)(int pidfd, void *userdata, uint64_t *ret);
         void *userdata;
 } PidRefOps;
 

@@ -244,7 +244,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
 static CgroupEnv cgroup_env(const Reconciler *rc, bool held) {
         return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                              .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
-                             .procs_fds = held ? rc->procs_fds : NULL };
+                             .held = held ? rc->held : NULL };
 }
 
 static int new_report(ReconcileReport **ret) {

@@ -59,7 +59,7 @@ typedef struct Reconciler {
         const CgroupOps *cgroup_ops;   /* NULL: the kernel */
         const FeatOps *feat_ops;       /* NULL: the kernel */
         const PidRefOps *pidref;       /* NULL: pidfds (tests: the proc directories of a fake root) */
-        CgroupProcsFds *procs_fds;     /* NULL: cgroup.procs opened for every move (cgroup.h) */
+        CgroupHeld *held;     /* NULL: cgroup.procs opened for every move (cgroup.h) */
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a
