@@ -275,23 +275,22 @@ static void arm_soon(Daemon *d) {
 
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Daemon *d = userdata;
-
-        (void) s;
-        (void) fd;
-        (void) revents;
         bool soon;
 
+        (void) fd;
+        (void) revents;
         /* The pipeline marks what the events touched and remembers the
          * processes that exec'd or were born; the fast path places those
-         * at once: the execs first, and the forks and exits (where the
-         * kernel sends them apart) after the moves, then the processes
-         * that only forked. */
-        pipeline_drain_urgent_events(d->p);
-        soon = fast_place(d);
-        if (proc_events_lazy_fd(d->p->events) >= 0) {
+         * at once. Where the kernel sends forks and exits apart, an exec
+         * is placed alone: the forks and exits wait for their own socket's
+         * turn (at most DAEMON_LAZY_EVENTS_USEC), which reads both. Reading
+         * them after every exec cost two reads per exec, one of them empty,
+         * for nothing the exec needed. */
+        if (s == d->lazy_events || proc_events_lazy_fd(d->p->events) < 0)
                 pipeline_drain_events(d->p);
-                soon = fast_place(d) || soon;
-        }
+        else
+                pipeline_drain_urgent_events(d->p);
+        soon = fast_place(d);
         if (soon)
                 arm_soon(d);
         return 0;
@@ -763,9 +762,9 @@ int topod_run(const DaemonArgs *a) {
         }
         if (d.p->events && proc_events_lazy_fd(d.p->events) >= 0) {
                 /* Forks and exits wake us at most every
-                 * DAEMON_LAZY_EVENTS_USEC: each exec wakes us anyway and
-                 * takes them along, and what only forks waits that long to
-                 * be placed. */
+                 * DAEMON_LAZY_EVENTS_USEC (the socket holds 16 MiB of
+                 * them meanwhile): what only forks waits that long to be
+                 * placed, and exits that long to count. */
                 if ((k = sd_event_add_io(d.event, &d.lazy_events, proc_events_lazy_fd(d.p->events), EPOLLIN, on_events, &d)) < 0 ||
                     (k = sd_event_source_set_ratelimit(d.lazy_events, DAEMON_LAZY_EVENTS_USEC, 1)) < 0) {
                         log_error(&d, "cannot watch the proc connector: %s", strerror(-k));
