@@ -56,6 +56,7 @@ typedef struct Daemon {
         Journal *journal;
         CookieApplier *cookies;
         CgroupHeld *held; /* held for the groups of the plan in force */
+        PidRefOps pidref; /* the kernel's, naming pinned processes by pidfd inode where it can */
         BusServer *bus;
         char *state_dir;
         int lock;                /* on state_dir: one topod per state directory */
@@ -90,7 +91,7 @@ typedef struct Daemon {
 
 static Reconciler reconciler(const Daemon *d) {
         return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies,
-                              .held = d->held };
+                              .held = d->held, .pidref = &d->pidref };
 }
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
@@ -696,7 +697,7 @@ int topod_run(const DaemonArgs *a) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_free_ char *reason = NULL, *socket_path = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
-        Daemon d = { .args = a, .started_usec = pipeline_now_usec(), .lock = -EBADF };
+        Daemon d = { .args = a, .started_usec = pipeline_now_usec(), .lock = -EBADF, .pidref = pidref_ops_host };
 
         log_open(&d.log, a->log_level);
         sigset_t mask;
@@ -732,6 +733,7 @@ int topod_run(const DaemonArgs *a) {
          * can reach the socket (calls are checked one by one). */
         (void) chmod(d.state_dir, 0755);
         (void) cgroup_held_new(&d.held); /* without: opened per move */
+        d.pidref.pidfs_idents = d.p->caps->pidfs.available;
         if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0) {
                 CookieInterlocks il = { .smt_off = !d.p->caps->smt_active, .sched_ext_active = d.p->caps->sched_ext_active };
                 cookie_applier_set_interlocks(d.cookies, &il);

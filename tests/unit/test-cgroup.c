@@ -539,7 +539,21 @@ static int fp_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
         return 0;
 }
 
+/* A pidfd's inode: a number per process (its tid and start time), as
+ * pidfs gives one per struct pid. */
+static int fp_ino(int pidfd, void *userdata, uint64_t *ret) {
+        FakeTask *t = find_task(fake.pidfd_tid[pidfd]);
+
+        (void) userdata;
+        if (!t)
+                return -ESRCH; /* not what fstat() says, but nothing may ask then */
+        *ret = 0x10000u + (uint64_t) t->tid * 1000u + t->start;
+        return 0;
+}
+
 static const PidRefOps fake_pidfds = { .pidfd_open = fp_open, .pidfd_alive = fp_alive, .pidfd_cgroup_id = fp_cgroup_id };
+static const PidRefOps fake_pidfs = { .pidfd_open = fp_open, .pidfd_alive = fp_alive, .pidfd_cgroup_id = fp_cgroup_id,
+                                      .pidfd_ino = fp_ino, .pidfs_idents = true };
 
 static Root *setup(void) {
         Root *root;
@@ -1270,6 +1284,79 @@ static void test_origins_by_id(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* Where pidfds are pidfs inodes, a process the fast path pins is named by
+ * its pidfd's inode, without a read of its stat; a move that a cookie
+ * follows learns the start time all the same. The journal keeps the inode;
+ * the restore finds the process by it, and leaves alone another that took
+ * its number; the prune drops the entry of one that is gone. */
+static void test_pidfs_identities(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        CgroupMove m[2];
+        char rel[64], full[PATH_MAX];
+        const uint64_t ino300 = PIDREF_IDENT_PIDFS | (0x10000u + 300u * 1000u + 3000u);
+        const uint64_t ino301 = PIDREF_IDENT_PIDFS | (0x10000u + 301u * 1000u + 3010u);
+
+        env.pidref = &fake_pidfs;
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply_tree(&env, p, j, r), 0);
+        add_task(300, 300, 3000, "/user.slice");
+        add_task(301, 301, 3010, "/user.slice");
+        add_task(302, 302, 3020, "/system.slice/a.service");
+        /* No stat to read: a read would find 300 gone. */
+        snprintf(rel, sizeof(rel), "proc/300/stat");
+        full_path(rel, full, sizeof(full));
+        ASSERT_OK(unlink(full) < 0 ? -errno : 0);
+        m[0] = (CgroupMove) { .tgid = 300, .group = "node0/llc0" };
+        m[1] = (CgroupMove) { .tgid = 302, .group = "node0/llc0", .by_start_time = true };
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_move_prepare(&env, p->cgroup_root, m, 2, j, r2), 0);
+        ASSERT_EQ(m[0].start_time, ino300);
+        ASSERT_EQ(m[1].start_time, 3020);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_EQ(cgroup_move_finish(&env, m, 2, j, 0, r2), 0);
+        ASSERT_STREQ(task_cgroup(300), "/topod.slice/node0/llc0");
+        ASSERT_STREQ(journal_get_task(j, 300, ino300)->cgroup, "/user.slice");
+        ASSERT_STREQ(journal_get_task(j, 302, 3020)->cgroup, "/system.slice/a.service");
+        write_task_files(find_task(300)); /* its stat back, for the rest */
+
+        /* The same for 301, whose number then goes to another process. */
+        m[0] = (CgroupMove) { .tgid = 301, .group = "node0/llc1" };
+        cgroup_report_free(TAKE_PTR(r2));
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_move_prepare(&env, p->cgroup_root, m, 1, j, r2), 0);
+        ASSERT_EQ(m[0].start_time, ino301);
+        ASSERT_EQ(cgroup_move_finish(&env, m, 1, j, 0, r2), 0);
+        ASSERT_OK(journal_commit(j));
+        kill_task(301);
+        add_task(301, 301, 9999, "/topod.slice/node0/llc1");
+
+        /* The prune keeps 300 (alive, same inode) and drops 301 (its number
+         * names another process now), without a plan to go by. */
+        ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 1);
+        ASSERT_NULL(journal_get_task(j, 301, ino301));
+        ASSERT_TRUE(journal_get_task(j, 300, ino300) != NULL);
+        /* Recorded again for the restore: the other 301 must stay. */
+        ASSERT_EQ(journal_record_task(j, 301, ino301, "/user.slice"), 1);
+        ASSERT_OK(journal_commit(j));
+
+        cgroup_report_free(TAKE_PTR(r2));
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_restore(&env, j, r2), 0);
+        ASSERT_STREQ(task_cgroup(300), "/user.slice");
+        ASSERT_STREQ(task_cgroup(302), "/system.slice/a.service");
+        /* The other 301 was not journaled: evicted to the nearest cgroup
+         * topod did not create, not to 301's original. */
+        ASSERT_STREQ(task_cgroup(301), "/");
+        ASSERT_EQ(j->n_tasks, 0);
+        teardown(TAKE_PTR(root));
+}
+
 /* Originals of processes that exited are forgotten; the living stay. */
 static void test_journal_prune(void) {
         _cleanup_(root_freep) Root *root = setup();
@@ -1310,6 +1397,7 @@ int main(void) {
         RUN(test_bad_inputs);
         RUN(test_fast_moves);
         RUN(test_origins_by_id);
+        RUN(test_pidfs_identities);
         RUN(test_journal_prune);
         return 0;
 }

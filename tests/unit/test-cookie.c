@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "apply/cookie.h"
+#include "observe/kernelcaps.h"
 #include "base/util.h"
 #include "fake-root.h"
 
@@ -699,6 +700,37 @@ static void test_pidfd_cgroup_id_host(void) {
         close((int) fd);
 }
 
+/* Where pidfds are pidfs inodes (KernelCaps.pidfs, 6.9), a process pinned
+ * by pidref_acquire_current() is named by its pidfd's inode, which the
+ * checks of every pidref_acquire*() then take; another inode is another
+ * process. */
+static void test_pidfs_host(void) {
+        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
+        _cleanup_(root_freep) Root *root = NULL;
+        PidRefOps ops = pidref_ops_host;
+        PidRef ref = PIDREF_NULL, again = PIDREF_NULL;
+        pid_t me = getpid();
+
+        ASSERT_OK(root_open("/", &root));
+        ASSERT_OK(kernelcaps_probe(root, NULL, &caps));
+        if (!caps->pidfs.available) {
+                fprintf(stderr, "SKIP test_pidfs_host: %s\n", caps->pidfs.reason);
+                return;
+        }
+        ops.pidfs_idents = true;
+        ASSERT_OK(pidref_acquire_current(root, &ops, me, &ref));
+        ASSERT_TRUE(pidref_ident_is_pidfs(ref.start_time));
+        ASSERT_OK(pidref_acquire_process(root, &pidref_ops_host, me, ref.start_time, &again));
+        pidref_done(&again);
+        ASSERT_ERROR(pidref_acquire_process(root, &pidref_ops_host, me, ref.start_time + 1, &again), ESRCH);
+        ASSERT_ERROR(pidref_acquire_process(root, &pidref_ops_host, 1, ref.start_time, &again), ESRCH);
+        pidref_done(&ref);
+        /* Without pidfs_idents: the start time, as ever. */
+        ASSERT_OK(pidref_acquire_current(root, &pidref_ops_host, me, &ref));
+        ASSERT_FALSE(pidref_ident_is_pidfs(ref.start_time));
+        pidref_done(&ref);
+}
+
 static void test_host_kernel(void) {
         /* Whatever this kernel says, the host ops sort it: here (no
          * CONFIG_SCHED_CORE) every call gives EINVAL, a machine-wide error. */
@@ -734,6 +766,7 @@ int main(void) {
         RUN(test_clear_and_join);
         RUN(test_pidref_host);
         RUN(test_pidfd_cgroup_id_host);
+        RUN(test_pidfs_host);
         RUN(test_host_kernel);
         fake_root_remove(fake.root_dir);
         return 0;

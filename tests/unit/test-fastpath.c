@@ -530,7 +530,7 @@ static void test_journal_log(void) {
         ASSERT_TRUE(stat(path, &st2) == 0);
         ASSERT_EQ(st1.st_ino, st2.st_ino);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        ASSERT_TRUE(log && startswith(log, "topod-journal-log 1 "));
+        ASSERT_TRUE(log && startswith(log, "topod-journal-log 2 "));
         ASSERT_TRUE(strstr(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
                                 "task 43 4343 /user.slice/a\\x20b\nend 1\n"));
 
@@ -561,7 +561,7 @@ static void test_journal_log(void) {
         ASSERT_TRUE(stat(path, &st2) == 0);
         ASSERT_TRUE(st1.st_ino != st2.st_ino);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 1\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
+        ASSERT_STREQ(text, "topod-journal 2\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
                            "cgroup /topod.slice\nend 3\n");
 
         /* A log left from an older file (a crash between the rename and its

@@ -5,20 +5,23 @@
 #include <sys/stat.h>
 
 #include "apply/journal.h"
+#include "apply/pidref.h"
 #include "base/util.h"
 #include "fake-root.h"
 
 #define SAMPLE                                                  \
-        "topod-journal 1\n"                                     \
+        "topod-journal 2\n"                                     \
         "boot 3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c\n"           \
         "feature TTWU_QUEUE on\n"                               \
         "feature HRTICK off\n"                                  \
         "cgroup_mode concur\n"                                  \
         "task 1234 567890 /system.slice/foo.service\n"          \
         "task 99 1 /\n"                                         \
+        "task 1300 pidfs:88213 /user.slice\n"                   \
         "cookie 1234 567890\n"                                  \
+        "cookie 1300 pidfs:88213\n"                             \
         "cgroup /topod/llc1\n"                                  \
-        "end 7\n"
+        "end 9\n"
 
 static Journal *parse_ok(const char *text) {
         Journal *j = NULL;
@@ -70,16 +73,22 @@ static void test_round_trip(void) {
         ASSERT_STREQ(j->features[1].name, "HRTICK");
         ASSERT_FALSE(j->features[1].on);
         ASSERT_STREQ(j->cgroup_mode, "concur");
-        ASSERT_EQ(j->n_tasks, 2);
+        ASSERT_EQ(j->n_tasks, 3);
         ASSERT_EQ(j->tasks[0].tid, 1234);
         ASSERT_EQ(j->tasks[0].start_time, 567890);
         ASSERT_STREQ(j->tasks[0].cgroup, "/system.slice/foo.service");
         ASSERT_STREQ(j->tasks[1].cgroup, "/");
-        ASSERT_EQ(j->n_cookies, 1);
+        /* Known by its pidfd's inode (pidref.h): another identity than
+         * any start time, the same number included. */
+        ASSERT_EQ(j->tasks[2].start_time, PIDREF_IDENT_PIDFS | 88213);
+        ASSERT_TRUE(journal_get_task(j, 1300, PIDREF_IDENT_PIDFS | 88213) != NULL);
+        ASSERT_NULL(journal_get_task(j, 1300, 88213));
+        ASSERT_EQ(j->n_cookies, 2);
         ASSERT_EQ(j->cookies[0].tid, 1234);
+        ASSERT_EQ(j->cookies[1].start_time, PIDREF_IDENT_PIDFS | 88213);
         ASSERT_EQ(j->n_cgroups, 1);
         ASSERT_STREQ(j->cgroups[0], "/topod/llc1");
-        ASSERT_EQ(journal_n_entries(j), 7);
+        ASSERT_EQ(journal_n_entries(j), 9);
         ASSERT_FALSE(j->dirty);
         ASSERT_NULL(j->dir);
         ASSERT_TRUE(journal_get_task(j, 99, 1) != NULL);
@@ -93,23 +102,35 @@ static void test_round_trip(void) {
         ASSERT_STREQ(text2, text);
 }
 
+/* A file of version 1 (start times only) is read the same, and written
+ * back as version 2. */
+static void test_version_1(void) {
+        static const char v1[] = "topod-journal 1\ntask 1234 567890 /system.slice/foo.service\nend 1\n";
+        _cleanup_(journal_freep) Journal *j = parse_ok(v1);
+        _cleanup_free_ char *text = NULL;
+
+        ASSERT_EQ(j->tasks[0].start_time, 567890);
+        text = format(j);
+        ASSERT_STREQ(text, "topod-journal 2\ntask 1234 567890 /system.slice/foo.service\nend 1\n");
+}
+
 static void test_escapes(void) {
         const char *path = "/odd dir/new\nline/back\\slash/tab\t/\x7f/üñï";
         _cleanup_(journal_freep) Journal *j = NULL, *back = NULL;
         _cleanup_free_ char *text = NULL;
 
         ASSERT_OK(journal_new(NULL, &j));
-        ASSERT_EQ(journal_record_task(j, 7, UINT64_MAX, path), 1);
+        ASSERT_EQ(journal_record_task(j, 7, PIDREF_IDENT_PIDFS - 1, path), 1);
         ASSERT_EQ(journal_record_cgroup(j, path), 1);
         text = format(j);
         /* One entry per line: nothing in a path may break a line or a field. */
-        ASSERT_STREQ(text, "topod-journal 1\n"
-                           "task 7 18446744073709551615 /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
+        ASSERT_STREQ(text, "topod-journal 2\n"
+                           "task 7 9223372036854775807 /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
                            "cgroup /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
                            "end 2\n");
         ASSERT_OK(journal_parse(text, strlen(text), &back, NULL));
         ASSERT_STREQ(back->tasks[0].cgroup, path);
-        ASSERT_EQ(back->tasks[0].start_time, UINT64_MAX);
+        ASSERT_EQ(back->tasks[0].start_time, PIDREF_IDENT_PIDFS - 1);
         ASSERT_STREQ(back->cgroups[0], path);
 }
 
@@ -253,7 +274,8 @@ static void test_malformed(void) {
                 { "topod-journal 1\nfeature A on\n", EBADMSG, 2, "no \"end\"" },
                 { "hello\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal\nend 0\n", EBADMSG, 1, "header" },
-                { "topod-journal 2\nend 0\n", EPROTONOSUPPORT, 1, "version 2" },
+                { "topod-journal 3\nend 0\n", EPROTONOSUPPORT, 1, "version 3" },
+                { "topod-journal 0\nend 0\n", EPROTONOSUPPORT, 1, "version 0" },
                 { "topod-journal 01\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal 1\nend 1\n", EBADMSG, 2, "counts 1" },
                 { "topod-journal 1\nend\n", EBADMSG, 2, "end N" },
@@ -276,6 +298,11 @@ static void test_malformed(void) {
                 { "topod-journal 1\ntask 012 1 /a\nend 1\n", EBADMSG, 2, "thread id" },
                 { "topod-journal 1\ntask 12 18446744073709551616 /a\nend 1\n", EBADMSG, 2, "start time" },
                 { "topod-journal 1\ntask 12 1x /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 2\ntask 12 9223372036854775808 /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 2\ntask 12 pidfs:0 /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 2\ntask 12 pidfs: /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 2\ntask 12 pidfs:9223372036854775808 /a\nend 1\n", EBADMSG, 2, "start time" },
+                { "topod-journal 2\ncookie 12 pidfs:x\nend 1\n", EBADMSG, 2, "start time" },
                 { "topod-journal 1\ntask 12 1\nend 1\n", EBADMSG, 2, "TID START_TIME PATH" },
                 { "topod-journal 1\ntask 12 1 a/b\nend 1\n", EBADMSG, 2, "invalid" },
                 { "topod-journal 1\ntask 12 1 /a/../../etc\nend 1\n", EBADMSG, 2, "invalid" },
@@ -387,7 +414,7 @@ static void test_commit_and_load(void) {
         ASSERT_TRUE(stat(jdir, &st1) == 0);
         ASSERT_EQ(st1.st_mode & 07777, 0700);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
+        ASSERT_STREQ(text, "topod-journal 2\nfeature TTWU_QUEUE on\nend 1\n");
         snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
         ASSERT_TRUE(stat(path, &st1) == 0);
         ASSERT_EQ(st1.st_mode & 07777, 0600);
@@ -407,13 +434,13 @@ static void test_commit_and_load(void) {
                 char buf[256] = {};
 
                 ASSERT_TRUE(fread(buf, 1, sizeof(buf) - 1, held) > 0);
-                ASSERT_STREQ(buf, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
+                ASSERT_STREQ(buf, "topod-journal 2\nfeature TTWU_QUEUE on\nend 1\n");
                 fclose(held);
         }
         ASSERT_NULL(slurp(jdir, ".journal.tmp"));
         free(text);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\ntask 42 4242 /user.slice\ncgroup /topod/llc0\nend 3\n");
+        ASSERT_STREQ(text, "topod-journal 2\nfeature TTWU_QUEUE on\ntask 42 4242 /user.slice\ncgroup /topod/llc0\nend 3\n");
 
         /* Loaded back: what was recorded, clean, bound to the directory. */
         ASSERT_EQ(journal_load(jdir, &loaded, NULL), 1);
@@ -445,6 +472,7 @@ static void test_commit_and_load(void) {
 
 int main(void) {
         RUN(test_round_trip);
+        RUN(test_version_1);
         RUN(test_escapes);
         RUN(test_first_original_wins);
         RUN(test_forget_many);

@@ -12,6 +12,7 @@
 typedef struct FakeSyscalls {
         int core_sched;
         int proc_connector;
+        int pidfs;
 } FakeSyscalls;
 
 static int fake_core_sched(void *u) {
@@ -21,9 +22,14 @@ static int fake_proc_connector(void *u) {
         return ((FakeSyscalls *) u)->proc_connector;
 }
 
+static int fake_pidfs(void *u) {
+        return ((FakeSyscalls *) u)->pidfs;
+}
+
 static KernelCaps *probe(const char *dir, FakeSyscalls *fs) {
         _cleanup_(root_freep) Root *r = NULL;
-        KernelProbeOps ops = { fake_core_sched, fake_proc_connector, fs };
+        KernelProbeOps ops = { .core_sched_get = fake_core_sched, .proc_connector = fake_proc_connector,
+                               .pidfs = fake_pidfs, .userdata = fs };
         KernelCaps *c = NULL;
 
         ASSERT_OK(root_open(dir, &r));
@@ -61,7 +67,7 @@ static char *full_tree(void) {
 
 static void test_all_present(void) {
         char *d = full_tree();
-        FakeSyscalls fs = { 0, 0 };
+        FakeSyscalls fs = { 0, 0, 1 };
         _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d, &fs);
 
         ASSERT_TRUE(c->core_sched.available);
@@ -90,6 +96,7 @@ static void test_all_present(void) {
         ASSERT_FALSE(c->sched_ext_active);
         ASSERT_TRUE(c->proc_connector.available);
         ASSERT_TRUE(c->avx512_state.available);
+        ASSERT_TRUE(c->pidfs.available);
         ASSERT_STREQ(c->lockdown, "none");
         ASSERT_TRUE(strstr(c->cgroup2.reason, "cpu"));
         fake_root_remove(d);
@@ -98,7 +105,7 @@ static void test_all_present(void) {
 /* An empty tree and a kernel that has nothing. */
 static void test_all_absent(void) {
         char *d = fake_root_new();
-        FakeSyscalls fs = { -EINVAL, -EPROTONOSUPPORT };
+        FakeSyscalls fs = { -EINVAL, -EPROTONOSUPPORT, 0 };
         _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d, &fs);
 
         ASSERT_FALSE(c->core_sched.available);
@@ -117,11 +124,13 @@ static void test_all_absent(void) {
         ASSERT_FALSE(c->proc_connector.available);
         ASSERT_TRUE(strstr(c->proc_connector.reason, "CONFIG_CONNECTOR"));
         ASSERT_FALSE(c->avx512_state.available);
+        ASSERT_FALSE(c->pidfs.available);
+        ASSERT_TRUE(strstr(c->pidfs.reason, "start times"));
         ASSERT_NULL(c->lockdown);
         /* Every capability explains itself. */
         ASSERT_TRUE(c->core_sched.reason && c->smt.reason && c->cgroup2.reason && c->debugfs.reason &&
                     c->sched_features.reason && c->cgroup_mode.reason && c->sched_ext.reason &&
-                    c->proc_connector.reason && c->avx512_state.reason);
+                    c->proc_connector.reason && c->avx512_state.reason && c->pidfs.reason);
         fake_root_remove(d);
 }
 
@@ -130,7 +139,7 @@ static void test_all_absent(void) {
  * AVX-512; a BPF scheduler running. */
 static void test_partial(void) {
         char *d = full_tree();
-        FakeSyscalls fs = { -ENODEV, -EPERM };
+        FakeSyscalls fs = { -ENODEV, -EPERM, -EMFILE };
         _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
         char path[PATH_MAX];
 
@@ -161,6 +170,8 @@ static void test_partial(void) {
         ASSERT_FALSE(c->proc_connector.available);
         ASSERT_TRUE(strstr(c->proc_connector.reason, "CAP_NET_ADMIN"));
         ASSERT_TRUE(strstr(c->proc_connector.reason, "polling /proc"));
+        ASSERT_FALSE(c->pidfs.available);
+        ASSERT_EQ(c->pidfs.error, -EMFILE);
         fake_root_remove(d);
 }
 

@@ -6,11 +6,17 @@ places a process started after it (found through the proc connector: its
 cookie joins its group's), and on SIGTERM puts everything back. Then a
 kill -9 leaves the journal behind, and the next start recovers from it
 first. SIGHUP reloads: an edited policy takes effect, a broken one is
-refused with file:line and the running policy stays. Exit 0 pass, 1 fail,
-77 skip."""
+refused with file:line and the running policy stays.
+
+Processes named plain-* (a policy of their own, no cookie) are started in a
+cgroup "orig" once topod runs: the fast path moves them at their exec and,
+where pidfds are pidfs inodes (6.9+), journals them by their pidfd's inode
+("pidfs:N"); the stop and the recovery after kill -9 put them back into
+"orig" by it. Exit 0 pass, 1 fail, 77 skip."""
 
 import argparse
 import os
+import re
 import sys
 
 sys.dont_write_bytecode = True
@@ -18,7 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vmlib  # noqa: E402
 from test_apply import CONF, DATA, LOOK, threads_by_tgid  # noqa: E402
 
-START = ("workload idle crunch-1 & echo c1=$! > /tmp/pids; "
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+START = ("mkdir -p /sys/fs/cgroup/orig; ln -sf $(command -v workload) /tmp/plain-1; "
+         "ln -sf $(command -v workload) /tmp/plain-2; uname -r > /tmp/release; "
+         "workload idle crunch-1 & echo c1=$! > /tmp/pids; "
          "workload pingpong & echo pp=$! >> /tmp/pids; "
          "workload idle & echo by=$! >> /tmp/pids; sleep 1.5")
 
@@ -32,11 +42,24 @@ def up(n):
             "grep -q topod.slice /proc/$PP/cgroup && exit 0; sleep 0.1; done; exit 1" % n)
 
 
+# A process exec'd from /tmp/plain-N is called plain-N from its exec on:
+# the fast path's to place, not a rename after the exec that a pass places.
+def plain(n):
+    """Start plain-n in /orig, wait for it to be placed, print its journal
+    entry (the file and the fast path's log)."""
+    return ("sh -c 'echo $$ > /sys/fs/cgroup/orig/cgroup.procs; exec /tmp/plain-%d idle' & "
+            "echo p%d=$! >> /tmp/pids; P=$!; "
+            "for i in $(seq 300); do grep -q topod.slice /proc/$P/cgroup && break; sleep 0.1; done; "
+            "cat /proc/$P/cgroup; cat /run/topod/journal /run/topod/journal.log 2>/dev/null | grep \"^task $P \"; "
+            "grep -q topod.slice /proc/$P/cgroup" % (n, n))
+
+
 LATE = ("workload idle crunch-2 & echo c2=$! >> /tmp/pids; C2=$!; "
-        "for i in $(seq 300); do grep -q topod.slice /proc/$C2/cgroup && exit 0; sleep 0.1; done; exit 1")
+        "for i in $(seq 300); do grep -q topod.slice /proc/$C2/cgroup && break; sleep 0.1; done; "
+        "sleep 1; " + plain(1) + " && grep -q topod.slice /proc/$C2/cgroup")
 STOP = ("T=$(cat /tmp/topod.pid); kill -TERM $T; "
         "for i in $(seq 300); do [ -d /proc/$T ] || exit 0; sleep 0.1; done; exit 1")
-CRASH = "kill -9 $(cat /tmp/topod.pid); sleep 0.3; cat /run/topod/journal | head -3"
+CRASH = plain(2) + "; kill -9 $(cat /tmp/topod.pid); sleep 0.3; cat /run/topod/journal | head -3"
 # Reload: an edit moves the ping-pong group to CPUs 0-7; a broken file is
 # refused with file:line and the running policy stays.
 RELOAD_GOOD = ("sed -i 's/^cpus = 8-15/cpus = 0-7/' /etc/topod-test/policies.d/20-pingpong.ini; "
@@ -69,19 +92,23 @@ def test(args):
          STOP,                                                         # 11
          LOOK,                                                         # 12
          "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",      # 13
-         "cat /tmp/pids; cat /tmp/topod.log",                          # 14
+         "cat /tmp/pids /tmp/release; cat /tmp/topod.log",             # 14
          up(4),                                                        # 15
          RELOAD_GOOD,                                                  # 16
          RELOAD_BAD,                                                   # 17
-         STOP],                                                        # 18
+         STOP,                                                         # 18
+         "cat /proc/$(sed -n 's/^p1=//p' /tmp/pids)/cgroup /proc/$(sed -n 's/^p2=//p' /tmp/pids)/cgroup"],  # 19
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
-               "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini")})
+               "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini"),
+               "/etc/topod-test/policies.d/25-plain.ini": os.path.join(HERE, "data", "daemon", "25-plain.ini")})
     c = vmlib.Checks()
     lines = r.stdout(14).splitlines()
     pids = {k: int(v) for k, v in (l.split("=", 1) for l in lines if "=" in l and l.split("=")[0] in
-                                    ("c1", "c2", "pp", "by"))}
+                                    ("c1", "c2", "pp", "by", "p1", "p2"))}
+    release = next((l for l in lines if re.match(r"^\d+\.\d+", l)), "0.0")
+    pidfs = tuple(int(x) for x in re.match(r"^(\d+)\.(\d+)", release).groups()) >= (6, 9)
     print("  topod log:\n    " + "\n    ".join(l for l in lines if l.startswith("topod")))
 
     c.eq(r.rc(1), 0, "topod started and placed the ping-pong process")
@@ -90,7 +117,19 @@ def test(args):
     c.true(len(ck.get("pp", [])) == 1 and ck["pp"][0] not in (0, None), "ping-pong has a cookie", str(ck))
     c.eq(ck.get("by"), [0], "bystander: no cookie")
 
-    c.eq(r.rc(3), 0, "a process started later is placed (proc connector)")
+    c.eq(r.rc(3), 0, "processes started later are placed (proc connector)")
+    # Journaled by the fast path, by its pidfd's inode where the kernel has
+    # pidfs; a pass that happened to come first journals the start time
+    # (so one of the two may show that; the pause before plain-1 makes it
+    # rare).
+    ident = r"(pidfs:)?\d+"
+    entries = [re.search(r"^task %d %s /orig$" % (pids.get(p, 0), ident), r.stdout(i), re.M)
+               for p, i in (("p1", 3), ("p2", 9))]
+    c.true(all(entries), "the fast path journaled plain-1 and plain-2 with their original /orig",
+           r.stdout(3) + r.stdout(9))
+    c.true(not pidfs or any(e and e.group(1) for e in entries),
+           "kernel %s: a process moved by the fast path is journaled by its pidfd's inode" % release,
+           r.stdout(3) + r.stdout(9))
     look = threads_by_tgid(c.json(r, 4, "classify after the late process"), pids)
     ck = {k: sorted({t.get("cookie") for t in v}) for k, v in look.items()}
     c.true(ck.get("c1") == ck.get("c2") and ck.get("c1") and ck["c1"][0] not in (0, None),
@@ -102,12 +141,15 @@ def test(args):
          "after stop: every cookie cleared")
     c.true(all(not t.get("cgroup", "").startswith("/topod.slice") for v in look.values() for t in v),
            "after stop: tasks out of topod's cgroups")
+    c.eq(sorted({t.get("cgroup") for t in look.get("p1", [])}), ["/orig"], "after stop: plain-1 back in /orig")
     out7 = r.stdout(7)
     c.true("No such file" in out7 and "NO_TTWU_QUEUE" not in out7 and "journal" not in out7,
            "after stop: topod.slice gone, journal removed, TTWU_QUEUE back on", out7)
 
     c.eq(r.rc(8), 0, "started again")
     c.true("topod-journal" in r.stdout(9), "kill -9 leaves the journal", r.stdout(9))
+    rec = [l for l in lines if "recovering the journal" in l]
+    c.true(rec and re.search(r"\b0 failed", rec[0]) is not None, "the recovery restored all of it", "\n".join(rec))
     c.eq(r.rc(10), 0, "restarted after the crash: recovered and placed again")
     c.true(any("recovering the journal" in l for l in lines), "the restart recovered the journal first")
     c.eq(r.rc(11), 0, "stopped again")
@@ -123,6 +165,7 @@ def test(args):
     c.eq(out17[:1], ["0-7"], "SIGHUP with a broken policy: nothing of the new files applies")
     c.true(any("30-broken.ini:4: error" in l for l in out17), "the refusal names file:line", r.stdout(17))
     c.eq(r.rc(18), 0, "stopped at the end")
+    c.eq(r.stdout(19).split(), ["0::/orig", "0::/orig"], "at the end: plain-1 and plain-2 back in /orig")
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -1615,7 +1615,11 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                  * alive then held its tid throughout, so the cgroup read here
                  * (the original journaled) was its own. */
                 if (m->start_time == 0) {
-                        k = pidref_acquire_current(env.root, env.pidref, m->tgid, &m->ref);
+                        PidRefOps by_stat = *env.pidref;
+
+                        by_stat.pidfs_idents = false;
+                        k = pidref_acquire_current(env.root, m->by_start_time ? &by_stat : env.pidref, m->tgid,
+                                                   &m->ref);
                         if (k >= 0)
                                 m->start_time = m->ref.start_time;
                 } else
@@ -1735,10 +1739,20 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
 
                 if (pt && pt->start_time == jt->start_time)
                         continue; /* planned now: alive at the last scan, checked by its move */
-                k = pidref_read_start_time(env->root, -1, jt->tid, &st);
-                /* Gone, or its number names another process now. Anything
-                 * else (EACCES, EMFILE) keeps the entry. */
-                drop[i] = k == -ESRCH || (k >= 0 && st != jt->start_time);
+                if (pidref_ident_is_pidfs(jt->start_time)) {
+                        PidRef ref = PIDREF_NULL;
+
+                        /* Known by its pidfd's inode: pinned by it, or gone. */
+                        k = pidref_acquire_process(env->root, env->pidref ?: &pidref_ops_host, jt->tid, jt->start_time,
+                                                   &ref);
+                        pidref_done(&ref);
+                        drop[i] = k == -ESRCH;
+                } else {
+                        k = pidref_read_start_time(env->root, -1, jt->tid, &st);
+                        /* Gone, or its number names another process now.
+                         * Anything else (EACCES, EMFILE) keeps the entry. */
+                        drop[i] = k == -ESRCH || (k >= 0 && st != jt->start_time);
+                }
                 any = any || drop[i];
         }
         /* One sweep: after an exec storm most of the entries go at once. */

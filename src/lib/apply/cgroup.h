@@ -299,8 +299,11 @@ int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report)
 typedef struct CgroupMove {
         pid_t tgid;
         uint64_t start_time; /* of its main thread; 0: whatever process holds tgid now
-                              * (set by cgroup_move_prepare() once its handle is taken) */
+                              * (set by cgroup_move_prepare() once its handle is taken:
+                              * its start time, or where the pidref ops make pidfs
+                              * identities, PIDREF_IDENT_PIDFS | its pidfd's inode) */
         const char *group;   /* the Plan group's path, below cgroup_root */
+        bool by_start_time;  /* learn the start time even where pidfs identities are made */
 
         /* Set by cgroup_move_prepare(), for cgroup_move_finish(). */
         size_t item;         /* its result in the report */
@@ -325,6 +328,7 @@ int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journa
  * journal (rewritten whole on each commit) holds the living and does not
  * grow with every process that ever passed through topod's groups. A
  * process the plan places with the same main-thread start time lives; for
- * the others proc/<tgid>/task/<tgid>/stat is read. Not committed. Returns
+ * the others proc/<tgid>/task/<tgid>/stat is read (for an entry known by
+ * its pidfd's inode, a pidfd is opened). Not committed. Returns
  * the number forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apply/pidref.h"
 #include "base/root.h"
 #include "base/util.h"
 
@@ -18,7 +19,7 @@
 #define JOURNAL_TMP_NAME ".journal.tmp"
 #define JOURNAL_HEADER "topod-journal"
 #define JOURNAL_LOG_HEADER "topod-journal-log"
-#define JOURNAL_LOG_VERSION 1u
+#define JOURNAL_LOG_VERSION 2u /* 2: "pidfs:INODE" identities */
 
 /* ---- index: first-original-wins lookups in O(1) ------------------------ */
 
@@ -497,6 +498,14 @@ static void put_escaped(FILE *f, const char *s) {
         }
 }
 
+/* Who a thread is: its start time, or "pidfs:INODE" (pidref.h). */
+static void put_ident(FILE *f, uint64_t start_time) {
+        if (pidref_ident_is_pidfs(start_time))
+                fprintf(f, "pidfs:%" PRIu64, start_time & ~PIDREF_IDENT_PIDFS);
+        else
+                fprintf(f, "%" PRIu64, start_time);
+}
+
 /* The entries from the given positions on (the whole journal: all zero),
  * in the file's order. Returns how many. */
 static size_t format_entries(FILE *f, const Journal *j, const size_t from[4], bool mode) {
@@ -509,12 +518,17 @@ static size_t format_entries(FILE *f, const Journal *j, const size_t from[4], bo
                 n++;
         }
         for (size_t i = from[1]; i < j->n_tasks; i++, n++) {
-                fprintf(f, "task %d %" PRIu64 " ", (int) j->tasks[i].tid, j->tasks[i].start_time);
+                fprintf(f, "task %d ", (int) j->tasks[i].tid);
+                put_ident(f, j->tasks[i].start_time);
+                fputc(' ', f);
                 put_escaped(f, j->tasks[i].cgroup);
                 fputc('\n', f);
         }
-        for (size_t i = from[2]; i < j->n_cookies; i++, n++)
-                fprintf(f, "cookie %d %" PRIu64 "\n", (int) j->cookies[i].tid, j->cookies[i].start_time);
+        for (size_t i = from[2]; i < j->n_cookies; i++, n++) {
+                fprintf(f, "cookie %d ", (int) j->cookies[i].tid);
+                put_ident(f, j->cookies[i].start_time);
+                fputc('\n', f);
+        }
         for (size_t i = from[3]; i < j->n_cgroups; i++, n++) {
                 fputs("cgroup ", f);
                 put_escaped(f, j->cgroups[i]);
@@ -639,6 +653,19 @@ static int parse_tid(const char *s, pid_t *ret) {
         return 0;
 }
 
+/* A start time, or "pidfs:INODE" (version 2). */
+static bool parse_ident(const char *s, uint64_t *ret) {
+        uint64_t v;
+
+        if (startswith(s, "pidfs:")) {
+                if (!parse_u64(s + strlen("pidfs:"), PIDREF_IDENT_PIDFS - 1, &v) || v == 0)
+                        return false;
+                *ret = PIDREF_IDENT_PIDFS | v;
+                return true;
+        }
+        return parse_u64(s, PIDREF_IDENT_PIDFS - 1, ret);
+}
+
 static const char *record_what(int k) {
         return k == -E2BIG ? "too many entries" : k == -ENOMEM ? "out of memory" : "invalid value";
 }
@@ -666,7 +693,7 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
                                                                        "expected \"cookie TID START_TIME\"");
                 if (parse_tid(tok[1], &tid) < 0)
                         return parse_error(e, lineno, -EBADMSG, "invalid thread id");
-                if (!parse_u64(tok[2], UINT64_MAX, &start))
+                if (!parse_ident(tok[2], &start))
                         return parse_error(e, lineno, -EBADMSG, "invalid start time");
                 if (task) {
                         if (!unescape(tok[3]))
@@ -745,9 +772,9 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
                         if (ntok != 2 || !streq(tok[0], JOURNAL_HEADER) || !parse_u64(tok[1], UINT32_MAX, &v))
                                 return parse_error(ret_error, lineno, -EBADMSG, "not a topod journal (no \"%s N\" header)",
                                                    JOURNAL_HEADER);
-                        if (v != JOURNAL_VERSION)
+                        if (v < 1 || v > JOURNAL_VERSION)
                                 return parse_error(ret_error, lineno, -EPROTONOSUPPORT,
-                                                   "journal version %" PRIu64 ", this topod reads version %u", v,
+                                                   "journal version %" PRIu64 ", this topod reads versions 1 to %u", v,
                                                    JOURNAL_VERSION);
                         continue;
                 }
@@ -980,7 +1007,7 @@ static int parse_log(Journal *j, const char *text, size_t len, uint64_t ino, uin
                             !parse_u64(tok[2], UINT64_MAX, &i) || !parse_u64(tok[3], UINT64_MAX, &sz))
                                 return parse_error(e, lineno, -EBADMSG, "log: no \"%s N INODE SIZE\" header",
                                                    JOURNAL_LOG_HEADER);
-                        if (v != JOURNAL_LOG_VERSION)
+                        if (v < 1 || v > JOURNAL_LOG_VERSION)
                                 return parse_error(e, lineno, -EPROTONOSUPPORT, "log: version %" PRIu64, v);
                         if (i != ino || sz != size)
                                 return 0; /* extends an older file */

@@ -16,14 +16,15 @@
  * line-based and versioned; every line is "KIND FIELD…" separated by single
  * spaces:
  *
- *     topod-journal 1
+ *     topod-journal 2
  *     boot 3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c
  *     feature TTWU_QUEUE on
  *     cgroup_mode concur
  *     task 1234 567890 /system.slice/foo.service
+ *     task 1300 pidfs:88213 /user.slice
  *     cookie 1234 567890
  *     cgroup /topod/llc1
- *     end 5
+ *     end 6
  *
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
@@ -34,7 +35,7 @@
  * file is ignored), then blocks of entry lines, each closed by "end N" (N:
  * the entries of that block):
  *
- *     topod-journal-log 1 1234567 4096
+ *     topod-journal-log 2 1234567 4096
  *     task 1300 567990 /user.slice
  *     cookie 1300 567990
  *     end 2
@@ -42,6 +43,12 @@
  * A block without its "end" (a crash in the middle of the write) is
  * ignored: the changes it was to cover had not been made. journal_commit()
  * folds the log into the file and removes it.
+ *
+ * A thread is named by its tid and its start time (clock ticks after boot),
+ * or, for a process the fast path pinned where pidfds are pidfs inodes, by
+ * "pidfs:INODE", its pidfd's inode number (version 2; a version 1 file has
+ * start times only and is read the same). In memory that is a start_time of
+ * PIDREF_IDENT_PIDFS | INODE (apply/pidref.h).
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
@@ -59,7 +66,7 @@
 
 #define JOURNAL_FILE_NAME "journal"
 #define JOURNAL_LOG_NAME "journal.log"
-#define JOURNAL_VERSION 1u
+#define JOURNAL_VERSION 2u /* 2: "pidfs:INODE" identities; 1 is read too */
 
 /* Limits on what a journal file (an outside input after a crash) can make us
  * hold: the whole file, the number of entries, one name and one path. */
@@ -75,7 +82,8 @@ typedef struct JournalFeature {
 
 typedef struct JournalTask {
         pid_t tid;
-        uint64_t start_time; /* /proc/<tid>/stat field 22: tells a reused tid apart */
+        uint64_t start_time; /* /proc/<tid>/stat field 22, or PIDREF_IDENT_PIDFS | the
+                              * inode of its pidfd: tells a reused tid apart */
         char *cgroup;        /* original cgroup path */
 } JournalTask;
 

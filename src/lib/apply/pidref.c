@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,11 +64,23 @@ static int host_pidfd_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
         return 0;
 }
 
+static int host_pidfd_ino(int pidfd, void *userdata, uint64_t *ret) {
+        struct stat sb;
+
+        (void) userdata;
+        if (fstat(pidfd, &sb) < 0)
+                return negative_errno();
+        *ret = (uint64_t) sb.st_ino;
+        return 0;
+}
+
 const PidRefOps pidref_ops_host = {
         .pidfd_open = host_pidfd_open,
         .pidfd_alive = host_pidfd_alive,
         .pidfd_cgroup_id = host_pidfd_cgroup_id,
+        .pidfd_ino = host_pidfd_ino,
 };
+
 
 static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process, uint64_t *ret) {
         _cleanup_close_ int fd = -EBADF;
@@ -165,9 +178,21 @@ static int acquire(const Root *root, const PidRefOps *ops, pid_t tid, const uint
         }
 
         /* 2. Is it the thread the caller means? */
-        k = read_start_time(root, procfd, tid, process, &st);
-        if (k < 0)
-                return k;
+        if ((want && pidref_ident_is_pidfs(*want)) || (!want && ops && ops->pidfs_idents && pidfd >= 0 && ops->pidfd_ino)) {
+                uint64_t ino;
+
+                /* Its pidfd's inode number: only a pidfd has one. */
+                if (pidfd < 0 || !ops->pidfd_ino)
+                        return -EOPNOTSUPP;
+                k = ops->pidfd_ino(pidfd, ops->userdata, &ino);
+                if (k < 0)
+                        return k;
+                st = PIDREF_IDENT_PIDFS | ino;
+        } else {
+                k = read_start_time(root, procfd, tid, process, &st);
+                if (k < 0)
+                        return k;
+        }
         if (want && st != *want)
                 return -ESRCH; /* the tid was reused: the caller's thread is gone */
 

@@ -20,8 +20,20 @@
  *
  * The stat read is proc/<tid>/task/<tid>/stat, the thread's own: the
  * process-level proc/<tid>/stat sums over all threads of the process, which
- * would make checking every thread of a big process quadratic. */
+ * would make checking every thread of a big process quadratic.
+ *
+ * Where pidfds are inodes of pidfs (6.9, 64-bit: KernelCaps.pidfs)
+ * the inode number of a pidfd names its struct pid for as long as the
+ * system runs, and one fstat() of the pin tells who it is without reading
+ * /proc. The fast path, which pins a process it has only just seen exec
+ * (pidref_acquire_current()), then knows it by that number: an identity
+ * "start time" of PIDREF_IDENT_PIDFS | inode. Start times (clock ticks
+ * after boot) never reach that bit; every pidref_acquire*() takes either
+ * kind, and only the apply steps that pinned a process keep the inode kind
+ * (the journal's entries of processes moved); what compares with the
+ * observer's start times reads the start time. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/types.h>
@@ -42,6 +54,12 @@ _Static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
 /* The sandbox lets this ioctl through. */
 #define PIDREF_PIDFD_GET_INFO _IOWR(0xFF, 11, PidfdInfo)
 
+#define PIDREF_IDENT_PIDFS (UINT64_C(1) << 63)
+
+static inline bool pidref_ident_is_pidfs(uint64_t start_time) {
+        return (start_time & PIDREF_IDENT_PIDFS) != 0;
+}
+
 typedef struct PidRefOps {
         /* pidfd_open(tid, PIDFD_THREAD): an fd (O_CLOEXEC) or negative errno.
          * -EINVAL means "no pidfds for threads here": the proc directory is
@@ -54,6 +72,13 @@ typedef struct PidRefOps {
          * -EOPNOTSUPP where the kernel cannot tell (PIDFD_GET_INFO is 6.13).
          * NULL: never asked. */
         int (*pidfd_cgroup_id)(int pidfd, void *userdata, uint64_t *ret);
+        /* The inode number of pidfd (fstat()): 0 or negative errno. NULL:
+         * identities of the pidfs kind cannot be checked (-EOPNOTSUPP). */
+        int (*pidfd_ino)(int pidfd, void *userdata, uint64_t *ret);
+        /* pidref_acquire_current() names what it pins by its pidfd's inode
+         * (PIDREF_IDENT_PIDFS), not by a read of its start time: only where
+         * KernelCaps.pidfs says so. */
+        bool pidfs_idents;
         void *userdata;
 } PidRefOps;
 
@@ -82,7 +107,8 @@ int pidref_acquire(const Root *root, const PidRefOps *ops, pid_t tid, uint64_t s
  * exec or fork; O(threads) for an old process, once per move. */
 int pidref_acquire_process(const Root *root, const PidRefOps *ops, pid_t tgid, uint64_t start_time, PidRef *ret);
 /* The same for whatever process runs at tgid now (one just seen exec'ing):
- * its start time is learnt through the pin, in ret->start_time. */
+ * who it is is learnt through the pin, in ret->start_time: its start time,
+ * or with ops->pidfs_idents, PIDREF_IDENT_PIDFS | its pidfd's inode. */
 int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tgid, PidRef *ret);
 
 /* 1 while the thread lives, 0 once it has exited, negative errno if that

@@ -386,8 +386,11 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
                                 return k;
                         continue;
                 }
+                /* A cookie's journal entry and its later checks go by the
+                 * observer's start times: the move learns it for them. */
                 moves[n_moves] = (CgroupMove) { .tgid = it->tgid, .start_time = it->start_time,
-                                                .group = plan->groups[it->group].path };
+                                                .group = plan->groups[it->group].path,
+                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies };
                 move_of[n_moves++] = i;
         }
 

@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "observe/events.h"
@@ -66,9 +70,39 @@ static int host_proc_connector(void *userdata) {
         return -ETIMEDOUT;
 }
 
+#define CAPS_PIDFS_MAGIC 0x50494446 /* linux/magic.h PID_FS_MAGIC, 6.9 */
+
+static int host_pidfs(void *userdata) {
+        _cleanup_close_ int a = -EBADF, b = -EBADF, c = -EBADF;
+        struct statfs sf;
+        struct stat sa, sb, sc;
+
+        (void) userdata;
+        if (sizeof(sa.st_ino) < 8 || sizeof(long) < 8)
+                return 0; /* 32-bit: pidfs numbers are not unique there */
+        a = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        if (a < 0)
+                return errno == ENOSYS ? 0 : negative_errno();
+        b = (int) syscall(SYS_pidfd_open, getpid(), 0);
+        if (b < 0)
+                return negative_errno();
+        if (fstatfs(a, &sf) < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
+                return negative_errno();
+        if (sf.f_type != CAPS_PIDFS_MAGIC || sa.st_ino != sb.st_ino)
+                return 0; /* anon inodes (before 6.9): one number for all */
+        /* Another process has another number (init's, unless we are it). */
+        if (getpid() == 1)
+                return 1;
+        c = (int) syscall(SYS_pidfd_open, 1, 0);
+        if (c < 0 || fstat(c, &sc) < 0)
+                return negative_errno();
+        return sc.st_ino != sa.st_ino;
+}
+
 const KernelProbeOps kernel_probe_ops_host = {
         .core_sched_get = host_core_sched_get,
         .proc_connector = host_proc_connector,
+        .pidfs = host_pidfs,
 };
 
 static void cap_clear(CapStatus *c) {
@@ -81,7 +115,7 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
                 return NULL;
         CapStatus *all[] = {
                 &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
-                &c->cgroup_mode, &c->sched_ext, &c->proc_connector, &c->avx512_state,
+                &c->cgroup_mode, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->pidfs,
         };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 cap_clear(all[i]);
@@ -512,6 +546,24 @@ static int probe_arch_status(KernelCaps *c, const Root *root) {
                        "arch_status has no AVX512_elapsed_ms line: CPU without AVX-512 (AVX classes need explicit rules)");
 }
 
+static int probe_pidfs(KernelCaps *c, const KernelProbeOps *ops) {
+        int k;
+
+        if (!ops->pidfs)
+                return cap_set(&c->pidfs, false, 0, "not probed");
+        k = ops->pidfs(ops->userdata);
+        if (k < 0)
+                return cap_set(&c->pidfs, false, k, "cannot tell: %s; processes are named by their start times",
+                               errno_name(k));
+        if (k == 0)
+                return cap_set(&c->pidfs, false, 0,
+                               "pidfds are not pidfs inodes (before 6.9, or 32-bit): processes are named by their "
+                               "start times, read from /proc");
+        return cap_set(&c->pidfs, true, 0,
+                       "a pidfd's inode names its process: a process pinned to be moved is named by it, "
+                       "without a read of /proc/PID/stat");
+}
+
 static void probe_lockdown(KernelCaps *c, const Root *root) {
         _cleanup_free_ char *text = NULL;
         char *open, *close;
@@ -547,7 +599,7 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
         if ((k = probe_core_sched(c, ops)) < 0 || (k = probe_smt(c, root)) < 0 ||
             (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
             (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
-            (k = probe_arch_status(c, root)) < 0)
+            (k = probe_arch_status(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
         return 0;

@@ -5,8 +5,8 @@
  *
  * Every capability says whether it is usable and, in one line, why or why
  * not, with the errno that decided where there was one. File-based probes go
- * through the Root; the two that need a syscall (PR_SCHED_CORE_GET on
- * ourselves, a proc-connector socket) go through KernelProbeOps, so tests
+ * through the Root; the three that need a syscall (PR_SCHED_CORE_GET on
+ * ourselves, a proc-connector socket, pidfds) go through KernelProbeOps, so tests
  * can stand in for them. */
 
 #include <stdbool.h>
@@ -55,6 +55,7 @@ typedef struct KernelCaps {
 
         CapStatus proc_connector;
         CapStatus avx512_state;
+        CapStatus pidfs; /* a pidfd's inode number names its struct pid (6.9, 64-bit) */
 
         char *lockdown; /* "none", "integrity", "confidentiality", or NULL when unknown */
         bool syscalls_from_host; /* the syscall probes ran on this kernel, not the root's */
@@ -65,6 +66,9 @@ typedef struct KernelProbeOps {
         int (*core_sched_get)(void *userdata);
         /* Open, bind and subscribe a proc-connector socket: 0 or negative errno. */
         int (*proc_connector)(void *userdata);
+        /* Are pidfds inodes of pidfs, one number per process? 1, 0, or
+         * negative errno. NULL: not probed (not available). */
+        int (*pidfs)(void *userdata);
         void *userdata;
 } KernelProbeOps;
 

@@ -278,7 +278,9 @@ typedef struct CapRow {
         const CapStatus *cap;
 } CapRow;
 
-static size_t cap_rows(const KernelCaps *c, CapRow rows[static 9]) {
+#define CAP_ROWS 10u /* the capabilities KernelCaps has */
+
+static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         size_t n = 0;
 
         rows[n++] = (CapRow) { "core-scheduling", "core_scheduling", &c->core_sched };
@@ -290,11 +292,12 @@ static size_t cap_rows(const KernelCaps *c, CapRow rows[static 9]) {
         rows[n++] = (CapRow) { "sched-ext", "sched_ext", &c->sched_ext };
         rows[n++] = (CapRow) { "proc-connector", "proc_connector", &c->proc_connector };
         rows[n++] = (CapRow) { "avx512-state", "avx512_state", &c->avx512_state };
+        rows[n++] = (CapRow) { "pidfs", "pidfs", &c->pidfs };
         return n;
 }
 
 int kernelcaps_print_text(FILE *f, const KernelCaps *c, const char *root) {
-        CapRow rows[9];
+        CapRow rows[CAP_ROWS];
         size_t n = cap_rows(c, rows);
 
         fprintf(f, "Root: %s%s\n", root,
@@ -322,7 +325,7 @@ static void json_cap_common(Json *j, const CapStatus *cap) {
 }
 
 int kernelcaps_print_json(Json *j, const KernelCaps *c, const char *root) {
-        CapRow rows[9];
+        CapRow rows[CAP_ROWS];
         size_t n = cap_rows(c, rows);
 
         json_object_begin(j);
