@@ -35,6 +35,10 @@ _printf_(5, 6) static int add(ReconcileReport *r, ReconcileStatus status, int er
         char *what;
         int k;
 
+        if (r->failures_only && status != RECONCILE_FAILED && status != RECONCILE_SKIPPED) {
+                r->counts[status]++;
+                return 0;
+        }
         va_start(ap, fmt);
         k = vasprintf(&what, fmt, ap);
         va_end(ap);
@@ -367,6 +371,7 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
 
         if ((k = new_report(&r)) < 0)
                 return k;
+        r->failures_only = true;
         moves = calloc(MAX(n, (size_t) 1), sizeof(CgroupMove));
         move_of = calloc(MAX(n, (size_t) 1), sizeof(size_t));
         recorded = calloc(MAX(n, (size_t) 1), sizeof(bool));

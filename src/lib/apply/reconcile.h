@@ -44,7 +44,8 @@ typedef struct ReconcileItem {
 typedef struct ReconcileReport {
         ReconcileItem *items;
         size_t n, allocated;
-        unsigned counts[_RECONCILE_STATUS_MAX];
+        unsigned counts[_RECONCILE_STATUS_MAX]; /* of every item, listed or not */
+        bool failures_only; /* items only for FAILED and SKIPPED (reconcile_place()) */
 } ReconcileReport;
 
 ReconcileReport *reconcile_report_free(ReconcileReport *r);
@@ -101,9 +102,11 @@ typedef struct ReconcilePlacement {
         ReconcileStatus cookied;   /* the cookie (KEEP: RECONCILE_ALREADY) */
 } ReconcilePlacement;
 
-/* Apply a batch. Returns 0 and the report (one item per move and per
- * cookie, which may hold failures), or a negative errno when nothing could
- * be attempted. Reports no tree: the groups must exist. */
+/* Apply a batch. Returns 0 and the report, or a negative errno when nothing
+ * could be attempted. The report lists the moves and cookies that failed or
+ * were skipped, and counts all of them: how each placement went is in its
+ * moved and cookied (an item per success cost the fast path about a tenth
+ * of its time, to be thrown away). Reports no tree: the groups must exist. */
 int reconcile_place(const Reconciler *r, const Plan *plan, ReconcilePlacement *items, size_t n,
                     ReconcileReport **ret);
 
