@@ -326,9 +326,8 @@ static const char *errno_reason(int err) {
 
 /* "/a" + "b/c" -> "/a/b/c"; "/" + "b" -> "/b". */
 static int cg_join(const char *a, const char *b, char **ret) {
-        if (asprintf(ret, "%s%s%s", streq(a, "/") ? "" : a, "/", b) < 0)
-                return -ENOMEM;
-        return 0;
+        *ret = strjoin(streq(a, "/") ? "" : a, "/", b);
+        return *ret ? 0 : -ENOMEM;
 }
 
 /* "/a/b" -> "/a"; "/a" -> "/". */
@@ -343,13 +342,9 @@ static int cg_parent(const char *path, char **ret) {
  * the directory. */
 static int fs_path(const CgroupEnv *env, const char *cg, const char *file, char **ret) {
         const char *c = streq(cg, "/") ? "" : cg;
-        int k;
 
-        if (file)
-                k = asprintf(ret, "%s%s/%s", env->mount, c, file);
-        else
-                k = asprintf(ret, "%s%s", env->mount, *c ? c : "/");
-        return k < 0 ? -ENOMEM : 0;
+        *ret = file ? strjoin(env->mount, c, "/", file) : strjoin(env->mount, *c ? c : "/");
+        return *ret ? 0 : -ENOMEM;
 }
 
 bool cgroup_path_is_below(const char *path, const char *top) {
@@ -1390,10 +1385,10 @@ static int leader_start_time(const CgroupEnv *env, const PlanTask *t, uint64_t *
 static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, bool read_back,
                     bool *ret_written) {
         _cleanup_free_ char *after = NULL;
-        char num[16];
+        char num[21];
         int k;
 
-        snprintf(num, sizeof(num), "%d", (int) ref->tid);
+        (void) format_u64(num, (uint64_t) ref->tid);
         k = write_procs(env, cg, num);
         if (ret_written)
                 *ret_written = k >= 0;

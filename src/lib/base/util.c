@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,38 @@ int strv_join(char *const *l, const char *sep, char **ret) {
         *p = '\0';
         *ret = s;
         return 0;
+}
+
+char *strjoin_internal(const char *first, ...) {
+        va_list ap;
+        size_t len = 0;
+        char *s, *p;
+
+        va_start(ap, first);
+        for (const char *x = first; x; x = va_arg(ap, const char *))
+                len += strlen(x);
+        va_end(ap);
+        s = p = malloc(len + 1);
+        if (!s)
+                return NULL;
+        va_start(ap, first);
+        for (const char *x = first; x; x = va_arg(ap, const char *))
+                p = stpcpy(p, x);
+        va_end(ap);
+        return s;
+}
+
+size_t format_u64(char buf[static 21], uint64_t v) {
+        char d[20];
+        size_t n = 0;
+
+        do
+                d[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        for (size_t i = 0; i < n; i++)
+                buf[i] = d[n - 1 - i];
+        buf[n] = '\0';
+        return n;
 }
 
 char *strstrip(char *s) {

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -22,6 +23,13 @@ int strv_push_dup(char ***l, const char *s);
 int strv_split_ws(const char *s, size_t max_items, char ***ret);
 /* Join with a separator. */
 int strv_join(char *const *l, const char *sep, char **ret);
+
+/* The strings up to the NULL in one new string (NULL: out of memory): the
+ * hot paths' paths, without asprintf()'s format parsing. */
+char *strjoin_internal(const char *first, ...);
+#define strjoin(...) strjoin_internal(__VA_ARGS__, NULL)
+/* v in decimal at buf, NUL-terminated; returns the length. */
+size_t format_u64(char buf[static 21], uint64_t v);
 
 /* Remove leading and trailing whitespace in place; returns s. */
 char *strstrip(char *s);

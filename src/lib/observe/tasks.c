@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
+
 #ifndef PR_SCHED_CORE
 #define PR_SCHED_CORE 62
 #endif
@@ -839,7 +841,11 @@ static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size) {
         /* One read: comm is one short line, whole in the first read (no
          * second read to see the end of the file: the cheapest check of an
          * exec that matches nothing). */
-        snprintf(rel, sizeof(rel), "proc/%d/comm", (int) pid);
+        /* "proc/PID/comm", without snprintf()'s format parsing (every exec
+         * comes here). */
+        memcpy(rel, "proc/", 5);
+        n = (ssize_t) format_u64(rel + 5, (uint64_t) pid);
+        memcpy(rel + 5 + n, "/comm", sizeof("/comm"));
         fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
         if (fd < 0)
                 return is_vanished(fd) ? -ESRCH : fd;
