@@ -111,6 +111,9 @@ static int pass(Daemon *d) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }
+        /* Where processes are is read afresh by this pass's moves, which
+         * remember it for the fast path until the next pass. */
+        cgroup_held_forget_origins(d->held);
         if (!d->paused && (k = reconcile_apply(&rc, plan, &r)) < 0) {
                 log_error(d, "apply failed: %s", strerror(-k));
                 return k;
@@ -125,7 +128,7 @@ static int pass(Daemon *d) {
         d->plan = TAKE_PTR(plan);
         /* Files of groups the new plan may not have: opened again at the
          * next move into each. */
-        cgroup_held_clear(d->held);
+        cgroup_held_close_files(d->held);
         if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
         /* the groups' concurrency, for the next plan's emulated concur */

@@ -42,6 +42,7 @@ typedef struct Fake {
         bool no_cgroup_ids;         /* pidfd_cgroup_id: a kernel before 6.13 */
         unsigned id_calls;          /* pidfd_cgroup_id calls */
         unsigned id_moved_at;       /* that call (1-based) finds the process moved to /moved.slice */
+        unsigned id_gone_at;        /* that call finds it reaped */
         char excl_log[1024];        /* the cpuset.cpus.exclusive writes, in order */
         unsigned n_writes, n_mkdirs, n_rmdirs;
 } Fake;
@@ -529,7 +530,7 @@ static int fp_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
         fake.id_calls++;
         if (fake.no_cgroup_ids)
                 return -EOPNOTSUPP;
-        if (!t)
+        if (!t || fake.id_calls == fake.id_gone_at)
                 return -ESRCH;
         if (fake.id_calls == fake.id_moved_at) {
                 snprintf(t->cgroup, sizeof(t->cgroup), "/moved.slice");
@@ -1259,17 +1260,30 @@ static void test_origins_by_id(void) {
         st = cgroup_held_stats(held);
         ASSERT_TRUE(st.reads == 2 && st.hits == 1 && st.origins == 2);
 
+        /* Files closed after a pass, the cgroups remembered; forgotten
+         * before the next. */
+        cgroup_held_close_files(held);
+        ASSERT_EQ(cgroup_held_stats(held).origins, 2);
+        cgroup_held_forget_origins(held);
+        ASSERT_EQ(cgroup_held_stats(held).origins, 0);
+
+        /* Reaped while its cgroup was read: what was read may be another's.
+         * Gone, nothing journaled, nothing remembered. */
+        fake.id_gone_at = fake.id_calls + 2;
+        move_one_fast(&env, p, j, 302, CGROUP_VANISHED);
+        ASSERT_NULL(journal_get_task(j, 302, 3302));
+        ASSERT_EQ(cgroup_held_stats(held).origins, 0);
+        fake.id_gone_at = 0;
+
         /* Moved by someone else while its cgroup was read: the path read is
          * journaled, but remembered for neither id. */
-        cgroup_held_clear(held);
-        ASSERT_EQ(cgroup_held_stats(held).origins, 0);
         fake.id_moved_at = fake.id_calls + 2; /* the check after the read */
         move_one_fast(&env, p, j, 302, CGROUP_DONE);
         ASSERT_STREQ(journal_get_task(j, 302, 3302)->cgroup, "/user.slice");
         ASSERT_EQ(cgroup_held_stats(held).origins, 0);
         move_one_fast(&env, p, j, 303, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 4 && st.hits == 1 && st.origins == 1);
+        ASSERT_TRUE(st.reads == 5 && st.hits == 1 && st.origins == 1);
 
         /* A kernel without ids: asked once, then read every time. */
         cgroup_held_clear(held);
@@ -1278,7 +1292,7 @@ static void test_origins_by_id(void) {
         move_one_fast(&env, p, j, 304, CGROUP_DONE);
         move_one_fast(&env, p, j, 305, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 6 && st.origins == 0);
+        ASSERT_TRUE(st.reads == 7 && st.origins == 0);
         ASSERT_EQ(fake.id_calls, 1);
         ASSERT_STREQ(journal_get_task(j, 305, 3305)->cgroup, "/user.slice");
         teardown(TAKE_PTR(root));

@@ -84,7 +84,7 @@ int cgroup_held_new(CgroupHeld **ret) {
         return 0;
 }
 
-void cgroup_held_clear(CgroupHeld *f) {
+void cgroup_held_close_files(CgroupHeld *f) {
         if (!f)
                 return;
         for (size_t i = 0; i < f->n; i++) {
@@ -92,9 +92,19 @@ void cgroup_held_clear(CgroupHeld *f) {
                 closep(&f->fd[i]);
         }
         f->n = 0;
+}
+
+void cgroup_held_forget_origins(CgroupHeld *f) {
+        if (!f)
+                return;
         for (size_t i = 0; i < f->n_origins; i++)
                 free(f->origin_path[i]);
         f->n_origins = f->next_origin = 0;
+}
+
+void cgroup_held_clear(CgroupHeld *f) {
+        cgroup_held_close_files(f);
+        cgroup_held_forget_origins(f);
 }
 
 CgroupHeld *cgroup_held_free(CgroupHeld *f) {
@@ -541,8 +551,8 @@ static int task_cgroup(const CgroupEnv *env, const PidRef *ref, char **ret) {
                 k = env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &id);
                 if (k == -ESRCH)
                         return k;
-                if (k == -EOPNOTSUPP)
-                        f->no_ids = true;
+                if (k == -EOPNOTSUPP || k == -EPERM || k == -EACCES)
+                        f->no_ids = true; /* not this kernel's, or an outer seccomp filter's refusal */
                 by_id = k >= 0;
         }
         if (by_id) {
@@ -559,7 +569,14 @@ static int task_cgroup(const CgroupEnv *env, const PidRef *ref, char **ret) {
         k = read_task_cgroup(env, ref->tid, ret);
         if (k < 0 || !by_id)
                 return k;
-        if (env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &again) >= 0 && again == id)
+        k = env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &again);
+        if (k == -ESRCH) {
+                /* Reaped during the read: what was read may be another
+                 * process's that took the number. */
+                *ret = mfree(*ret);
+                return k;
+        }
+        if (k >= 0 && again == id)
                 held_origin_add(f, id, *ret);
         return 0;
 }

@@ -112,8 +112,7 @@ typedef struct CgroupOps {
 
 extern const CgroupOps cgroup_ops_kernel;
 
-/* What moves keep between two passes, cleared by the caller when the plan
- * changes (cgroup_held_clear()):
+/* What moves keep between two passes:
  *
  * - The cgroup.procs files of the groups processes are moved into, held
  *   open: opening one (a walk of the whole path) is most of what a move
@@ -127,14 +126,21 @@ extern const CgroupOps cgroup_ops_kernel;
  *   journal records, is then one ioctl on the pinned process's pidfd, and
  *   proc/PID/cgroup (a dear first read of a new process, a line per
  *   hierarchy on a hybrid host) is read only for a cgroup not seen since the
- *   last clear. An id is never reused while the system runs; a path can
- *   change (rename(2) of a cgroup directory), so a path remembered is at
- *   most one pass old, and a restore to a path gone goes to the nearest
- *   ancestor that lives, as for a cgroup removed. */
+ *   last time they were forgotten, at the start of every pass (which then
+ *   reads each cgroup once, afresh). An id is never reused while the
+ *   system runs; a path can change (rename(2) of a cgroup directory), so a
+ *   path remembered is at most one pass old: a process in a cgroup renamed
+ *   meanwhile is journaled by the old path, and restored to whatever is at
+ *   that path then, or, if nothing is, to the nearest ancestor that
+ *   lives. */
 typedef struct CgroupHeld CgroupHeld;
 
 int cgroup_held_new(CgroupHeld **ret);
-/* Close and forget all of it (the plan changed). */
+/* Close the files (after a pass: the new plan may not have their groups). */
+void cgroup_held_close_files(CgroupHeld *f);
+/* Forget the cgroups remembered by id (before a pass). */
+void cgroup_held_forget_origins(CgroupHeld *f);
+/* Both (before a restore). */
 void cgroup_held_clear(CgroupHeld *f);
 CgroupHeld *cgroup_held_free(CgroupHeld *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupHeld *, cgroup_held_free);

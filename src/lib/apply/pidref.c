@@ -51,8 +51,9 @@ static int host_pidfd_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
 
         (void) userdata;
         if (ioctl(pidfd, PIDREF_PIDFD_GET_INFO, &info) < 0) {
-                /* ENOTTY: no such ioctl before 6.13 (EINVAL from a pidfd
-                 * that is an anon inode, before 6.9). */
+                /* ENOTTY: an anon-inode pidfd (before 6.9) or pidfs
+                 * without ioctls (6.9, 6.10); EINVAL: pidfs's ioctls
+                 * without this one (6.11, 6.12). */
                 if (errno == ENOTTY || errno == EINVAL)
                         return -EOPNOTSUPP;
                 return negative_errno();
