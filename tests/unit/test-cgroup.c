@@ -1350,12 +1350,21 @@ static void test_pidfs_identities(void) {
         kill_task(301);
         add_task(301, 301, 9999, "/topod.slice/node0/llc1");
 
-        /* The prune keeps 300 (alive, same inode) and drops 301 (its number
-         * names another process now), without a plan to go by. */
+        /* The prune drops 301 (its number names another process now) and
+         * keeps 300 (alive, same inode), named by its start time from now
+         * on, without a plan to go by. */
         ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 1);
         ASSERT_NULL(journal_get_task(j, 301, ino301));
-        ASSERT_TRUE(journal_get_task(j, 300, ino300) != NULL);
-        /* Recorded again for the restore: the other 301 must stay. */
+        ASSERT_NULL(journal_get_task(j, 300, ino300));
+        ASSERT_STREQ(journal_get_task(j, 300, 3000)->cgroup, "/user.slice");
+        ASSERT_TRUE(j->dirty);
+        /* Named by both: the earlier entry stays. */
+        ASSERT_EQ(journal_record_task(j, 300, ino300, "/elsewhere"), 1);
+        ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 0);
+        ASSERT_EQ(j->n_tasks, 2);
+        ASSERT_STREQ(journal_get_task(j, 300, 3000)->cgroup, "/user.slice");
+        /* Recorded again for the restore: the other 301 must stay, and the
+         * restore goes by the inode. */
         ASSERT_EQ(journal_record_task(j, 301, ino301, "/user.slice"), 1);
         ASSERT_OK(journal_commit(j));
 

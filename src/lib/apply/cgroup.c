@@ -1734,16 +1734,20 @@ count:
 }
 
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal) {
+        const PidRefOps *ops = env->pidref ?: &pidref_ops_host;
+        _cleanup_free_ uint64_t *name = NULL;
         _cleanup_free_ bool *drop = NULL;
-        bool any = false;
-        size_t n;
+        bool any = false, renamed = false;
+        size_t n, total;
 
         if (!journal || journal->n_tasks == 0)
                 return 0;
-        drop = calloc(journal->n_tasks, sizeof(bool));
-        if (!drop)
+        total = journal->n_tasks;
+        drop = calloc(total, sizeof(bool));
+        name = calloc(total, sizeof(uint64_t));
+        if (!drop || !name)
                 return -ENOMEM;
-        for (size_t i = 0; i < journal->n_tasks; i++) {
+        for (size_t i = 0; i < total; i++) {
                 const JournalTask *jt = &journal->tasks[i];
                 const PlanTask *pt = plan ? plan_find_task(plan, jt->tid) : NULL;
                 uint64_t st;
@@ -1754,9 +1758,16 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                 if (pidref_ident_is_pidfs(jt->start_time)) {
                         PidRef ref = PIDREF_NULL;
 
-                        /* Known by its pidfd's inode: pinned by it, or gone. */
-                        k = pidref_acquire_process(env->root, env->pidref ?: &pidref_ops_host, jt->tid, jt->start_time,
-                                                   &ref);
+                        /* Known by its pidfd's inode (the fast path's): pinned
+                         * by it, or gone. Alive, it is named by its start time
+                         * from now on, so that later passes find it planned
+                         * without a pin: read through the pin. */
+                        k = pidref_acquire_process(env->root, ops, jt->tid, jt->start_time, &ref);
+                        if (k >= 0 && pidref_read_start_time(env->root, -1, jt->tid, &st) >= 0 &&
+                            pidref_alive(&ref, env->root, ops) > 0) {
+                                name[i] = st;
+                                renamed = true;
+                        }
                         pidref_done(&ref);
                         drop[i] = k == -ESRCH;
                 } else {
@@ -1769,6 +1780,15 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
         }
         /* One sweep: after an exec storm most of the entries go at once. */
         n = any ? journal_forget_tasks(journal, drop) : 0;
+        if (renamed) {
+                /* The entries that stayed, in order: their new names. */
+                size_t u = 0;
+
+                for (size_t i = 0; i < total; i++)
+                        if (!drop[i])
+                                name[u++] = name[i];
+                (void) journal_name_tasks(journal, name);
+        }
         return (int) MIN(n, (size_t) INT32_MAX);
 }
 

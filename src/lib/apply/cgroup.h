@@ -334,7 +334,9 @@ int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journa
  * journal (rewritten whole on each commit) holds the living and does not
  * grow with every process that ever passed through topod's groups. A
  * process the plan places with the same main-thread start time lives; for
- * the others proc/<tgid>/task/<tgid>/stat is read (for an entry known by
- * its pidfd's inode, a pidfd is opened). Not committed. Returns
- * the number forgotten. */
+ * the others proc/<tgid>/task/<tgid>/stat is read. An entry known by its
+ * pidfd's inode (the fast path's, pidref.h) is pinned by it: gone, it is
+ * forgotten; alive, it is named by its start time from then on, so that it
+ * is found planned by the next prune. Not committed. Returns the number
+ * forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);

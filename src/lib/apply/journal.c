@@ -441,6 +441,40 @@ size_t journal_forget_tasks(Journal *j, const bool *drop) {
         return n - u;
 }
 
+size_t journal_name_tasks(Journal *j, const uint64_t *start_time) {
+        size_t changed = 0, u = 0, n = j->n_tasks;
+
+        for (size_t i = 0; i < n; i++)
+                changed += start_time[i] != 0 && start_time[i] != j->tasks[i].start_time;
+        if (changed == 0)
+                return 0;
+        /* The index again, entry by entry in the file's order: one that
+         * names a thread an earlier one names goes (first original wins).
+         * Without an index (out of memory) find_any() scans. */
+        j->n_tasks = 0;
+        if (index_rebuild(j, n_indexed(j) + n) < 0) {
+                j->index = mfree(j->index);
+                j->index_size = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+                JournalTask t = j->tasks[i];
+
+                if (start_time[i] != 0)
+                        t.start_time = start_time[i];
+                if (find_any(j, INDEX_TASK, NULL, t.tid, t.start_time) >= 0) {
+                        free(t.cgroup);
+                        continue;
+                }
+                j->tasks[u] = t;
+                if (j->index_size > 0)
+                        index_put(j->index, j->index_size, INDEX_TASK, hash_task(INDEX_TASK, t.tid, t.start_time), u);
+                j->n_tasks = ++u;
+        }
+        j->dirty = true;
+        j->need_rewrite = true; /* a log can only add */
+        return changed;
+}
+
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {
         ssize_t pos = find_any(j, INDEX_COOKIE, NULL, tid, start_time);
 

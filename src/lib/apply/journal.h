@@ -158,6 +158,11 @@ int journal_forget_cgroup(Journal *j, const char *path);
  * sweep: a prune of many costs one pass over the entries, not one each.
  * The number dropped. */
 size_t journal_forget_tasks(Journal *j, const bool *drop);
+/* Name task entry i by start_time[i] from now on where that is not 0 (an
+ * entry known by its pidfd's inode, once its start time is known). An
+ * entry that then names the same thread as an earlier one is dropped: the
+ * earlier original wins. The number renamed. */
+size_t journal_name_tasks(Journal *j, const uint64_t *start_time);
 
 /* Lookups; NULL when not recorded. */
 const JournalFeature *journal_get_feature(const Journal *j, const char *name);
