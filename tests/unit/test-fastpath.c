@@ -242,6 +242,43 @@ static int fk_get(pid_t tid, uint64_t *ret, void *userdata) {
 }
 
 static const PidRefOps no_pidfds = {}; /* the proc directories of the fake root */
+
+/* pidfds where they are pidfs inodes: an fd of /dev/null standing for a
+ * fake process, whose inode is a number of its own (its start time + 1e6). */
+static pid_t pidfd_pid[256];
+
+static int fp_open(pid_t tid, void *userdata) {
+        char rel[64], path[PATH_MAX];
+        int fd;
+
+        (void) userdata;
+        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) tid);
+        snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
+        if (access(path, F_OK) < 0)
+                return -ESRCH;
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0 && (size_t) fd < ELEMENTSOF(pidfd_pid));
+        pidfd_pid[fd] = tid;
+        return fd;
+}
+
+static int fp_alive(int pidfd, pid_t tid, void *userdata) {
+        char path[PATH_MAX];
+
+        (void) userdata;
+        ASSERT_EQ(pidfd_pid[pidfd], tid);
+        snprintf(path, sizeof(path), "%s/proc/%d/stat", root_dir, (int) tid);
+        return access(path, F_OK) == 0;
+}
+
+static int fp_ino(int pidfd, void *userdata, uint64_t *ret) {
+        (void) userdata;
+        *ret = 1000000u + 5000u + (uint64_t) pidfd_pid[pidfd]; /* fake_process()'s start time + 1e6 */
+        return 0;
+}
+
+static const PidRefOps pidfs_ops = { .pidfd_open = fp_open, .pidfd_alive = fp_alive, .pidfd_ino = fp_ino,
+                                     .pidfs_idents = true };
 static const CookieOps fake_cookie_ops = {
         .create = fk_create, .share_from = fk_share_from, .share_to = fk_share_to, .get = fk_get, .pidref = &no_pidfds,
 };
@@ -366,6 +403,64 @@ static const ReconcileItem *find_item(const ReconcileReport *r, const char *pref
 }
 
 /* As pipeline_drain_events() does for EXEC and for FORK of a process. */
+static void event(World *w, pid_t pid);
+
+/* Where pidfds are pidfs inodes the fast path journals a process it moves
+ * by its pidfd's inode, but one it also gives a cookie by its start time,
+ * which its cookie's entry and the pass compare with the observer's: the
+ * next pass keeps that cookie, and names the other entry by its start time
+ * too. */
+static void test_pidfs_identities(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        const JournalTask *jt;
+        PipelineFreshStats st;
+        Plan *plan1, *plan2;
+        uint64_t c;
+        World w;
+
+        world_new(&w);
+        w.rc.pidref = &pidfs_ops;
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        fake_process(1000, "batch-b", "/user.slice");
+        fake_process(1002, "plain-b", "/user.slice");
+        event(&w, 1000);
+        event(&w, 1002);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        dump(r2);
+        ASSERT_EQ(st.placed, 2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        c = cookie_of(1000);
+        ASSERT_TRUE(c != 0);
+        /* The cookie's process by its start time, its cookie too. */
+        ASSERT_STREQ(journal_get_task(w.journal, 1000, 6000)->cgroup, "/user.slice");
+        {
+                bool found = false;
+
+                for (size_t i = 0; i < w.journal->n_cookies; i++)
+                        if (w.journal->cookies[i].tid == 1000) {
+                                ASSERT_EQ(w.journal->cookies[i].start_time, 6000);
+                                found = true;
+                        }
+                ASSERT_TRUE(found);
+        }
+        /* The other by its pidfd's inode. */
+        jt = journal_get_task(w.journal, 1002, PIDREF_IDENT_PIDFS | 1006002u);
+        ASSERT_TRUE(jt && streq(jt->cgroup, "/user.slice"));
+        ASSERT_STREQ(process_cgroup(1002), "/topod.slice/plain");
+
+        /* The next pass: the cookie stays, the entry is named by its start time. */
+        plan2 = pass(&w, &r3);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(cookie_of(1000), c);
+        ASSERT_NULL(journal_get_task(w.journal, 1002, PIDREF_IDENT_PIDFS | 1006002u));
+        ASSERT_STREQ(journal_get_task(w.journal, 1002, 6002)->cgroup, "/user.slice");
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 static void event(World *w, pid_t pid) {
         ASSERT_TRUE(w->p->n_fresh < PIPELINE_FRESH_MAX);
         w->p->fresh[w->p->n_fresh++] = pid;
@@ -692,6 +787,7 @@ int main(void) {
         RUN(test_journal_log);
         RUN(test_no_plan);
         RUN(test_place_then_pass);
+        RUN(test_pidfs_identities);
         RUN(test_timing);
         return 0;
 }
