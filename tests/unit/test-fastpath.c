@@ -657,7 +657,7 @@ static void test_journal_log(void) {
         ASSERT_TRUE(stat(path, &st2) == 0);
         ASSERT_TRUE(st1.st_ino != st2.st_ino);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 2\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
+        ASSERT_STREQ(text, "topod-journal 1\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
                            "cgroup /topod.slice\nend 3\n");
 
         /* A log left from an older file (a crash between the rename and its

@@ -380,7 +380,7 @@ static void test_journaled_and_restore(void) {
         ASSERT_OK(feat_set(f.root, &f.ops, DEBUGFS, j, "TTWU_QUEUE", false, &r));
         ASSERT_OK(feat_set_cgroup_mode(f.root, &f.ops, DEBUGFS, j, "max", &r));
         text = fake_read(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 2\n"
+        ASSERT_STREQ(text, "topod-journal 1\n"
                            "feature TTWU_QUEUE on\n"
                            "feature HRTICK off\n"
                            "cgroup_mode concur\n"

@@ -102,16 +102,23 @@ static void test_round_trip(void) {
         ASSERT_STREQ(text2, text);
 }
 
-/* A file of version 1 (start times only) is read the same, and written
- * back as version 2. */
+/* Version 1 (start times only) is what a journal without pidfs names is
+ * written as, for a topod before them; one such name makes it version 2,
+ * and it is back to 1 once that entry is gone. */
 static void test_version_1(void) {
         static const char v1[] = "topod-journal 1\ntask 1234 567890 /system.slice/foo.service\nend 1\n";
         _cleanup_(journal_freep) Journal *j = parse_ok(v1);
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *text2 = NULL, *text3 = NULL;
 
         ASSERT_EQ(j->tasks[0].start_time, 567890);
         text = format(j);
-        ASSERT_STREQ(text, "topod-journal 2\ntask 1234 567890 /system.slice/foo.service\nend 1\n");
+        ASSERT_STREQ(text, v1);
+        ASSERT_EQ(journal_record_cookie(j, 1300, PIDREF_IDENT_PIDFS | 7), 1);
+        text2 = format(j);
+        ASSERT_TRUE(startswith(text2, "topod-journal 2\n"));
+        ASSERT_EQ(journal_forget_cookie(j, 1300, PIDREF_IDENT_PIDFS | 7), 1);
+        text3 = format(j);
+        ASSERT_STREQ(text3, v1);
 }
 
 static void test_escapes(void) {
@@ -124,7 +131,7 @@ static void test_escapes(void) {
         ASSERT_EQ(journal_record_cgroup(j, path), 1);
         text = format(j);
         /* One entry per line: nothing in a path may break a line or a field. */
-        ASSERT_STREQ(text, "topod-journal 2\n"
+        ASSERT_STREQ(text, "topod-journal 1\n"
                            "task 7 9223372036854775807 /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
                            "cgroup /odd\\x20dir/new\\x0aline/back\\x5cslash/tab\\x09/\\x7f/üñï\n"
                            "end 2\n");
@@ -414,7 +421,7 @@ static void test_commit_and_load(void) {
         ASSERT_TRUE(stat(jdir, &st1) == 0);
         ASSERT_EQ(st1.st_mode & 07777, 0700);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 2\nfeature TTWU_QUEUE on\nend 1\n");
+        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
         snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
         ASSERT_TRUE(stat(path, &st1) == 0);
         ASSERT_EQ(st1.st_mode & 07777, 0600);
@@ -434,13 +441,13 @@ static void test_commit_and_load(void) {
                 char buf[256] = {};
 
                 ASSERT_TRUE(fread(buf, 1, sizeof(buf) - 1, held) > 0);
-                ASSERT_STREQ(buf, "topod-journal 2\nfeature TTWU_QUEUE on\nend 1\n");
+                ASSERT_STREQ(buf, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
                 fclose(held);
         }
         ASSERT_NULL(slurp(jdir, ".journal.tmp"));
         free(text);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_STREQ(text, "topod-journal 2\nfeature TTWU_QUEUE on\ntask 42 4242 /user.slice\ncgroup /topod/llc0\nend 3\n");
+        ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\ntask 42 4242 /user.slice\ncgroup /topod/llc0\nend 3\n");
 
         /* Loaded back: what was recorded, clean, bound to the directory. */
         ASSERT_EQ(journal_load(jdir, &loaded, NULL), 1);

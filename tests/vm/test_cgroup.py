@@ -205,7 +205,7 @@ def test(args):
     c.eq(s2["tasks"].get("pong"), "/topod.slice/node0/llc1", "after apply: pong moved with its process")
     c.eq(s2["tasks"].get("idle"), "/topod.slice/node1/llc2", "after apply: idle in llc2")
     jl = text2[1].strip().splitlines() if len(text2) > 1 else []
-    c.eq(jl[:1], ["topod-journal 2"], "journal: header")
+    c.eq(jl[:1], ["topod-journal 1"], "journal: header")
     c.eq(len([l for l in jl if l.startswith("task ") and l.endswith(" /work")]), 3,
          "journal: three tasks with original /work")
     c.true("cgroup /cgroup.subtree_control/cpuset" in jl and "cgroup /topod.slice" in jl,

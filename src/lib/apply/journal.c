@@ -19,7 +19,7 @@
 #define JOURNAL_TMP_NAME ".journal.tmp"
 #define JOURNAL_HEADER "topod-journal"
 #define JOURNAL_LOG_HEADER "topod-journal-log"
-#define JOURNAL_LOG_VERSION 2u /* 2: "pidfs:INODE" identities */
+#define JOURNAL_LOG_VERSION 2u /* 2: "pidfs:INODE" identities may follow */
 
 /* ---- index: first-original-wins lookups in O(1) ------------------------ */
 
@@ -632,6 +632,18 @@ static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bo
         return n;
 }
 
+/* The oldest version that says it all: 2 only with pidfs names, so that a
+ * journal without them stays readable by a topod before them. */
+static unsigned journal_version(const Journal *j) {
+        for (size_t i = 0; i < j->n_tasks; i++)
+                if (pidref_ident_is_pidfs(j->tasks[i].start_time))
+                        return JOURNAL_VERSION;
+        for (size_t i = 0; i < j->n_cookies; i++)
+                if (pidref_ident_is_pidfs(j->cookies[i].start_time))
+                        return JOURNAL_VERSION;
+        return 1;
+}
+
 static void put_end(Text *t, size_t n) {
         text_str(t, "end ");
         text_u64(t, n);
@@ -644,7 +656,7 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
         Text t = {};
 
         text_str(&t, JOURNAL_HEADER " ");
-        text_u64(&t, JOURNAL_VERSION);
+        text_u64(&t, journal_version(j));
         text_put(&t, "\n", 1);
         if (j->boot_id) {
                 text_str(&t, "boot ");

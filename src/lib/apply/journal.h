@@ -46,8 +46,9 @@
  *
  * A thread is named by its tid and its start time (clock ticks after boot),
  * or, for a process the fast path pinned where pidfds are pidfs inodes, by
- * "pidfs:INODE", its pidfd's inode number (version 2; a version 1 file has
- * start times only and is read the same). In memory that is a start_time of
+ * "pidfs:INODE", its pidfd's inode number (version 2; a file without such
+ * names is written as version 1, readable by a topod before them; a log
+ * says version 2 from its first block on). In memory that is a start_time of
  * PIDREF_IDENT_PIDFS | INODE (apply/pidref.h).
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
@@ -66,7 +67,7 @@
 
 #define JOURNAL_FILE_NAME "journal"
 #define JOURNAL_LOG_NAME "journal.log"
-#define JOURNAL_VERSION 2u /* 2: "pidfs:INODE" identities; 1 is read too */
+#define JOURNAL_VERSION 2u /* 2: "pidfs:INODE" identities; 1 (none) is read and written too */
 
 /* Limits on what a journal file (an outside input after a crash) can make us
  * hold: the whole file, the number of entries, one name and one path. */
