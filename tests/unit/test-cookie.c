@@ -695,7 +695,12 @@ static void test_pidfd_cgroup_id_host(void) {
         line += 3;
         snprintf(path, sizeof(path), "%s%.*s", access("/sys/fs/cgroup/unified", F_OK) == 0 ?
                  "/sys/fs/cgroup/unified" : "/sys/fs/cgroup", (int) strcspn(line, "\n"), line);
-        ASSERT_OK(stat(path, &sb) < 0 ? -errno : 0);
+        if (stat(path, &sb) < 0) {
+                fprintf(stderr, "SKIP test_pidfd_cgroup_id_host: our cgroup %s is not under the cgroup2 mount here: %s\n",
+                        path, strerror(errno));
+                close((int) fd);
+                return;
+        }
         ASSERT_EQ(id, (uint64_t) sb.st_ino);
         close((int) fd);
 }
