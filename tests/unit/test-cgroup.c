@@ -767,8 +767,18 @@ static void test_apply_restore(void) {
                 ASSERT_STREQ(disk->cgroups[5], "/topod.slice/node0/llc1");
         }
 
-        /* Again: everything already so, nothing written, journal untouched. */
+        /* Again: everything already so, nothing written, journal untouched.
+         * Told by the groups' cgroup.procs, not by each process's files:
+         * without them a pin would find 100 gone. */
         writes = fake.n_writes;
+        {
+                char full[PATH_MAX];
+
+                full_path("proc/100/cgroup", full, sizeof(full));
+                ASSERT_OK(unlink(full) < 0 ? -errno : 0);
+                full_path("proc/100/task/100/stat", full, sizeof(full));
+                ASSERT_OK(unlink(full) < 0 ? -errno : 0);
+        }
         ASSERT_OK(cgroup_report_new(&r2));
         ASSERT_EQ(cgroup_apply(&env, p, j, r2), 0);
         for (size_t i = 0; i < r2->n; i++)
@@ -776,6 +786,7 @@ static void test_apply_restore(void) {
                         ASSERT_EQ(r2->items[i].outcome, CGROUP_ALREADY);
         ASSERT_EQ(fake.n_writes, writes);
         ASSERT_FALSE(j->dirty);
+        write_task_files(find_task(100));
 
         /* A process that came in later by itself (a fork): not journaled. */
         add_task(300, 300, 3000, "/topod.slice/node0/llc0");

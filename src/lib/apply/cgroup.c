@@ -1434,6 +1434,65 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         return item_ok(it, CGROUP_DONE);
 }
 
+/* The processes in cg now, from its cgroup.procs, sorted. None (and 0) when
+ * it cannot be read: then every process is looked at one by one. */
+typedef struct Members {
+        bool read;
+        pid_t *pids;
+        size_t n;
+} Members;
+
+static int compare_pid_t(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t cap = 0;
+        int k;
+
+        m->read = true;
+        if (fs_path(env, cg, "cgroup.procs", &path) < 0)
+                return -ENOMEM;
+        k = root_read_file(env->root, path, CGROUP_PROCS_MAX, &text, NULL);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return 0;
+        for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
+                char *end;
+                long pid;
+
+                errno = 0;
+                pid = strtol(tok, &end, 10);
+                if (errno || *end || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                if (m->n == cap) {
+                        pid_t *np = realloc(m->pids, (cap = cap ? cap * 2 : 64) * sizeof(pid_t));
+
+                        if (!np)
+                                return -ENOMEM;
+                        m->pids = np;
+                }
+                m->pids[m->n++] = (pid_t) pid;
+        }
+        if (m->n > 1)
+                qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
+        return 0;
+}
+
+static bool members_has(const Members *m, pid_t pid) {
+        return m->n > 0 && bsearch(&pid, m->pids, m->n, sizeof(pid_t), compare_pid_t);
+}
+
+static void members_free(Members *m, size_t n) {
+        for (size_t i = 0; m && i < n; i++)
+                free(m[i].pids);
+        free(m);
+}
+
 typedef struct Pending {
         size_t proc;     /* index into the processes */
         size_t item;     /* index into the report */
@@ -1444,6 +1503,7 @@ typedef struct Pending {
 
 int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
         CgroupProcess *procs = NULL;
+        Members *members = NULL;
         _cleanup_free_ Pending *pend = NULL;
         size_t n_procs = 0, n_pend = 0, start = r->n;
         CgroupEnv env;
@@ -1456,13 +1516,18 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
         if (k < 0)
                 return k;
         pend = calloc(MAX(n_procs, 1u), sizeof(Pending));
-        if (!pend) {
+        members = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(Members));
+        if (!pend || !members) {
                 k = -ENOMEM;
                 goto finish;
         }
 
         /* 1. Where is each process now? Record the originals of those that
-         *    move, and commit once before the first move. */
+         *    move, and commit once before the first move. A process its
+         *    group's cgroup.procs lists is there already: one read of that
+         *    file per group, not a pin and a read of /proc for each of its
+         *    processes every pass (most are where the last pass or the fast
+         *    path put them). */
         for (size_t i = 0; i < n_procs; i++) {
                 const CgroupProcess *p = &procs[i];
                 _cleanup_free_ char *cg = NULL, *now = NULL;
@@ -1480,6 +1545,13 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 }
                 it->tgid = p->tgid;
                 it->pid = plan->tasks[p->tasks[0]].tid;
+                if (!members[p->group].read && (k = members_read(&env, cg, &members[p->group])) < 0)
+                        goto finish;
+                if (members_has(&members[p->group], p->tgid)) {
+                        set_str(&it->from, cg);
+                        item_ok(it, CGROUP_ALREADY);
+                        continue;
+                }
                 k = acquire_process(&env, plan, p, &ref, &t);
                 if (k == -ESRCH) {
                         item_ok(it, CGROUP_VANISHED);
@@ -1568,6 +1640,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
         k = (int) MIN(failed_since(r, start), (size_t) INT32_MAX);
 
 finish:
+        members_free(members, plan->n_groups);
         cgroup_processes_free(procs, n_procs);
         return k;
 }
