@@ -2,7 +2,7 @@
 /* The running daemon's costs (issue #6). Prints figures; asserts nothing.
  *
  *   bench-daemon --topod PATH [--threads N] [--policies P] [--calls C]
- *                [--idle SECONDS] [--topoctl PATH]
+ *                [--idle SECONDS] [--topoctl PATH] [--managed M]
  *
  * Starts N idle threads (in children of 100 threads each), writes P policy
  * files that match nothing on a real machine (so nothing is changed: safe
@@ -13,9 +13,14 @@
  *     a whole command (fork, exec, connect, call, print), C/10 times;
  *   - Reload with P policies and N threads: C/10 calls, each one waiting
  *     for the answer (parse and check every file, swap, one reconcile pass);
+ *     with --managed M, M more processes (comm "bench-managed") that one
+ *     more policy places into a group of its own, so that every pass checks
+ *     M processes in place (--policies 1 --managed M: what that check
+ *     costs a pass);
  *   - the daemon's steady CPU over SECONDS with everything idle (the sum of
  *     its threads' schedstat run time), and its memory.
- * Root is needed (topod is started as it would be). */
+ * Root is needed (topod is started as it would be). Only the bench's own
+ * children are moved (--managed), and topod puts them back when stopped. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -146,10 +152,12 @@ int main(int argc, char *argv[]) {
                 { "topod", required_argument, NULL, 'd' },   { "topoctl", required_argument, NULL, 'c' },
                 { "threads", required_argument, NULL, 't' }, { "policies", required_argument, NULL, 'p' },
                 { "calls", required_argument, NULL, 'n' },   { "idle", required_argument, NULL, 's' },
+                { "managed", required_argument, NULL, 'm' },
                 {},
         };
         const char *topod = NULL, *topoctl = NULL;
-        unsigned n_threads = 10000, n_policies = 1000, calls = 200, idle = 20;
+        unsigned n_threads = 10000, n_policies = 1000, calls = 200, idle = 20, n_managed = 0;
+        pid_t *managed = NULL;
         char dir[] = "/tmp/bench-daemon.XXXXXX", path[600], text[1024], socket_path[600];
         pid_t *children, daemon_pid, small_pid, mid_pid;
         unsigned n_children;
@@ -157,7 +165,7 @@ int main(int argc, char *argv[]) {
         sd_bus *bus = NULL;
         double *v;
 
-        while ((c = getopt_long(argc, argv, "d:c:t:p:n:s:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "d:c:t:p:n:s:m:", options, NULL)) >= 0)
                 switch (c) {
                 case 'd': topod = optarg; break;
                 case 'c': topoctl = optarg; break;
@@ -165,9 +173,10 @@ int main(int argc, char *argv[]) {
                 case 'p': n_policies = (unsigned) strtoul(optarg, NULL, 10); break;
                 case 'n': calls = (unsigned) strtoul(optarg, NULL, 10); break;
                 case 's': idle = (unsigned) strtoul(optarg, NULL, 10); break;
+                case 'm': n_managed = (unsigned) strtoul(optarg, NULL, 10); break;
                 default:
                         fprintf(stderr, "usage: bench-daemon --topod PATH [--topoctl PATH] [--threads N] [--policies P] "
-                                        "[--calls C] [--idle SECONDS]\n");
+                                        "[--calls C] [--idle SECONDS] [--managed M]\n");
                         return 2;
                 }
         if (!topod || calls < 10 || n_policies < 1) {
@@ -191,6 +200,12 @@ int main(int argc, char *argv[]) {
                          "class = throughput\n\n[place]\ngroup = g%04u\ncookie = none\ncpus = llc\nweight = %u\n",
                          i, i % 1000, i, i, 100 + i % 900);
                 if (write_file(path, text) < 0)
+                        return 1;
+        }
+        if (n_managed > 0) {
+                snprintf(path, sizeof(path), "%s/policies.d/managed.ini", dir);
+                if (write_file(path, "[policy]\nname = bench-managed\npriority = 1\n\n[match]\ncomm = bench-managed\n\n"
+                                     "[place]\ngroup = managed\ncookie = none\ncpus = all\n") < 0)
                         return 1;
         }
         snprintf(path, sizeof(path), "%s/topod.conf", dir);
@@ -253,6 +268,42 @@ int main(int argc, char *argv[]) {
         }
         sleep(2); /* a few passes: the classifier's rings and the scanner's held fds settle */
 
+        /* The processes topod is to place, and the wait until it has. */
+        managed = calloc(n_managed + 1, sizeof(pid_t));
+        for (unsigned i = 0; i < n_managed; i++) {
+                managed[i] = fork();
+                if (managed[i] == 0) {
+                        (void) prctl(PR_SET_NAME, "bench-managed");
+                        pause();
+                        _exit(0);
+                }
+        }
+        if (n_managed > 0) {
+                double start = now_ms();
+                unsigned placed = 0;
+
+                while (now_ms() - start < 60000) {
+                        placed = 0;
+                        for (unsigned i = 0; i < n_managed; i++) {
+                                char cg[600], line[600];
+                                FILE *f;
+
+                                /* The cgroup2 line ("0::", the last on a hybrid host). */
+                                snprintf(cg, sizeof(cg), "/proc/%d/cgroup", (int) managed[i]);
+                                f = fopen(cg, "re");
+                                while (f && fgets(line, sizeof(line), f))
+                                        if (!strncmp(line, "0::", 3) && strstr(line, "/managed"))
+                                                placed++;
+                                if (f)
+                                        fclose(f);
+                        }
+                        if (placed == n_managed)
+                                break;
+                        usleep(100000);
+                }
+                printf("%u of %u managed processes placed after %.0f ms\n", placed, n_managed, now_ms() - start);
+        }
+
         v = calloc(calls, sizeof(double));
         for (unsigned i = 0; i < calls; i++) {
                 double t = now_ms();
@@ -294,7 +345,8 @@ int main(int argc, char *argv[]) {
                 call(bus, "Reload", "b", 0);
                 v[i] = now_ms() - t;
         }
-        snprintf(text, sizeof(text), "Reload, %u policies, %u threads:", n_policies, n_children * THREADS_PER_CHILD);
+        snprintf(text, sizeof(text), "Reload, %u policies, %u threads, %u placed:", n_policies + (n_managed > 0),
+                 n_children * THREADS_PER_CHILD, n_managed);
         print_stats(text, v, calls / 10, "< 100 ms");
         free(v);
 
@@ -317,6 +369,12 @@ out:
                 kill(children[i], SIGKILL);
         for (unsigned i = 0; i < n_children; i++)
                 waitpid(children[i], NULL, 0);
+        for (unsigned i = 0; managed && i < n_managed; i++)
+                if (managed[i] > 0) {
+                        kill(managed[i], SIGKILL);
+                        waitpid(managed[i], NULL, 0);
+                }
+        free(managed);
         snprintf(text, sizeof(text), "rm -rf %s", dir);
         (void) !system(text);
         return 0;
