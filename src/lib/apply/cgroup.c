@@ -1448,6 +1448,19 @@ static int compare_pid_t(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
+/* One line of cgroup.procs: a pid, or false. */
+static bool parse_procs_line(const char *line, pid_t *ret) {
+        char *end;
+        long pid;
+
+        errno = 0;
+        pid = strtol(line, &end, 10);
+        if (errno || *end || pid <= 0 || pid > INT32_MAX)
+                return false;
+        *ret = (pid_t) pid;
+        return true;
+}
+
 static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
         _cleanup_free_ char *path = NULL, *text = NULL;
         size_t cap = 0;
@@ -1462,12 +1475,9 @@ static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
         if (k < 0)
                 return 0;
         for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
-                char *end;
-                long pid;
+                pid_t pid;
 
-                errno = 0;
-                pid = strtol(tok, &end, 10);
-                if (errno || *end || pid <= 0 || pid > INT32_MAX)
+                if (!parse_procs_line(tok, &pid))
                         continue;
                 if (m->n == cap) {
                         pid_t *np = realloc(m->pids, (cap = cap ? cap * 2 : 64) * sizeof(pid_t));
@@ -1476,7 +1486,7 @@ static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
                                 return -ENOMEM;
                         m->pids = np;
                 }
-                m->pids[m->n++] = (pid_t) pid;
+                m->pids[m->n++] = pid;
         }
         if (m->n > 1)
                 qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
@@ -1976,12 +1986,9 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 PidRef ref = PIDREF_NULL;
                 CgroupResult *it;
                 uint64_t st;
-                char *end;
-                long pid;
+                pid_t pid;
 
-                errno = 0;
-                pid = strtol(tok, &end, 10);
-                if (errno || *end || pid <= 0 || pid > INT32_MAX)
+                if (!parse_procs_line(tok, &pid))
                         continue;
                 if (!dest) {
                         _cleanup_free_ char *up = NULL;
@@ -1996,14 +2003,14 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 it = item_new(r, CGROUP_ITEM_MOVE, dest, NULL);
                 if (!it)
                         return -ENOMEM;
-                it->pid = it->tgid = (pid_t) pid;
+                it->pid = it->tgid = pid;
                 set_str(&it->from, cg);
                 /* Its identity now; then still in cg, so still the one listed. */
-                k = pidref_read_start_time(env->root, -1, (pid_t) pid, &st);
+                k = pidref_read_start_time(env->root, -1, pid, &st);
                 if (k >= 0)
-                        k = pidref_acquire(env->root, env->pidref, (pid_t) pid, st, &ref);
+                        k = pidref_acquire(env->root, env->pidref, pid, st, &ref);
                 if (k >= 0) {
-                        k = read_task_cgroup(env, (pid_t) pid, &now);
+                        k = read_task_cgroup(env, pid, &now);
                         if (k >= 0 && !streq(now, cg))
                                 k = -ESRCH; /* left by itself */
                 }
