@@ -270,12 +270,20 @@ int main(int argc, char *argv[]) {
 
         /* The processes topod is to place, and the wait until it has. */
         managed = calloc(n_managed + 1, sizeof(pid_t));
+        if (!managed)
+                goto out;
         for (unsigned i = 0; i < n_managed; i++) {
                 managed[i] = fork();
                 if (managed[i] == 0) {
                         (void) prctl(PR_SET_NAME, "bench-managed");
                         pause();
                         _exit(0);
+                }
+                if (managed[i] < 0) {
+                        fprintf(stderr, "bench-daemon: fork: %s; %u managed processes instead of %u\n",
+                                strerror(errno), i, n_managed);
+                        n_managed = i;
+                        break;
                 }
         }
         if (n_managed > 0) {

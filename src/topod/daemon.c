@@ -103,6 +103,10 @@ static int pass(Daemon *d) {
         uint64_t start = pipeline_now_usec();
         int k;
 
+        /* Where processes are is read afresh by this pass's moves, which
+         * remember it for the fast path until the next pass (a pass that
+         * fails early leaves none older than that). */
+        cgroup_held_forget_origins(d->held);
         if ((k = pipeline_sample(d->p, false)) < 0) {
                 log_error(d, "scanning /proc failed: %s", strerror(-k));
                 return k;
@@ -111,9 +115,6 @@ static int pass(Daemon *d) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }
-        /* Where processes are is read afresh by this pass's moves, which
-         * remember it for the fast path until the next pass. */
-        cgroup_held_forget_origins(d->held);
         if (!d->paused && (k = reconcile_apply(&rc, plan, &r)) < 0) {
                 log_error(d, "apply failed: %s", strerror(-k));
                 return k;

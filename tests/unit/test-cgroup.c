@@ -190,6 +190,7 @@ static int fk_mkdir(void *userdata, const Root *root, const char *path) {
                 fake_write(fake.root_dir, rel, text);     \
         } while (0)
         PUT("cgroup.procs", "");
+        PUT("cgroup.type", "domain\n");
         PUT("cgroup.subtree_control", "\n");
         PUT("cgroup.controllers", ctl);
         if (listed(ctl, "cpu")) {
@@ -786,6 +787,16 @@ static void test_apply_restore(void) {
                         ASSERT_EQ(r2->items[i].outcome, CGROUP_ALREADY);
         ASSERT_EQ(fake.n_writes, writes);
         ASSERT_FALSE(j->dirty);
+        /* Not for a threaded domain, whose cgroup.procs lists processes of
+         * its threaded subtree too: each process is looked at (100, its
+         * files gone, reads as gone). */
+        fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc0/cgroup.type", "domain threaded\n");
+        cgroup_report_free(TAKE_PTR(r2));
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r2), 0);
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_VANISHED);
+        fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc0/cgroup.type", "domain\n");
         write_task_files(find_task(100));
 
         /* A process that came in later by itself (a fork): not journaled. */

@@ -16,6 +16,7 @@
 
 #include "apply/cookie.h"
 #include "apply/journal.h"
+#include "apply/pidref.h"
 #include "apply/reconcile.h"
 #include "base/util.h"
 #include "fake-root.h"
@@ -88,6 +89,7 @@ static int fk_mkdir(void *userdata, const Root *root, const char *path) {
                 fake_write(root_dir, rel, text);                        \
         } while (0)
         PUT("cgroup.procs", "");
+        PUT("cgroup.type", "domain\n");
         PUT("cgroup.controllers", "cpuset cpu\n");
         PUT("cgroup.subtree_control", "\n");
         PUT("cpu.weight", "100\n");
@@ -626,7 +628,7 @@ static void test_journal_log(void) {
         ASSERT_TRUE(stat(path, &st2) == 0);
         ASSERT_EQ(st1.st_ino, st2.st_ino);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        ASSERT_TRUE(log && startswith(log, "topod-journal-log 2 "));
+        ASSERT_TRUE(log && startswith(log, "topod-journal-log 1 ")); /* no pidfs names */
         ASSERT_TRUE(strstr(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
                                 "task 43 4343 /user.slice/a\\x20b\nend 1\n"));
 
@@ -680,6 +682,24 @@ static void test_journal_log(void) {
         ASSERT_TRUE(log && strstr(log, "\ntask 47 1 /\nend 1\n"));
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
         ASSERT_EQ(journal_n_entries(l), 5);
+        l = journal_free(l);
+
+        /* A pidfs name does not go into a log that says version 1: the
+         * file is written whole (version 2) and the log removed; the next
+         * log says version 2 from its start. */
+        ASSERT_EQ(journal_record_task(j, 50, PIDREF_IDENT_PIDFS | 5, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        free(text);
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_TRUE(text && startswith(text, "topod-journal 2\n") && strstr(text, "\ntask 50 pidfs:5 /\n"));
+        ASSERT_EQ(journal_record_task(j, 51, PIDREF_IDENT_PIDFS | 6, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        free(log);
+        log = slurp(jdir, JOURNAL_LOG_NAME);
+        ASSERT_TRUE(log && startswith(log, "topod-journal-log 2 ") && strstr(log, "\ntask 51 pidfs:6 /\nend 1\n"));
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_TRUE(journal_get_task(l, 51, PIDREF_IDENT_PIDFS | 6) != NULL);
         l = journal_free(l);
 
         /* journal_commit() folds the log in; journal_remove() takes both. */

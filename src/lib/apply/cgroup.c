@@ -1434,8 +1434,11 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         return item_ok(it, CGROUP_DONE);
 }
 
-/* The processes in cg now, from its cgroup.procs, sorted. None (and 0) when
- * it cannot be read: then every process is looked at one by one. */
+/* The processes in cg now, from its cgroup.procs, sorted. None when it
+ * cannot be read, or when cg is not a plain domain cgroup (cgroup.type): a
+ * threaded domain's cgroup.procs lists every process with its main thread
+ * anywhere in its threaded subtree. Then every process is looked at one by
+ * one. */
 typedef struct Members {
         bool read;
         pid_t *pids;
@@ -1462,11 +1465,16 @@ static bool parse_procs_line(const char *line, pid_t *ret) {
 }
 
 static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_free_ char *type = NULL, *path = NULL, *text = NULL;
         size_t cap = 0;
         int k;
 
         m->read = true;
+        k = read_attr(env, cg, "cgroup.type", &type);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0 || !streq(strstrip(type), "domain"))
+                return 0;
         if (fs_path(env, cg, "cgroup.procs", &path) < 0)
                 return -ENOMEM;
         k = root_read_file(env->root, path, CGROUP_PROCS_MAX, &text, NULL);
@@ -1557,6 +1565,9 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 it->pid = plan->tasks[p->tasks[0]].tid;
                 if (!members[p->group].read && (k = members_read(&env, cg, &members[p->group])) < 0)
                         goto finish;
+                /* Listed: there (or, when the planned process has gone,
+                 * another that took its number is: nothing to do either;
+                 * someone who moves it after the read is the next pass's). */
                 if (members_has(&members[p->group], p->tgid)) {
                         set_str(&it->from, cg);
                         item_ok(it, CGROUP_ALREADY);

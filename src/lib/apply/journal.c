@@ -19,7 +19,7 @@
 #define JOURNAL_TMP_NAME ".journal.tmp"
 #define JOURNAL_HEADER "topod-journal"
 #define JOURNAL_LOG_HEADER "topod-journal-log"
-#define JOURNAL_LOG_VERSION 2u /* 2: "pidfs:INODE" identities may follow */
+#define JOURNAL_LOG_VERSION 2u /* 2: "pidfs:INODE" identities; 1 (none) is read and written too */
 
 /* ---- index: first-original-wins lookups in O(1) ------------------------ */
 
@@ -632,15 +632,16 @@ static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bo
         return n;
 }
 
-/* The oldest version that says it all: 2 only with pidfs names, so that a
- * journal without them stays readable by a topod before them. */
-static unsigned journal_version(const Journal *j) {
-        for (size_t i = 0; i < j->n_tasks; i++)
+/* The oldest version that says what the entries from the given positions
+ * on say: 2 only with pidfs names, so that a journal without them stays
+ * readable by a topod before them. */
+static unsigned entries_version(const Journal *j, const size_t from[4]) {
+        for (size_t i = from[1]; i < j->n_tasks; i++)
                 if (pidref_ident_is_pidfs(j->tasks[i].start_time))
-                        return JOURNAL_VERSION;
-        for (size_t i = 0; i < j->n_cookies; i++)
+                        return 2;
+        for (size_t i = from[2]; i < j->n_cookies; i++)
                 if (pidref_ident_is_pidfs(j->cookies[i].start_time))
-                        return JOURNAL_VERSION;
+                        return 2;
         return 1;
 }
 
@@ -656,7 +657,7 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
         Text t = {};
 
         text_str(&t, JOURNAL_HEADER " ");
-        text_u64(&t, journal_version(j));
+        text_u64(&t, entries_version(j, all));
         text_put(&t, "\n", 1);
         if (j->boot_id) {
                 text_str(&t, "boot ");
@@ -1008,6 +1009,7 @@ int journal_commit(Journal *j) {
 
 int journal_commit_append(Journal *j) {
         _cleanup_free_ char *buf = NULL;
+        unsigned version;
         size_t len, n;
         Text t = {};
         int k;
@@ -1040,9 +1042,13 @@ int journal_commit_append(Journal *j) {
                 j->log_fd = fd;
         }
 
+        version = entries_version(j, j->committed);
+        if (j->log_size > 0 && version > j->log_version)
+                return journal_commit(j); /* not in a log that says version 1 */
         if (j->log_size == 0) {
+                j->log_version = version;
                 text_str(&t, JOURNAL_LOG_HEADER " ");
-                text_u64(&t, JOURNAL_LOG_VERSION);
+                text_u64(&t, version);
                 text_put(&t, " ", 1);
                 text_u64(&t, j->file_ino);
                 text_put(&t, " ", 1);

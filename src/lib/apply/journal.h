@@ -46,9 +46,10 @@
  *
  * A thread is named by its tid and its start time (clock ticks after boot),
  * or, for a process the fast path pinned where pidfds are pidfs inodes, by
- * "pidfs:INODE", its pidfd's inode number (version 2; a file without such
- * names is written as version 1, readable by a topod before them; a log
- * says version 2 from its first block on). In memory that is a start_time of
+ * "pidfs:INODE", its pidfd's inode number (version 2; a file or a log
+ * without such names is written as version 1, readable by a topod before
+ * them; a name of that kind for a log of version 1 makes the commit a
+ * whole one, which removes the log). In memory that is a start_time of
  * PIDREF_IDENT_PIDFS | INODE (apply/pidref.h).
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
@@ -120,6 +121,7 @@ typedef struct Journal {
         bool committed_mode;
         uint64_t file_ino, file_size; /* the file the log extends; file_ino 0: none written by us */
         uint64_t log_size;        /* bytes in the log; 0: none */
+        unsigned log_version;     /* its header's: 2 once a block had pidfs names */
         int log_fd;               /* the log, open for appending; -EBADF */
 } Journal;
 
