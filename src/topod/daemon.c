@@ -62,10 +62,14 @@ typedef struct Daemon {
         PidRefOps pidref; /* the kernel's, naming pinned processes by pidfd inode where it can */
 
         /* The placer (placer_main()): everything above is touched only
-         * with mutex held, which the loop holds but while it waits. */
+         * with the lock held (lock_take()), which the loop holds but while
+         * it waits. The lock: a ticket, served in turn. */
         pthread_mutex_t mutex;
+        pthread_cond_t lock_turn;
+        unsigned lock_next, lock_serving;
         pthread_t placer;
         bool placer_running;
+        bool placer_failed;
         int placer_stop;                 /* eventfd: the placer is to end */
         int placer_soon;                 /* eventfd: the placer asks the loop for a pass */
         sd_event_source *placer_soon_source;
@@ -315,75 +319,130 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 /* ── The placer ──
  *
  * Where the kernel sends execs on a socket of their own (6.6+), a thread of
- * ours waits on that socket alone and places each exec with the daemon's
- * mutex held, which the loop holds at all times but while it waits for its
+ * ours waits on that socket alone and places the execs with the daemon's
+ * lock held, which the loop holds at all times but while it waits for its
  * own events: the loop's dispatch (about 8 µs a wake-up on this 2-core VM,
  * measured) is then not on the way from an exec to its placement. What it
  * cannot do itself (sd-event is not thread-safe) it asks of the loop: a
- * pass soon, through an eventfd. A pass holds the mutex: the placer waits
- * for it, as the loop's own event source did. */
+ * pass soon, through an eventfd. A pass holds the lock: the placer waits
+ * for it, as the loop's own event source did.
+ *
+ * The lock is taken in turn (a ticket lock): a plain mutex goes to whoever
+ * runs, and a placer busy with an exec storm would take it again before
+ * the loop, woken, got it: signals, timers, the watchdog and calls would
+ * wait out the storm. */
+
+static void lock_take(Daemon *d) {
+        unsigned ticket;
+
+        pthread_mutex_lock(&d->mutex);
+        ticket = d->lock_next++;
+        while (ticket != d->lock_serving)
+                pthread_cond_wait(&d->lock_turn, &d->mutex);
+        pthread_mutex_unlock(&d->mutex);
+}
+
+static void lock_give(Daemon *d) {
+        pthread_mutex_lock(&d->mutex);
+        d->lock_serving++;
+        pthread_cond_broadcast(&d->lock_turn);
+        pthread_mutex_unlock(&d->mutex);
+}
+
 static void *placer_main(void *userdata) {
         Daemon *d = userdata;
         struct pollfd pfd[2] = {
                 { .fd = proc_events_fd(d->p->events), .events = POLLIN },
                 { .fd = d->placer_stop, .events = POLLIN },
         };
+        sigset_t all;
 
+        /* Signals are the loop's (its signalfd), SIGSYS the sandbox's. */
+        sigfillset(&all);
+        sigdelset(&all, SIGSYS);
+        (void) pthread_sigmask(SIG_BLOCK, &all, NULL);
         for (;;) {
                 if (poll(pfd, ELEMENTSOF(pfd), -1) < 0) {
-                        if (errno == EINTR)
+                        int err = errno;
+
+                        if (err == EINTR)
                                 continue;
+                        /* Cannot wait: the loop takes the socket back. */
+                        lock_take(d);
+                        log_error(d, "placer: poll failed: %s; the execs are placed from the main loop", strerror(err));
+                        d->placer_failed = true;
+                        (void) eventfd_write(d->placer_soon, 1);
+                        lock_give(d);
                         break;
                 }
                 if (pfd[1].revents)
                         break;
-                pthread_mutex_lock(&d->mutex);
+                lock_take(d);
                 pipeline_drain_urgent_events(d->p);
                 if (fast_place(d))
                         (void) eventfd_write(d->placer_soon, 1);
-                pthread_mutex_unlock(&d->mutex);
+                lock_give(d);
         }
         return NULL;
 }
 
+/* The execs from the loop, as without a placer. */
+static int placer_fallback(Daemon *d) {
+        int k = sd_event_add_io(d->event, NULL, proc_events_fd(d->p->events), EPOLLIN, on_events, d);
+
+        if (k < 0)
+                log_error(d, "cannot watch the proc connector: %s; new processes wait for the next pass", strerror(-k));
+        return k;
+}
+
 static int on_placer_soon(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Daemon *d = userdata;
         eventfd_t v;
 
         (void) s;
         (void) revents;
         (void) eventfd_read(fd, &v);
-        arm_soon(userdata);
+        if (d->placer_failed && d->placer_running) {
+                /* It has ended (or is about to, without the lock). */
+                lock_give(d);
+                (void) pthread_join(d->placer, NULL);
+                lock_take(d);
+                d->placer_running = false;
+                (void) placer_fallback(d);
+        }
+        arm_soon(d);
         return 0;
 }
 
-/* Where the kernel splits the events: the placer's eventfds, before the
- * sandbox (which has no eventfd2). 1 made, 0 not needed (the loop places),
- * negative errno. */
-static int placer_prepare(Daemon *d) {
+/* Where the kernel splits the events: the placer's eventfds and thread,
+ * before the sandbox (eventfd2 is not in it; TSYNC puts the thread under
+ * it). The caller holds the lock: the placer starts placing once the loop
+ * first waits. 1 started, 0 not needed (the loop places); a placer that
+ * cannot start leaves the execs to the loop. Negative errno only when
+ * neither can. */
+static int placer_start(Daemon *d) {
+        int k;
+
         if (!d->p->events || proc_events_lazy_fd(d->p->events) < 0)
                 return 0;
         d->placer_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         d->placer_soon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (d->placer_stop < 0 || d->placer_soon < 0)
-                return -errno;
-        return sd_event_add_io(d->event, &d->placer_soon_source, d->placer_soon, EPOLLIN, on_placer_soon, d) < 0 ? -errno
-                                                                                                             : 1;
-}
-
-/* The thread, after the sandbox: it is born under it. */
-static int placer_start(Daemon *d) {
-        int k;
-
-        if (d->placer_stop < 0)
-                return 0;
-        k = pthread_create(&d->placer, NULL, placer_main, d);
-        if (k != 0)
-                return -k;
-        d->placer_running = true;
+                k = -errno;
+        else
+                k = sd_event_add_io(d->event, &d->placer_soon_source, d->placer_soon, EPOLLIN, on_placer_soon, d);
+        if (k >= 0) {
+                k = -pthread_create(&d->placer, NULL, placer_main, d);
+                d->placer_running = k == 0;
+        }
+        if (k < 0) {
+                log_warning(d, "cannot start the placer: %s; the execs are placed from the main loop", strerror(-k));
+                return placer_fallback(d) < 0 ? -EIO : 0;
+        }
         return 1;
 }
 
-/* Called without the mutex (the placer may be waiting for it). */
+/* Called without the lock (the placer may be waiting for it). */
 static void placer_stop(Daemon *d) {
         if (!d->placer_running)
                 return;
@@ -392,24 +451,24 @@ static void placer_stop(Daemon *d) {
         d->placer_running = false;
 }
 
-/* sd_event_loop() with the mutex held but while waiting. */
+/* sd_event_loop(), the lock held (by the caller, on entry) but while it
+ * waits; given up on return. */
 static int loop(Daemon *d) {
         int k = 0;
 
-        pthread_mutex_lock(&d->mutex);
         while (sd_event_get_state(d->event) != SD_EVENT_FINISHED) {
                 k = sd_event_prepare(d->event);
                 if (k == 0) {
-                        pthread_mutex_unlock(&d->mutex);
+                        lock_give(d);
                         k = sd_event_wait(d->event, UINT64_MAX);
-                        pthread_mutex_lock(&d->mutex);
+                        lock_take(d);
                 }
                 if (k > 0)
                         k = sd_event_dispatch(d->event);
                 if (k < 0)
                         break;
         }
-        pthread_mutex_unlock(&d->mutex);
+        lock_give(d);
         if (k < 0)
                 return k;
         return sd_event_get_exit_code(d->event, &k) < 0 ? 0 : k;
@@ -816,7 +875,8 @@ int topod_run(const DaemonArgs *a) {
         _cleanup_free_ char *reason = NULL, *socket_path = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
         Daemon d = { .args = a, .started_usec = pipeline_now_usec(), .lock = -EBADF, .pidref = pidref_ops_host,
-                     .mutex = PTHREAD_MUTEX_INITIALIZER, .placer_stop = -EBADF, .placer_soon = -EBADF };
+                     .mutex = PTHREAD_MUTEX_INITIALIZER, .lock_turn = PTHREAD_COND_INITIALIZER,
+                     .placer_stop = -EBADF, .placer_soon = -EBADF };
 
         log_open(&d.log, a->log_level);
         sigset_t mask;
@@ -881,10 +941,7 @@ int topod_run(const DaemonArgs *a) {
                 log_error(&d, "cannot watch the proc connector: %s", strerror(-k));
                 goto finish;
         }
-        if ((k = placer_prepare(&d)) < 0) {
-                log_error(&d, "cannot set up the placer: %s", strerror(-k));
-                goto finish;
-        }
+
         if (d.p->events && proc_events_lazy_fd(d.p->events) >= 0) {
                 /* Forks and exits wake us at most every
                  * DAEMON_LAZY_EVENTS_USEC (the socket holds 16 MiB of
@@ -902,11 +959,12 @@ int topod_run(const DaemonArgs *a) {
                 log_error(&d, "cannot listen on %s: %s", socket_path, strerror(-k));
                 goto finish;
         }
-        sandbox(&d);
+        lock_take(&d); /* given up by loop() */
         if ((k = placer_start(&d)) < 0) {
-                log_error(&d, "cannot start the placer: %s", strerror(-k));
+                lock_give(&d);
                 goto finish;
         }
+        sandbox(&d);
         k = loop(&d);
         placer_stop(&d);
         if (k < 0)
