@@ -113,14 +113,6 @@ CgroupHeld *cgroup_held_free(CgroupHeld *f) {
         return NULL;
 }
 
-size_t cgroup_held_fds(const CgroupHeld *f) {
-        size_t n = 0;
-
-        for (size_t i = 0; f && i < f->n; i++)
-                n += f->fd[i] >= 0;
-        return n;
-}
-
 CgroupHeldStats cgroup_held_stats(const CgroupHeld *f) {
         if (!f)
                 return (CgroupHeldStats) {};

@@ -144,8 +144,6 @@ void cgroup_held_forget_origins(CgroupHeld *f);
 void cgroup_held_clear(CgroupHeld *f);
 CgroupHeld *cgroup_held_free(CgroupHeld *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupHeld *, cgroup_held_free);
-/* How many cgroup.procs files are open. */
-size_t cgroup_held_fds(const CgroupHeld *f);
 /* How many cgroups are remembered by id; reads of proc/PID/cgroup (misses,
  * or without ids) and finds by id (hits) since cgroup_held_new(). */
 typedef struct CgroupHeldStats {
