@@ -80,6 +80,7 @@ typedef struct Daemon {
         Plan *plan;              /* in force: the last pass's */
         ReconcileReport *report; /* what the last pass did */
         uint64_t started_usec, last_pass_usec, last_pass_cost_usec;
+        uint64_t last_pass_stage_usec[3]; /* of that: scan, plan, apply */
         unsigned passes;
         unsigned last_failed;
         bool ready;
@@ -110,15 +111,25 @@ static Reconciler reconciler(const Daemon *d) {
                               .held = d->held, .pidref = &d->pidref };
 }
 
+static bool fast_place(Daemon *d);
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
 static int pass(Daemon *d) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         Reconciler rc = reconciler(d);
-        uint64_t start = pipeline_now_usec();
+        uint64_t start = pipeline_now_usec(), scanned, planned;
         int k;
 
+        /* What exec'd since the last events: placed now, not after the
+         * scan, the plan and the apply (the scan would take it from the
+         * fast path). */
+        pipeline_drain_events(d->p);
+        (void) fast_place(d);
+        /* Where the placer runs, the pass lets it in between processes
+         * (pass_yield()) and leaves alone what changed meanwhile. */
+        rc.yield = pipeline_yield_hooks(d->p);
         /* Where processes are is read afresh by this pass's moves, which
          * remember it for the fast path until the next pass (a pass that
          * fails early leaves none older than that). */
@@ -127,10 +138,12 @@ static int pass(Daemon *d) {
                 log_error(d, "scanning /proc failed: %s", strerror(-k));
                 return k;
         }
+        scanned = pipeline_now_usec();
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }
+        planned = pipeline_now_usec();
         if (!d->paused && (k = reconcile_apply(&rc, plan, &r)) < 0) {
                 log_error(d, "apply failed: %s", strerror(-k));
                 return k;
@@ -138,6 +151,9 @@ static int pass(Daemon *d) {
         d->passes++;
         d->last_pass_usec = pipeline_now_usec();
         d->last_pass_cost_usec = d->last_pass_usec - start;
+        d->last_pass_stage_usec[0] = scanned - start;
+        d->last_pass_stage_usec[1] = planned - scanned;
+        d->last_pass_stage_usec[2] = d->last_pass_usec - planned;
         /* The fast path borrows the plan in force: let go before freeing
          * it, and lend the new one only when it was applied. */
         (void) pipeline_use_plan(d->p, NULL);
@@ -158,9 +174,12 @@ static int pass(Daemon *d) {
                         log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "", r->items[i].reason ? " " : "",
                               r->items[i].error ? strerror(-r->items[i].error) : "");
         d->last_failed = r->counts[RECONCILE_FAILED];
-        log_at(&d->log, LOG_DEBUG, "pass %u: %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64 " us",
+        log_at(&d->log, LOG_DEBUG,
+               "pass %u: %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64
+               " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 ")",
                d->passes, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
-               r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec);
+               r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec,
+               d->last_pass_stage_usec[0], d->last_pass_stage_usec[1], d->last_pass_stage_usec[2]);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
                           d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);
@@ -336,7 +355,9 @@ static void lock_take(Daemon *d) {
         unsigned ticket;
 
         pthread_mutex_lock(&d->mutex);
-        ticket = d->lock_next++;
+        /* Changed atomically (under the mutex): pass_yield() looks
+         * without it. */
+        ticket = __atomic_fetch_add(&d->lock_next, 1u, __ATOMIC_RELAXED);
         while (ticket != d->lock_serving)
                 pthread_cond_wait(&d->lock_turn, &d->mutex);
         pthread_mutex_unlock(&d->mutex);
@@ -344,9 +365,24 @@ static void lock_take(Daemon *d) {
 
 static void lock_give(Daemon *d) {
         pthread_mutex_lock(&d->mutex);
-        d->lock_serving++;
+        __atomic_fetch_add(&d->lock_serving, 1u, __ATOMIC_RELAXED);
         pthread_cond_broadcast(&d->lock_turn);
         pthread_mutex_unlock(&d->mutex);
+}
+
+/* A pass's yield point (base/yield.h), the lock held: when the placer
+ * waits for it, it places what came and the pass goes on after. A pass
+ * holds the lock for tens of milliseconds on a big host (a second under
+ * emulation, measured in the test guest): without this, execs waited for
+ * it. Where the pass calls this, its state is whole, and what the placer
+ * placed meanwhile it leaves alone (pipeline_changed()). */
+static void pass_yield(void *userdata) {
+        Daemon *d = userdata;
+
+        if (__atomic_load_n(&d->lock_next, __ATOMIC_RELAXED) - __atomic_load_n(&d->lock_serving, __ATOMIC_RELAXED) <= 1u)
+                return; /* nobody waits */
+        lock_give(d);
+        lock_take(d);
 }
 
 static void *placer_main(void *userdata) {
@@ -408,6 +444,7 @@ static int on_placer_soon(sd_event_source *s, int fd, uint32_t revents, void *us
                 (void) pthread_join(d->placer, NULL);
                 lock_take(d);
                 d->placer_running = false;
+                pipeline_set_yield(d->p, NULL, NULL);
                 (void) placer_fallback(d);
         }
         arm_soon(d);
@@ -435,6 +472,8 @@ static int placer_start(Daemon *d) {
                 k = -pthread_create(&d->placer, NULL, placer_main, d);
                 d->placer_running = k == 0;
         }
+        if (d->placer_running)
+                pipeline_set_yield(d->p, pass_yield, d);
         if (k < 0) {
                 log_warning(d, "cannot start the placer: %s; the execs are placed from the main loop", strerror(-k));
                 return placer_fallback(d) < 0 ? -EIO : 0;
@@ -639,8 +678,11 @@ static void print_status_text(const Daemon *d, FILE *f) {
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->plan->n_tasks, d->plan->n_groups,
                         d->plan->n_cookie_groups);
         if (d->passes > 0)
-                fprintf(f, "last pass: %" PRIu64 " ms ago, took %" PRIu64 " ms", (now - d->last_pass_usec) / 1000u,
-                        d->last_pass_cost_usec / 1000u);
+                fprintf(f, "last pass: %" PRIu64 " ms ago, took %" PRIu64 " ms (scan %" PRIu64 ", plan %" PRIu64
+                           ", apply %" PRIu64 ")",
+                        (now - d->last_pass_usec) / 1000u, d->last_pass_cost_usec / 1000u,
+                        d->last_pass_stage_usec[0] / 1000u, d->last_pass_stage_usec[1] / 1000u,
+                        d->last_pass_stage_usec[2] / 1000u);
         if (d->report)
                 fprintf(f, ": %u changed, %u already so, %u vanished, %u skipped, %u failed",
                         d->report->counts[RECONCILE_DONE], d->report->counts[RECONCILE_ALREADY],
@@ -683,6 +725,9 @@ static void print_status_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "passes", d->passes);
         json_kv_uint(j, "last_pass_ago_usec", d->passes ? now - d->last_pass_usec : 0);
         json_kv_uint(j, "last_pass_cost_usec", d->last_pass_cost_usec);
+        json_kv_uint(j, "last_pass_scan_usec", d->last_pass_stage_usec[0]);
+        json_kv_uint(j, "last_pass_plan_usec", d->last_pass_stage_usec[1]);
+        json_kv_uint(j, "last_pass_apply_usec", d->last_pass_stage_usec[2]);
         json_key(j, "last_apply");
         if (d->report) {
                 json_object_begin(j);

@@ -814,6 +814,93 @@ static void test_apply_restore(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* A pass that lets the fast path in (base/yield.h): it moves each
+ * process as before, but leaves alone one that changed meanwhile, even if
+ * it recorded its original already (the fast path relies on that entry). */
+typedef struct Interleaved {
+        unsigned calls, act_at;
+        pid_t changed[4];
+        size_t n_changed;
+} Interleaved;
+
+static void move_process(pid_t tgid, const char *cg) {
+        char old[CG_MAX] = "";
+
+        for (size_t i = 0; i < fake.n_tasks; i++) {
+                FakeTask *t = &fake.tasks[i];
+
+                if (t->dead || t->tgid != tgid)
+                        continue;
+                snprintf(old, sizeof(old), "%s", t->cgroup);
+                snprintf(t->cgroup, sizeof(t->cgroup), "%s", cg);
+                write_task_files(t);
+        }
+        rewrite_procs(old);
+        rewrite_procs(cg);
+}
+
+static void il_yield(void *userdata) {
+        Interleaved *il = userdata;
+
+        if (++il->calls != il->act_at)
+                return;
+        /* 200 exec'd and the fast path put it elsewhere. */
+        move_process(200, "/topod.slice/node0/llc0");
+        il->changed[il->n_changed++] = 200;
+}
+
+static bool il_changed(void *userdata, pid_t tgid) {
+        Interleaved *il = userdata;
+
+        for (size_t i = 0; i < il->n_changed; i++)
+                if (il->changed[i] == tgid)
+                        return true;
+        return false;
+}
+
+static void test_yield_changed(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        Interleaved il = { .act_at = 3 };
+        YieldHooks hooks = { .yield = il_yield, .changed = il_changed, .userdata = &il };
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        env.yield = &hooks;
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        /* Two processes looked at (two yields), then the moves: the third
+         * comes before the first move, when 200's original is recorded. */
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        dump(r);
+        ASSERT_EQ(il.calls, 4);
+        ASSERT_STREQ(task_cgroup(100), "/topod.slice/node0/llc0");
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
+        ASSERT_TRUE(it && it->tgid == 200 && it->outcome == CGROUP_SKIPPED);
+        ASSERT_STREQ(it->reason, YIELD_CHANGED_REASON);
+        ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc0");
+        ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc0");
+        ASSERT_TRUE(journal_get_task(j, 200, 2000) != NULL);
+        ASSERT_STREQ(journal_get_task(j, 200, 2000)->cgroup, "/user.slice");
+        ASSERT_EQ(cgroup_report_count(r, CGROUP_FAILED), 0);
+
+        /* Changed before it was looked at: not looked at (100, moved out
+         * by hand, stays out). */
+        move_process(100, "/system.slice/a.service");
+        il.changed[il.n_changed++] = 100;
+        il.act_at = 0;
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r2), 0);
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        teardown(TAKE_PTR(root));
+}
+
 /* Killed after the journal was written: the next start recovers from it. */
 static void test_crash_recovery(void) {
         _cleanup_(root_freep) Root *root = setup();
@@ -1430,6 +1517,7 @@ int main(void) {
         RUN(test_parse_proc_cgroup);
         RUN(test_plan_processes);
         RUN(test_apply_restore);
+        RUN(test_yield_changed);
         RUN(test_crash_recovery);
         RUN(test_vanished);
         RUN(test_partition_invalid_and_idle);

@@ -566,6 +566,108 @@ static void test_place_then_pass(void) {
         world_free(&w);
 }
 
+/* A pass that lets the fast path in (pipeline_set_yield(), as the daemon
+ * does where its placer runs): two processes exec while the pass applies
+ * a plan made before (a shell turns into a batch job, a plain process into
+ * a service); the fast path places them between the pass's moves. The
+ * pass, whose plan has the old facts, leaves them where the fast path put
+ * them, with their cookies; the next pass agrees. */
+typedef struct Interleave {
+        World *w;
+        const TaskSnapshot *before;
+        unsigned calls, acted;
+        PipelineFreshStats st;
+} Interleave;
+
+static void note_changed(World *w, pid_t pid) {
+        Pipeline *p = w->p;
+
+        /* as pipeline_drain_events() does for an EXEC */
+        if (p->n_changed == p->changed_cap) {
+                p->changed_cap = p->changed_cap ? 2 * p->changed_cap : 16;
+                p->changed = realloc(p->changed, p->changed_cap * sizeof(pid_t));
+                ASSERT_TRUE(p->changed);
+        }
+        p->changed[p->n_changed++] = pid;
+        task_scanner_invalidate(p->scanner, pid);
+        event(w, pid);
+}
+
+static void interleave_yield(void *userdata) {
+        Interleave *il = userdata;
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        Reconciler rc = il->w->rc;
+
+        il->calls++;
+        /* The first yield after the scan: the plan has the old facts. */
+        if (il->acted || il->w->p->snap == il->before)
+                return;
+        il->acted = il->calls;
+        fake_process(300, "batch-x", "/user.slice");
+        fake_process(400, "svc-z", "/topod.slice/plain");
+        note_changed(il->w, 300);
+        note_changed(il->w, 400);
+        rc.yield = NULL; /* the placer does not yield */
+        ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 1);
+        dump(r);
+}
+
+static void test_pass_lets_fast_path_in(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        Plan *plan1, *plan2, *plan3;
+        const ReconcileItem *it;
+        Interleave il = {};
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(300), "/user.slice");
+        ASSERT_STREQ(process_cgroup(400), "/topod.slice/plain");
+        ASSERT_EQ(cookie_of(400), 0);
+
+        il.w = &w;
+        il.before = w.p->snap;
+        pipeline_set_yield(w.p, interleave_yield, &il);
+        w.rc.yield = pipeline_yield_hooks(w.p);
+        ASSERT_TRUE(w.rc.yield != NULL);
+        plan2 = pass(&w, &r2);
+        /* It yielded in the scan (once per process) and in the apply. */
+        ASSERT_TRUE(il.acted > 5);
+        ASSERT_TRUE(il.calls > il.acted);
+        ASSERT_EQ(il.st.placed, 2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        /* Placed by the fast path, left alone by the pass. */
+        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/batch-llc"));
+        ASSERT_TRUE(startswith(process_cgroup(400), "/topod.slice/svc-node"));
+        ASSERT_TRUE(cookie_of(300) != 0 && cookie_of(300) != cookie_of(100));
+        ASSERT_EQ(cookie_of(400), cookie_of(200));
+        it = find_item(r2, "cgroup: move process", 400);
+        ASSERT_TRUE(it && (it->status == RECONCILE_SKIPPED || it->status == RECONCILE_ALREADY));
+        ASSERT_NULL(find_item(r2, "cookie cleared", 300));
+        ASSERT_NULL(find_item(r2, "cookie cleared", 400));
+
+        /* The next pass reads them afresh and agrees. */
+        pipeline_set_yield(w.p, NULL, NULL);
+        w.rc.yield = NULL;
+        plan3 = pass(&w, &r3);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        it = find_item(r3, "cgroup: move process", 300);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        it = find_item(r3, "cgroup: move process", 400);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/batch-llc"));
+        ASSERT_TRUE(startswith(process_cgroup(400), "/topod.slice/svc-node"));
+        ASSERT_EQ(cookie_of(400), cookie_of(200));
+        ASSERT_TRUE(cookie_of(300) != 0);
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan3);
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* No plan in use (paused, reloaded): nothing is remembered or placed. */
 static void test_no_plan(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
@@ -807,6 +909,7 @@ int main(void) {
         RUN(test_journal_log);
         RUN(test_no_plan);
         RUN(test_place_then_pass);
+        RUN(test_pass_lets_fast_path_in);
         RUN(test_pidfs_identities);
         RUN(test_timing);
         return 0;

@@ -249,6 +249,79 @@ static void test_by_events(void) {
         fake_root_remove(d);
 }
 
+/* A scan that yields: what the events tell meanwhile counts for the next
+ * scan (the mark of a process born, the exec of one the scan already
+ * read), though this one may have read before it. */
+typedef struct YieldState {
+        TaskScanner *sc;
+        const char *dir;
+        unsigned calls, act_at;
+} YieldState;
+
+static void on_yield(void *userdata) {
+        YieldState *y = userdata;
+
+        if (++y->calls != y->act_at)
+                return;
+        /* 600 is born, 100 execs (same schedstat: only the invalidation
+         * tells it changed). */
+        fake_thread(y->dir, 600, 600, "born", 0, "6 0 1\n", NULL);
+        fake_write_n(y->dir, "proc/600/cmdline", "born\0", 5);
+        ASSERT_OK(task_scanner_mark(y->sc, 600));
+        fake_thread(y->dir, 100, 100, "exec'd", 0, "1000 0 1\n", NULL);
+        task_scanner_invalidate(y->sc, 100);
+        ASSERT_OK(task_scanner_mark(y->sc, 100));
+}
+
+static void test_yield(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        YieldState y = { .dir = d };
+        YieldHooks hooks = { .yield = on_yield, .userdata = &y };
+        TaskScanStats st;
+        TaskSnapshot *s;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        y.sc = sc;
+        task_scanner_trust_events(sc, true);
+        s = scan(sc, true);
+        ASSERT_EQ(s->n_tasks, 5);
+        task_snapshot_free(s);
+
+        /* By events: 2 and 100 quiet, 300 marked. The third yield comes
+         * before 300, after 100 was taken as it was. */
+        task_scanner_set_yield(sc, &hooks);
+        ASSERT_OK(task_scanner_mark(sc, 300));
+        y.act_at = 3;
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_TRUE(st.by_events);
+        ASSERT_EQ(y.calls, 3);
+        ASSERT_STREQ(task_snapshot_find(s, 100)->comm, "server");
+        ASSERT_NULL(task_snapshot_find(s, 600));
+        task_snapshot_free(s);
+
+        /* The next scan has both. */
+        task_scanner_set_yield(sc, NULL);
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_TRUE(st.by_events);
+        ASSERT_STREQ(task_snapshot_find(s, 100)->comm, "exec'd");
+        ASSERT_TRUE(task_snapshot_find(s, 600) != NULL);
+        ASSERT_STREQ(task_snapshot_find(s, 600)->comm, "born");
+        task_snapshot_free(s);
+
+        /* Listing /proc (no trust), it yields before each process. */
+        task_scanner_trust_events(sc, false);
+        task_scanner_set_yield(sc, &hooks);
+        y.calls = y.act_at = 0;
+        task_snapshot_free(scan(sc, false));
+        ASSERT_EQ(y.calls, 5); /* 2, 100, 300, 400, 600 */
+        fake_root_remove(d);
+}
+
 /* Past the descriptor budget, threads are still all seen: their schedstat
  * is read and closed instead of held. */
 static void test_fd_budget(void) {
@@ -301,6 +374,7 @@ int main(void) {
         RUN(test_scan);
         RUN(test_incremental);
         RUN(test_by_events);
+        RUN(test_yield);
         RUN(test_fd_budget);
         RUN(test_live);
         return 0;

@@ -1546,6 +1546,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 uint64_t lst = 0;
                 CgroupResult *it;
 
+                yield_now(env.yield);
                 if (!rel_path_valid(plan->groups[p->group].path))
                         continue; /* reported by the tree */
                 if (cg_join(plan->cgroup_root, plan->groups[p->group].path, &cg) < 0 ||
@@ -1563,6 +1564,11 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 if (members_has(&members[p->group], p->tgid)) {
                         set_str(&it->from, cg);
                         item_ok(it, CGROUP_ALREADY);
+                        continue;
+                }
+                if (yield_changed(env.yield, p->tgid)) {
+                        set_str(&it->reason, YIELD_CHANGED_REASON);
+                        item_ok(it, CGROUP_SKIPPED);
                         continue;
                 }
                 k = acquire_process(&env, plan, p, &ref, &t);
@@ -1627,6 +1633,14 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 PidRef ref = PIDREF_NULL;
                 bool written = false;
 
+                yield_now(env.yield);
+                if (yield_changed(env.yield, p->tgid)) {
+                        /* Its entry stays: the fast path, which may have
+                         * moved it meanwhile, found it there and wrote none. */
+                        set_str(&it->reason, YIELD_CHANGED_REASON);
+                        item_ok(it, CGROUP_SKIPPED);
+                        continue;
+                }
                 k = acquire_process(&env, plan, p, &ref, &t);
                 if (k == -ESRCH)
                         item_ok(it, CGROUP_VANISHED);

@@ -91,6 +91,7 @@
 #include "apply/pidref.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/yield.h"
 #include "decide/plan.h"
 
 /* Bounds on what the machine can make us read: one attribute file, a
@@ -166,6 +167,10 @@ typedef struct CgroupEnv {
         const CgroupOps *ops;
         const PidRefOps *pidref;
         CgroupHeld *held; /* NULL: cgroup.procs opened for every move */
+        /* A pass's moves let another thread in between processes, and
+         * leave alone those that changed since the scan (base/yield.h);
+         * NULL: never. */
+        const YieldHooks *yield;
 } CgroupEnv;
 
 typedef enum CgroupItemKind {

@@ -179,9 +179,20 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 bool same = true;
                 uint64_t first = 0;
 
-                for (size_t i = 0; i < plan->n_tasks; i++)
-                        if (plan->tasks[i].cookie_group == (int) g)
-                                tasks[n++] = (CookieTask) { plan->tasks[i].tid, plan->tasks[i].start_time };
+                yield_now(rc->yield);
+                for (size_t i = 0; i < plan->n_tasks; i++) {
+                        if (plan->tasks[i].cookie_group != (int) g)
+                                continue;
+                        /* Exec'd or renamed since the scan: the fast path has
+                         * it, or the next pass. */
+                        if (yield_changed(rc->yield, plan->tasks[i].tgid)) {
+                                if ((k = add(r, RECONCILE_SKIPPED, 0, YIELD_CHANGED_REASON, "cookie group %zu: tid %d", g,
+                                             (int) plan->tasks[i].tid)) < 0)
+                                        return k;
+                                continue;
+                        }
+                        tasks[n++] = (CookieTask) { plan->tasks[i].tid, plan->tasks[i].start_time };
+                }
                 if (n == 0)
                         continue;
                 /* Already one cookie, shared by the group alone? (Cookies of
@@ -224,7 +235,10 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                         CookieTask t = { jc->tid, jc->start_time };
                         CookieResult res = {};
 
-                        if (pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) {
+                        /* A process the fast path gave a cookie while this
+                         * pass ran is not in its plan: it keeps it. */
+                        if ((pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) ||
+                            yield_changed(rc->yield, jc->tid)) {
                                 i++;
                                 continue;
                         }
@@ -248,7 +262,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
 static CgroupEnv cgroup_env(const Reconciler *rc, bool held) {
         return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                              .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
-                             .held = held ? rc->held : NULL };
+                             .held = held ? rc->held : NULL, .yield = rc->yield };
 }
 
 static int new_report(ReconcileReport **ret) {

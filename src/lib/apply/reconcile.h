@@ -61,6 +61,11 @@ typedef struct Reconciler {
         const FeatOps *feat_ops;       /* NULL: the kernel */
         const PidRefOps *pidref;       /* NULL: pidfds (tests: the proc directories of a fake root) */
         CgroupHeld *held;     /* NULL: cgroup.procs opened for every move (cgroup.h) */
+        /* reconcile_apply() only: let another thread in between the
+         * processes it moves and the cookie groups it makes, and leave
+         * alone the processes that changed since the scan the plan came
+         * from (base/yield.h; they are reported skipped). NULL: never. */
+        const YieldHooks *yield;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a

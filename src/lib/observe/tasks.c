@@ -115,8 +115,19 @@ struct TaskScanner {
          * FORK, EXEC or EXIT since the last scan has the same threads: its
          * task directory need not be listed, nor /proc. */
         bool trust_events;
-        pid_t *dirty; /* processes the events touched */
+        pid_t *dirty; /* processes the events touched (since the scan began, during one) */
         size_t n_dirty, dirty_cap;
+
+        /* A scan that yields (task_scanner_set_yield()) lets events in:
+         * their marks go to a list of their own (the scan took the one
+         * before), and invalidations to late, applied to the held set the
+         * scan ends with (the thread may be in it already, with what it
+         * read before the exec). */
+        const YieldHooks *yield;
+        bool scanning;
+        pid_t *late;
+        size_t n_late, late_cap;
+        bool late_lost; /* too many, or no memory: every held fd goes */
 };
 
 typedef struct Builder {
@@ -126,6 +137,8 @@ typedef struct Builder {
         Held *held; /* the new held set, appended unsorted */
         size_t n_held, held_cap;
         bool full;
+        pid_t *dirty; /* the marks this scan took */
+        size_t n_dirty;
 } Builder;
 
 static int compare_held(const void *a, const void *b) {
@@ -516,12 +529,13 @@ TaskScanner *task_scanner_free(TaskScanner *s) {
         close_held(s->held, s->n_held);
         free(s->held);
         free(s->dirty);
+        free(s->late);
         task_snapshot_free(s->prev);
         free(s);
         return NULL;
 }
 
-void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
+static void held_forget(TaskScanner *s, pid_t tid) {
         Held *h = find_held(s, tid);
 
         /* Without its held schedstat the thread is new to the next scan,
@@ -530,6 +544,30 @@ void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
                 close(h->fd);
                 h->fd = -EBADF;
         }
+}
+
+void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
+        /* During a scan: the old set, for a thread the scan has not come
+         * to yet, and after it the new one (below). */
+        held_forget(s, tid);
+        if (!s->scanning || s->late_lost)
+                return;
+        if (s->n_late == s->late_cap) {
+                size_t n = s->late_cap ? s->late_cap * 2 : 64;
+                pid_t *nl = n <= TASKS_MAX ? realloc(s->late, n * sizeof(pid_t)) : NULL;
+
+                if (!nl) {
+                        s->late_lost = true;
+                        return;
+                }
+                s->late = nl;
+                s->late_cap = n;
+        }
+        s->late[s->n_late++] = tid;
+}
+
+void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks) {
+        s->yield = hooks;
 }
 
 void task_scanner_trust_events(TaskScanner *s, bool trust) {
@@ -633,12 +671,12 @@ static int scan_by_events(Builder *b, int procfd) {
         int k;
 
         /* The touched processes, sorted, once each. */
-        if (s->n_dirty > 0)
-                qsort(s->dirty, s->n_dirty, sizeof(pid_t), compare_pid);
-        for (size_t i = 0; i < s->n_dirty; i++)
-                if (n_dirty == 0 || s->dirty[n_dirty - 1] != s->dirty[i])
-                        s->dirty[n_dirty++] = s->dirty[i];
-        s->n_dirty = n_dirty;
+        if (b->n_dirty > 0)
+                qsort(b->dirty, b->n_dirty, sizeof(pid_t), compare_pid);
+        for (size_t i = 0; i < b->n_dirty; i++)
+                if (n_dirty == 0 || b->dirty[n_dirty - 1] != b->dirty[i])
+                        b->dirty[n_dirty++] = b->dirty[i];
+        b->n_dirty = n_dirty;
 
         order = malloc(MAX(prev->n_tasks, (size_t) 1) * sizeof(size_t));
         if (!order)
@@ -656,10 +694,11 @@ static int scan_by_events(Builder *b, int procfd) {
 
                 while (j < prev->n_tasks && prev->tasks[order[j]].tgid == first->tgid)
                         j++;
-                if (s->n_dirty > 0 && bsearch(&first->tgid, s->dirty, s->n_dirty, sizeof(pid_t), compare_pid)) {
+                if (b->n_dirty > 0 && bsearch(&first->tgid, b->dirty, b->n_dirty, sizeof(pid_t), compare_pid)) {
                         i = j;
                         continue; /* listed below */
                 }
+                yield_now(s->yield);
                 if ((k = push_process(b, proc)) < 0)
                         return k;
                 for (size_t m = i; m < j && !gone; m++) {
@@ -683,16 +722,18 @@ static int scan_by_events(Builder *b, int procfd) {
                 }
                 i = j;
         }
-        for (size_t i = 0; i < s->n_dirty; i++)
-                if ((k = scan_process(b, procfd, s->dirty[i])) < 0)
+        for (size_t i = 0; i < b->n_dirty; i++) {
+                yield_now(s->yield);
+                if ((k = scan_process(b, procfd, b->dirty[i])) < 0)
                         return k;
+        }
         return 0;
 }
 
-int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
+static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, TaskSnapshot **ret) {
         _cleanup_(task_snapshot_freep) TaskSnapshot *snap = calloc(1, sizeof(TaskSnapshot));
         _cleanup_close_ int procfd = -EBADF;
-        Builder b = { .scanner = s, .full = full };
+        Builder b = { .scanner = s, .full = full, .dirty = dirty, .n_dirty = n_dirty };
         struct timespec ts;
         DIR *d;
         int k = 0, dupfd;
@@ -725,13 +766,13 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
 
                         if (!parse_pid(de->d_name, &tgid))
                                 continue;
+                        yield_now(s->yield);
                         k = scan_process(&b, procfd, tgid);
                         if (k < 0)
                                 break;
                 }
                 closedir(d);
         }
-        s->n_dirty = 0;
 
         /* Threads not seen again have exited: close what is left of the old
          * held set, keep the new one. */
@@ -792,6 +833,40 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
         s->prev = task_snapshot_ref(snap);
         *ret = TAKE_PTR(snap);
         return 0;
+}
+
+int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
+        pid_t *taken = s->dirty;
+        size_t n_taken = s->n_dirty, taken_cap = s->dirty_cap;
+        int k;
+
+        /* The marks so far are this scan's; those made while it yields,
+         * the next one's. */
+        s->dirty = NULL;
+        s->n_dirty = s->dirty_cap = 0;
+        s->scanning = true;
+        k = scan(s, full, taken, n_taken, ret);
+        s->scanning = false;
+        if (!s->dirty) {
+                /* none came: the buffer serves again */
+                s->dirty = taken;
+                s->dirty_cap = taken_cap;
+        } else
+                free(taken);
+        /* What exec'd or renamed itself while the scan ran may be in the
+         * new held set with what was read before: read afresh next time. */
+        if (s->late_lost) {
+                for (size_t i = 0; i < s->n_held; i++)
+                        if (s->held[i].fd >= 0) {
+                                close(s->held[i].fd);
+                                s->held[i].fd = -EBADF;
+                        }
+        } else
+                for (size_t i = 0; i < s->n_late; i++)
+                        held_forget(s, s->late[i]);
+        s->n_late = 0;
+        s->late_lost = false;
+        return k;
 }
 
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {

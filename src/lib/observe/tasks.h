@@ -13,6 +13,7 @@
 
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/yield.h"
 #include "observe/procfs.h"
 
 /* Limits on what the machine can make us hold. */
@@ -112,6 +113,14 @@ int task_scanner_mark(TaskScanner *s, pid_t tgid);
 
 /* full: read every file of every thread. The snapshot is the caller's. */
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
+
+/* Let another thread in between processes during a scan (base/yield.h;
+ * NULL: never; borrowed). What it does meanwhile through
+ * task_scanner_mark() and task_scanner_invalidate() counts for the next
+ * scan: marks made during a scan are kept for it, and an invalidated
+ * thread is read afresh by it even if this scan already took it with what
+ * it read before. */
+void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks);
 
 /* Counters of the last scan, for benchmarks and status. */
 typedef struct TaskScanStats {

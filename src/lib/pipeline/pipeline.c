@@ -29,6 +29,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         free(p->usage);
         place_state_free(p->place);
         free(p->fresh);
+        free(p->changed);
         free(p->quick);
         free(p->batch);
         free(p->sources);
@@ -243,6 +244,68 @@ static void fresh_forget(Pipeline *p, pid_t tgid) {
                         p->fresh[i - 1] = 0;
 }
 
+static int compare_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+static void changed_add(Pipeline *p, pid_t tgid) {
+        if (p->changed_lost || tgid <= 0)
+                return;
+        if (p->n_changed == p->changed_cap) {
+                size_t n = p->changed_cap ? p->changed_cap * 2 : 64;
+                pid_t *nc = n <= PIPELINE_CHANGED_MAX ? realloc(p->changed, n * sizeof(pid_t)) : NULL;
+
+                if (!nc) {
+                        p->changed_lost = true; /* every process counts as changed */
+                        return;
+                }
+                p->changed = nc;
+                p->changed_cap = n;
+        }
+        p->changed[p->n_changed++] = tgid;
+}
+
+bool pipeline_changed(Pipeline *p, pid_t tgid) {
+        if (p->changed_lost)
+                return true;
+        if (p->n_changed_sorted < p->n_changed) {
+                size_t u = 0;
+
+                /* Sorted when asked after a change: the events come in
+                 * between the asking, seldom. */
+                qsort(p->changed, p->n_changed, sizeof(pid_t), compare_pid);
+                for (size_t i = 0; i < p->n_changed; i++)
+                        if (u == 0 || p->changed[u - 1] != p->changed[i])
+                                p->changed[u++] = p->changed[i];
+                p->n_changed = p->n_changed_sorted = u;
+        }
+        return p->n_changed > 0 && bsearch(&tgid, p->changed, p->n_changed, sizeof(pid_t), compare_pid);
+}
+
+static void yield_trampoline(void *userdata) {
+        Pipeline *p = userdata;
+
+        if (p->yield)
+                p->yield(p->yield_userdata);
+}
+
+static bool changed_trampoline(void *userdata, pid_t tgid) {
+        return pipeline_changed(userdata, tgid);
+}
+
+void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
+        p->yield = yield;
+        p->yield_userdata = userdata;
+        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline, .userdata = p };
+        task_scanner_set_yield(p->scanner, yield ? &p->hooks : NULL);
+}
+
+const YieldHooks *pipeline_yield_hooks(Pipeline *p) {
+        return p->yield ? &p->hooks : NULL;
+}
+
 static void drain(Pipeline *p, bool urgent);
 
 void pipeline_drain_events(Pipeline *p) {
@@ -278,9 +341,12 @@ static void drain(Pipeline *p, bool urgent) {
                                 if (ev[i].pid != ev[i].tgid) {
                                         if (p->place)
                                                 place_note_thread(p->place, ev[i].tgid);
-                                } else if (ev[i].parent_tgid != KTHREADD_PID &&
-                                           !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
-                                        fresh_add(p, ev[i].tgid);
+                                } else {
+                                        changed_add(p, ev[i].tgid);
+                                        if (ev[i].parent_tgid != KTHREADD_PID &&
+                                            !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                                                fresh_add(p, ev[i].tgid);
+                                }
                                 break;
                         case TASK_EVENT_EXIT:
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
@@ -298,11 +364,14 @@ static void drain(Pipeline *p, bool urgent) {
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
                                 if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                         p->rescan = true;
+                                changed_add(p, ev[i].tgid);
                                 if (!looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
                                         fresh_add(p, ev[i].tgid);
                                 break;
                         case TASK_EVENT_COMM:
                                 task_scanner_invalidate(p->scanner, ev[i].pid);
+                                if (ev[i].pid == ev[i].tgid)
+                                        changed_add(p, ev[i].tgid);
                                 /* A process that renamed itself (its main thread)
                                  * may match another policy now. Only one the last
                                  * scan saw as a user process: kernel threads rename
@@ -352,6 +421,7 @@ void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
 }
 
 int pipeline_sample(Pipeline *p, bool full) {
+        TaskSnapshot *snap = NULL;
         uint64_t now;
         int k;
 
@@ -359,21 +429,32 @@ int pipeline_sample(Pipeline *p, bool full) {
         /* The scan sees the new processes: the pass places them. */
         p->n_fresh = 0;
         p->fresh_dropped = 0;
+        /* What changes from here on, the scan may have read before. */
+        p->n_changed = p->n_changed_sorted = 0;
+        p->changed_lost = false;
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
          * as a rename through /proc/PID/comm, which sends no event). */
         full = full || p->samples == 0 || p->rescan || now - p->last_full_usec >= p->config->rescan_interval_usec;
-        p->snap = task_snapshot_free(p->snap);
-        k = task_scanner_scan(p->scanner, full, &p->snap);
-        if (k < 0)
+        if (full)
+                p->rescan = false; /* events lost during the scan set it again */
+        /* The last snapshot stays until this one is whole: a scan that
+         * yields lets the fast path look at it meanwhile. */
+        k = task_scanner_scan(p->scanner, full, &snap);
+        if (k < 0) {
+                p->snap = task_snapshot_free(p->snap);
                 return k;
+        }
+        task_snapshot_free(p->snap);
+        p->snap = snap;
         if (full) {
                 p->last_full_usec = now;
-                p->rescan = false;
                 /* After an event storm the scanner stopped trusting events;
-                 * a full scan is a fresh start. */
-                task_scanner_trust_events(p->scanner, p->events != NULL);
+                 * a full scan is a fresh start, unless events were lost
+                 * while it ran. */
+                if (!p->rescan)
+                        task_scanner_trust_events(p->scanner, p->events != NULL);
         }
         p->samples++;
         return classifier_update(p->classifier, p->snap);
@@ -563,12 +644,6 @@ static void quick_policy_task(const Pipeline *p, const TaskQuick *q, PolicyTask 
                 .parent = q->parent_comm,
                 .uid = q->uid,
         };
-}
-
-static int compare_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-        return (x > y) - (x < y);
 }
 
 /* Decide for one process, reading what the decision needs: comm, and more

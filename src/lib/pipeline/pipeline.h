@@ -33,6 +33,9 @@
  * left to the normal pass. */
 #define PIPELINE_FRESH_MAX 1024u
 #define PIPELINE_LOOKED_SLOTS 256u
+/* Processes remembered as changed since the scan (pipeline_changed());
+ * beyond that, every process counts as changed. */
+#define PIPELINE_CHANGED_MAX 65536u
 
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
@@ -95,6 +98,16 @@ typedef struct Pipeline {
         TaskQuick *quick;    /* read buffers, reused */
         ReconcilePlacement *batch;
         CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
+
+        /* A pass that lets the fast path in (pipeline_set_yield()): the
+         * hooks its scan and its apply call, and the processes that
+         * exec'd, renamed themselves or were born since the scan began. */
+        YieldHooks hooks;
+        void (*yield)(void *userdata);
+        void *yield_userdata;
+        pid_t *changed;
+        size_t n_changed, changed_cap, n_changed_sorted;
+        bool changed_lost;
 } Pipeline;
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason);
@@ -116,6 +129,17 @@ void pipeline_drain_events(Pipeline *p);
 void pipeline_drain_urgent_events(Pipeline *p);
 /* Sleep until the deadline (CLOCK_MONOTONIC usec), handling events. */
 void pipeline_wait_until(Pipeline *p, uint64_t deadline);
+
+/* Let the fast path in during a pass: yield (NULL: never) is called
+ * between processes of the scan (pipeline_sample()) and of the apply, when
+ * its caller gives it pipeline_yield_hooks() (Reconciler.yield). yield may
+ * drain events and place processes (pipeline_place_fresh()) meanwhile;
+ * the apply leaves alone what changed since the scan began. */
+void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata);
+const YieldHooks *pipeline_yield_hooks(Pipeline *p);
+/* Did this process exec, rename itself or begin since the last scan began
+ * (as the events tell)? */
+bool pipeline_changed(Pipeline *p, pid_t tgid);
 
 /* Scan /proc and feed the classifier. Everything is read on the first scan,
  * after lost events, every rescan_interval, or when full is asked. */
