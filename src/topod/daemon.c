@@ -81,6 +81,7 @@ typedef struct Daemon {
         ReconcileReport *report; /* what the last pass did */
         uint64_t started_usec, last_pass_usec, last_pass_cost_usec;
         uint64_t last_pass_stage_usec[3]; /* of that: scan, plan, apply */
+        uint64_t pass_yielded_usec, last_pass_yielded_usec; /* of that: the placer's, in pass_yield() */
         unsigned passes;
         unsigned last_failed;
         bool ready;
@@ -130,6 +131,7 @@ static int pass(Daemon *d) {
         /* Where the placer runs, the pass lets it in between processes
          * (pass_yield()) and leaves alone what changed meanwhile. */
         rc.yield = pipeline_yield_hooks(d->p);
+        d->pass_yielded_usec = 0;
         /* Where processes are is read afresh by this pass's moves, which
          * remember it for the fast path until the next pass (a pass that
          * fails early leaves none older than that). */
@@ -154,6 +156,7 @@ static int pass(Daemon *d) {
         d->last_pass_stage_usec[0] = scanned - start;
         d->last_pass_stage_usec[1] = planned - scanned;
         d->last_pass_stage_usec[2] = d->last_pass_usec - planned;
+        d->last_pass_yielded_usec = d->pass_yielded_usec;
         /* The fast path borrows the plan in force: let go before freeing
          * it, and lend the new one only when it was applied. */
         (void) pipeline_use_plan(d->p, NULL);
@@ -176,10 +179,11 @@ static int pass(Daemon *d) {
         d->last_failed = r->counts[RECONCILE_FAILED];
         log_at(&d->log, LOG_DEBUG,
                "pass %u: %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64
-               " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 ")",
+               " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 "; the placer's turns %" PRIu64 ")",
                d->passes, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
                r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec,
-               d->last_pass_stage_usec[0], d->last_pass_stage_usec[1], d->last_pass_stage_usec[2]);
+               d->last_pass_stage_usec[0], d->last_pass_stage_usec[1], d->last_pass_stage_usec[2],
+               d->last_pass_yielded_usec);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
                           d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);
@@ -378,11 +382,14 @@ static void lock_give(Daemon *d) {
  * placed meanwhile it leaves alone (pipeline_changed()). */
 static void pass_yield(void *userdata) {
         Daemon *d = userdata;
+        uint64_t t;
 
         if (__atomic_load_n(&d->lock_next, __ATOMIC_RELAXED) - __atomic_load_n(&d->lock_serving, __ATOMIC_RELAXED) <= 1u)
                 return; /* nobody waits */
+        t = pipeline_now_usec();
         lock_give(d);
         lock_take(d);
+        d->pass_yielded_usec += pipeline_now_usec() - t;
 }
 
 static void *placer_main(void *userdata) {
@@ -679,10 +686,10 @@ static void print_status_text(const Daemon *d, FILE *f) {
                         d->plan->n_cookie_groups);
         if (d->passes > 0)
                 fprintf(f, "last pass: %" PRIu64 " ms ago, took %" PRIu64 " ms (scan %" PRIu64 ", plan %" PRIu64
-                           ", apply %" PRIu64 ")",
+                           ", apply %" PRIu64 "; the placer's turns in between %" PRIu64 ")",
                         (now - d->last_pass_usec) / 1000u, d->last_pass_cost_usec / 1000u,
                         d->last_pass_stage_usec[0] / 1000u, d->last_pass_stage_usec[1] / 1000u,
-                        d->last_pass_stage_usec[2] / 1000u);
+                        d->last_pass_stage_usec[2] / 1000u, d->last_pass_yielded_usec / 1000u);
         if (d->report)
                 fprintf(f, ": %u changed, %u already so, %u vanished, %u skipped, %u failed",
                         d->report->counts[RECONCILE_DONE], d->report->counts[RECONCILE_ALREADY],
@@ -728,6 +735,7 @@ static void print_status_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "last_pass_scan_usec", d->last_pass_stage_usec[0]);
         json_kv_uint(j, "last_pass_plan_usec", d->last_pass_stage_usec[1]);
         json_kv_uint(j, "last_pass_apply_usec", d->last_pass_stage_usec[2]);
+        json_kv_uint(j, "last_pass_yielded_usec", d->last_pass_yielded_usec);
         json_key(j, "last_apply");
         if (d->report) {
                 json_object_begin(j);

@@ -815,8 +815,9 @@ static void test_apply_restore(void) {
 }
 
 /* A pass that lets the fast path in (base/yield.h): it moves each
- * process as before, but leaves alone one that changed meanwhile, even if
- * it recorded its original already (the fast path relies on that entry). */
+ * process as before, but leaves alone one that changed meanwhile. The
+ * original it recorded already stays if the process was moved meanwhile
+ * (the fast path relies on that entry), else it is forgotten. */
 typedef struct Interleaved {
         unsigned calls, act_at;
         pid_t changed[4];
@@ -844,9 +845,11 @@ static void il_yield(void *userdata) {
 
         if (++il->calls != il->act_at)
                 return;
-        /* 200 exec'd and the fast path put it elsewhere. */
+        /* 200 exec'd and the fast path put it elsewhere; 100 exec'd and
+         * stayed where it was. */
         move_process(200, "/topod.slice/node0/llc0");
         il->changed[il->n_changed++] = 200;
+        il->changed[il->n_changed++] = 100;
 }
 
 static bool il_changed(void *userdata, pid_t tgid) {
@@ -878,7 +881,10 @@ static void test_yield_changed(void) {
         ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
         dump(r);
         ASSERT_EQ(il.calls, 4);
-        ASSERT_STREQ(task_cgroup(100), "/topod.slice/node0/llc0");
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_NULL(journal_get_task(j, 100, 1000));
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
         ASSERT_TRUE(it && it->tgid == 200 && it->outcome == CGROUP_SKIPPED);
         ASSERT_STREQ(it->reason, YIELD_CHANGED_REASON);
@@ -888,10 +894,7 @@ static void test_yield_changed(void) {
         ASSERT_STREQ(journal_get_task(j, 200, 2000)->cgroup, "/user.slice");
         ASSERT_EQ(cgroup_report_count(r, CGROUP_FAILED), 0);
 
-        /* Changed before it was looked at: not looked at (100, moved out
-         * by hand, stays out). */
-        move_process(100, "/system.slice/a.service");
-        il.changed[il.n_changed++] = 100;
+        /* Changed before it was looked at: not looked at, not journaled. */
         il.act_at = 0;
         ASSERT_OK(cgroup_report_new(&r2));
         ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r2), 0);

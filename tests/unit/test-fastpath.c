@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "apply/cookie.h"
@@ -319,7 +320,7 @@ static char *new_root(void) {
         return d ? strdup(d) : fake_root_new();
 }
 
-static void world_new(World *w) {
+static void world_new_events(World *w, bool events) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_free_ char *policies = NULL, *reason = NULL;
         PipelineOptions o = {};
@@ -351,7 +352,7 @@ static void world_new(World *w) {
         fake_process(300, "bash", "/user.slice");
         fake_process(400, "plain-a", "/user.slice");
 
-        o = (PipelineOptions) { .root = root_dir, .policies = policies };
+        o = (PipelineOptions) { .root = root_dir, .policies = policies, .events = events };
         if (pipeline_new(&o, d, &w->p, &reason) < 0)
                 TEST_FAIL("pipeline_new: %s", reason ?: "?");
         ASSERT_EQ(w->p->policies->n, 3);
@@ -366,6 +367,10 @@ static void world_new(World *w) {
         ASSERT_OK(cookie_applier_new(w->p->root, &fake_cookie_ops, &w->cookies));
         w->rc = (Reconciler) { .root = w->p->root, .caps = w->p->caps, .journal = w->journal, .cookies = w->cookies,
                                .cgroup_ops = &fake_cgroup_ops, .pidref = &no_pidfds };
+}
+
+static void world_new(World *w) {
+        world_new_events(w, false);
 }
 
 static void world_free(World *w) {
@@ -567,11 +572,14 @@ static void test_place_then_pass(void) {
 }
 
 /* A pass that lets the fast path in (pipeline_set_yield(), as the daemon
- * does where its placer runs): two processes exec while the pass applies
- * a plan made before (a shell turns into a batch job, a plain process into
- * a service); the fast path places them between the pass's moves. The
- * pass, whose plan has the old facts, leaves them where the fast path put
- * them, with their cookies; the next pass agrees. */
+ * does where its placer runs): three processes exec while the pass applies
+ * a plan made before, and the fast path places them between the pass's
+ * moves: a shell and a plain process turn into services (the services'
+ * cookie), a service into a batch job (a cookie of its own). The pass,
+ * whose plan has the old facts, leaves them where the fast path put them
+ * with their cookies: it neither moves them back nor clears the cookie of
+ * one its plan does not know, and makes the services' cookie group of its
+ * plan without the one that left. The next pass agrees. */
 typedef struct Interleave {
         World *w;
         const TaskSnapshot *before;
@@ -582,7 +590,8 @@ typedef struct Interleave {
 static void note_changed(World *w, pid_t pid) {
         Pipeline *p = w->p;
 
-        /* as pipeline_drain_events() does for an EXEC */
+        /* as pipeline_drain_events() does for an EXEC (test_changed_by_events
+         * checks that it does) */
         if (p->n_changed == p->changed_cap) {
                 p->changed_cap = p->changed_cap ? 2 * p->changed_cap : 16;
                 p->changed = realloc(p->changed, p->changed_cap * sizeof(pid_t));
@@ -603,10 +612,12 @@ static void interleave_yield(void *userdata) {
         if (il->acted || il->w->p->snap == il->before)
                 return;
         il->acted = il->calls;
-        fake_process(300, "batch-x", "/user.slice");
+        fake_process(300, "svc-x", "/user.slice");
         fake_process(400, "svc-z", "/topod.slice/plain");
+        fake_process(201, "batch-q", "/topod.slice/svc-node1");
         note_changed(il->w, 300);
         note_changed(il->w, 400);
+        note_changed(il->w, 201);
         rc.yield = NULL; /* the placer does not yield */
         ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 1);
         dump(r);
@@ -617,6 +628,7 @@ static void test_pass_lets_fast_path_in(void) {
         Plan *plan1, *plan2, *plan3;
         const ReconcileItem *it;
         Interleave il = {};
+        uint64_t svc;
         World w;
 
         world_new(&w);
@@ -625,6 +637,8 @@ static void test_pass_lets_fast_path_in(void) {
         ASSERT_STREQ(process_cgroup(300), "/user.slice");
         ASSERT_STREQ(process_cgroup(400), "/topod.slice/plain");
         ASSERT_EQ(cookie_of(400), 0);
+        svc = cookie_of(200);
+        ASSERT_TRUE(svc != 0 && cookie_of(201) == svc);
 
         il.w = &w;
         il.before = w.p->snap;
@@ -635,13 +649,20 @@ static void test_pass_lets_fast_path_in(void) {
         /* It yielded in the scan (once per process) and in the apply. */
         ASSERT_TRUE(il.acted > 5);
         ASSERT_TRUE(il.calls > il.acted);
-        ASSERT_EQ(il.st.placed, 2);
+        ASSERT_EQ(il.st.placed, 3);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         /* Placed by the fast path, left alone by the pass. */
-        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/batch-llc"));
+        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/svc-node"));
         ASSERT_TRUE(startswith(process_cgroup(400), "/topod.slice/svc-node"));
-        ASSERT_TRUE(cookie_of(300) != 0 && cookie_of(300) != cookie_of(100));
-        ASSERT_EQ(cookie_of(400), cookie_of(200));
+        ASSERT_STREQ(process_cgroup(201), "/topod.slice/batch-llc0");
+        ASSERT_EQ(cookie_of(200), svc);
+        ASSERT_EQ(cookie_of(300), svc);
+        ASSERT_EQ(cookie_of(400), svc);
+        ASSERT_TRUE(cookie_of(201) != 0 && cookie_of(201) != svc && cookie_of(201) != cookie_of(100));
+        it = find_item(r2, "cookie group", 201);
+        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED);
+        it = find_item(r2, "cgroup: move process", 201);
+        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED);
         it = find_item(r2, "cgroup: move process", 400);
         ASSERT_TRUE(it && (it->status == RECONCILE_SKIPPED || it->status == RECONCILE_ALREADY));
         ASSERT_NULL(find_item(r2, "cookie cleared", 300));
@@ -652,19 +673,66 @@ static void test_pass_lets_fast_path_in(void) {
         w.rc.yield = NULL;
         plan3 = pass(&w, &r3);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(r3->counts[RECONCILE_SKIPPED], 0);
         it = find_item(r3, "cgroup: move process", 300);
         ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
         it = find_item(r3, "cgroup: move process", 400);
         ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
-        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/batch-llc"));
-        ASSERT_TRUE(startswith(process_cgroup(400), "/topod.slice/svc-node"));
-        ASSERT_EQ(cookie_of(400), cookie_of(200));
-        ASSERT_TRUE(cookie_of(300) != 0);
+        it = find_item(r3, "cgroup: move process", 201);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_EQ(cookie_of(300), svc);
+        ASSERT_EQ(cookie_of(400), svc);
+        ASSERT_TRUE(cookie_of(201) != 0 && cookie_of(201) != svc);
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan3);
         plan_free(plan2);
         plan_free(plan1);
+        world_free(&w);
+}
+
+/* What the pass leaves alone is what the events say changed since its
+ * scan began: a real child's exec on this kernel's proc connector (root
+ * only: else it says so and skips). */
+static void test_changed_by_events(void) {
+        uint64_t deadline;
+        pid_t child;
+        World w;
+        int status, go[2];
+
+        world_new_events(&w, true);
+        if (!w.p->events) {
+                printf("SKIP: no proc connector here (%s): pipeline_changed() by real events not checked\n",
+                       strerror(-w.p->events_error));
+                world_free(&w);
+                return;
+        }
+        /* Born before the scan, exec'd after it began. */
+        ASSERT_OK(pipe2(go, O_CLOEXEC) == 0 ? 0 : -errno);
+        child = fork();
+        ASSERT_TRUE(child >= 0);
+        if (child == 0) {
+                char c;
+
+                if (read(go[0], &c, 1) == 1)
+                        execl("/bin/true", "true", (char *) NULL);
+                _exit(127);
+        }
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_FALSE(pipeline_changed(w.p, child));
+        ASSERT_EQ(write(go[1], "x", 1), 1);
+        ASSERT_EQ(waitpid(child, &status, 0), child);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(go[0]);
+        close(go[1]);
+        deadline = pipeline_now_usec() + 2000000u;
+        while (!pipeline_changed(w.p, child) && pipeline_now_usec() < deadline)
+                pipeline_wait_until(w.p, pipeline_now_usec() + 10000u);
+        ASSERT_TRUE(pipeline_changed(w.p, child));
+        ASSERT_FALSE(pipeline_changed(w.p, child + 1000000));
+        /* A scan begins: changed since then, not before. */
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_FALSE(pipeline_changed(w.p, child));
         world_free(&w);
 }
 
@@ -910,6 +978,7 @@ int main(void) {
         RUN(test_no_plan);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
+        RUN(test_changed_by_events);
         RUN(test_pidfs_identities);
         RUN(test_timing);
         return 0;

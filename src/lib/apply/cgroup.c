@@ -1511,6 +1511,25 @@ typedef struct Pending {
         bool recorded;   /* journal entry made by this batch */
 } Pending;
 
+/* Is the process somewhere else than from now (or unreadable)? Gone: no. */
+static bool moved_since(const CgroupEnv *env, const Plan *plan, const CgroupProcess *p, const char *from) {
+        _cleanup_free_ char *now = NULL;
+        const PlanTask *t = NULL;
+        PidRef ref = PIDREF_NULL;
+        int k;
+
+        k = acquire_process(env, plan, p, &ref, &t);
+        if (k == -ESRCH)
+                return false;
+        if (k >= 0) {
+                k = task_cgroup(env, &ref, &now);
+                pidref_done(&ref);
+        }
+        if (k == -ESRCH)
+                return false;
+        return k < 0 || !from || !streq(now, from);
+}
+
 int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
         CgroupProcess *procs = NULL;
         Members *members = NULL;
@@ -1635,10 +1654,16 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
 
                 yield_now(env.yield);
                 if (yield_changed(env.yield, p->tgid)) {
-                        /* Its entry stays: the fast path, which may have
-                         * moved it meanwhile, found it there and wrote none. */
                         set_str(&it->reason, YIELD_CHANGED_REASON);
                         item_ok(it, CGROUP_SKIPPED);
+                        /* The entry recorded above: the fast path, which may
+                         * have moved it meanwhile, found it and relies on it.
+                         * Where it still is in the original, nobody moved it:
+                         * moot. */
+                        if (pend[i].recorded && !moved_since(&env, plan, p, it->from)) {
+                                (void) journal_forget_task(journal, pend[i].tgid, pend[i].leader_start);
+                                it->journaled = false;
+                        }
                         continue;
                 }
                 k = acquire_process(&env, plan, p, &ref, &t);

@@ -163,6 +163,7 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
 static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = NULL;
         _cleanup_free_ CookieResult *results = NULL;
+        bool cookie_changed = false;
         int k;
 
         if (plan->n_cookie_groups == 0 && (!rc->journal || rc->journal->n_cookies == 0))
@@ -179,7 +180,11 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 bool same = true;
                 uint64_t first = 0;
 
-                yield_now(rc->yield);
+                /* Not after the pass changed a cookie: a process placed
+                 * meanwhile could join (from the plan in force) a cookie
+                 * the pass just gave to another group. */
+                if (!cookie_changed)
+                        yield_now(rc->yield);
                 for (size_t i = 0; i < plan->n_tasks; i++) {
                         if (plan->tasks[i].cookie_group != (int) g)
                                 continue;
@@ -221,6 +226,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 k = cookie_assign(rc->cookies, tasks, n, results);
                 if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
                         return k;
+                cookie_changed = cookie_changed || k > 0;
                 for (size_t i = 0; i < n; i++)
                         if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie group %zu: tid %d",
                                      g, (int) results[i].tid)) < 0)
@@ -238,7 +244,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                         /* A process the fast path gave a cookie while this
                          * pass ran is not in its plan: it keeps it. */
                         if ((pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) ||
-                            yield_changed(rc->yield, jc->tid)) {
+                            yield_changed(rc->yield, pt ? pt->tgid : jc->tid)) {
                                 i++;
                                 continue;
                         }
