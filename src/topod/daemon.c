@@ -82,6 +82,8 @@ typedef struct Daemon {
         uint64_t started_usec, last_pass_usec, last_pass_cost_usec;
         uint64_t last_pass_stage_usec[3]; /* of that: scan, plan, apply */
         uint64_t pass_yielded_usec, last_pass_yielded_usec; /* of that: the placer's, in pass_yield() */
+        uint64_t watchdog_usec;   /* WatchdogSec=, 0 without */
+        uint64_t last_yield_ping_usec;
         unsigned passes;
         unsigned last_failed;
         bool ready;
@@ -382,14 +384,22 @@ static void lock_give(Daemon *d) {
  * placed meanwhile it leaves alone (pipeline_changed()). */
 static void pass_yield(void *userdata) {
         Daemon *d = userdata;
-        uint64_t t;
+        uint64_t t, now;
 
         if (__atomic_load_n(&d->lock_next, __ATOMIC_RELAXED) - __atomic_load_n(&d->lock_serving, __ATOMIC_RELAXED) <= 1u)
                 return; /* nobody waits */
         t = pipeline_now_usec();
         lock_give(d);
         lock_take(d);
-        d->pass_yielded_usec += pipeline_now_usec() - t;
+        now = pipeline_now_usec();
+        d->pass_yielded_usec += now - t;
+        /* A pass that yields goes on (one more process each turn), however
+         * long an exec storm makes it: the watchdog is pinged meanwhile, as
+         * the loop would (a pass stuck in one process still stops it). */
+        if (d->watchdog_usec > 0 && now - d->last_yield_ping_usec >= d->watchdog_usec / 4) {
+                (void) sd_notify(false, "WATCHDOG=1");
+                d->last_yield_ping_usec = now;
+        }
 }
 
 static void *placer_main(void *userdata) {
@@ -989,6 +999,8 @@ int topod_run(const DaemonArgs *a) {
                 log_error(&d, "cannot set up the event loop: %s", strerror(k < 0 ? -k : errno));
                 goto finish;
         }
+        if (sd_watchdog_enabled(false, &d.watchdog_usec) <= 0)
+                d.watchdog_usec = 0;
         if (d.p->events && proc_events_lazy_fd(d.p->events) < 0 &&
             (k = sd_event_add_io(d.event, NULL, proc_events_fd(d.p->events), EPOLLIN, on_events, &d)) < 0) {
                 log_error(&d, "cannot watch the proc connector: %s", strerror(-k));

@@ -249,12 +249,14 @@ static const PidRefOps no_pidfds = {}; /* the proc directories of the fake root 
 /* pidfds where they are pidfs inodes: an fd of /dev/null standing for a
  * fake process, whose inode is a number of its own (its start time + 1e6). */
 static pid_t pidfd_pid[256];
+static unsigned n_pidfd_opens;
 
 static int fp_open(pid_t tid, void *userdata) {
         char rel[64], path[PATH_MAX];
         int fd;
 
         (void) userdata;
+        n_pidfd_opens++;
         snprintf(rel, sizeof(rel), "proc/%d/stat", (int) tid);
         snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
         if (access(path, F_OK) < 0)
@@ -691,6 +693,39 @@ static void test_pass_lets_fast_path_in(void) {
         world_free(&w);
 }
 
+/* A process the fast path moves and gives a cookie is pinned once: the
+ * cookie uses the move's handle (one pidfd, one stat read). */
+static void test_cookie_uses_move_pin(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        CookieOps ops = fake_cookie_ops;
+        PipelineFreshStats st;
+        unsigned opens;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        ops.pidref = &pidfs_ops;
+        cookie_applier_free(w.cookies);
+        ASSERT_OK(cookie_applier_new(w.p->root, &ops, &w.cookies));
+        w.rc.cookies = w.cookies;
+        w.rc.pidref = &pidfs_ops;
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        fake_process(1000, "batch-b", "/user.slice");
+        event(&w, 1000);
+        opens = n_pidfd_opens;
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        dump(r2);
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
+        ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
+        ASSERT_EQ(n_pidfd_opens - opens, 1);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* What the pass leaves alone is what the events say changed since its
  * scan began: a real child's exec on this kernel's proc connector (root
  * only: else it says so and skips). */
@@ -979,6 +1014,7 @@ int main(void) {
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
         RUN(test_changed_by_events);
+        RUN(test_cookie_uses_move_pin);
         RUN(test_pidfs_identities);
         RUN(test_timing);
         return 0;

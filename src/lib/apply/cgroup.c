@@ -1713,9 +1713,15 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
 
 static void moves_release(CgroupMove *moves, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                pidref_done(&moves[i].ref);
+                if (!moves[i].keep_ref)
+                        pidref_done(&moves[i].ref);
                 moves[i].pending = false;
         }
+}
+
+void cgroup_moves_release(CgroupMove *moves, size_t n) {
+        for (size_t i = 0; moves && i < n; i++)
+                pidref_done(&moves[i].ref);
 }
 
 int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
@@ -1782,7 +1788,8 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                 }
                 set_str(&it->from, now);
                 if (streq(now, cg)) {
-                        pidref_done(&m->ref);
+                        if (!m->keep_ref)
+                                pidref_done(&m->ref);
                         item_ok(it, CGROUP_ALREADY);
                         continue;
                 }
@@ -1829,7 +1836,8 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
                 bool written = false;
 
                 if (!m->pending) {
-                        pidref_done(&m->ref);
+                        if (!m->keep_ref)
+                                pidref_done(&m->ref);
                         continue;
                 }
                 it = &r->items[m->item];
@@ -1843,7 +1851,8 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
                                 return k;
                         }
                 }
-                pidref_done(&m->ref);
+                if (!m->keep_ref || !written)
+                        pidref_done(&m->ref);
                 m->pending = false;
                 /* Recorded for a process that did not move: moot. */
                 if (m->recorded && !written) {

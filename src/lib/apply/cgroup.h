@@ -313,6 +313,8 @@ typedef struct CgroupMove {
                               * identities, PIDREF_IDENT_PIDFS | its pidfd's inode) */
         const char *group;   /* the Plan group's path, below cgroup_root */
         bool by_start_time;  /* learn the start time even where pidfs identities are made */
+        bool keep_ref;       /* cgroup_move_finish() leaves the handle taken (ref, if any)
+                              * to the caller, who releases it (cgroup_moves_release()) */
 
         /* Set by cgroup_move_prepare(), for cgroup_move_finish(). */
         size_t item;         /* its result in the report */
@@ -329,9 +331,12 @@ int cgroup_move_prepare(const CgroupEnv *env, const char *cgroup_root, CgroupMov
                         CgroupReport *report);
 /* journal_error: the commit's result; when negative nothing is written and
  * every pending move fails with it. Returns the number of failed items, or
- * -ENOMEM. Always releases every handle. */
+ * -ENOMEM. Releases every handle but those kept (keep_ref) of processes
+ * that were moved or found there already. */
 int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journal *journal, int journal_error,
                        CgroupReport *report);
+/* Release every handle left (keep_ref), on any path. */
+void cgroup_moves_release(CgroupMove *moves, size_t n);
 
 /* Forget the "task" entries of processes that have exited, so that the
  * journal (rewritten whole on each commit) holds the living and does not

@@ -313,6 +313,13 @@ static void results_fill(CookieResult *results, size_t from, size_t n, CookieOut
 }
 
 static int ref_take(CookieApplier *a, const CookieTask *t, PidRef *ret) {
+        /* The caller's, where ours can check it (a pidfd needs our pidfd
+         * ops: theirs and ours are the kernel's, but for tests). */
+        if (t->pinned && t->pinned->tid == t->tid && t->pinned->start_time == t->start_time &&
+            (t->pinned->pidfd >= 0 ? a->ops.pidref && a->ops.pidref->pidfd_alive : t->pinned->procfd >= 0)) {
+                *ret = pidref_borrow(t->pinned);
+                return 0;
+        }
         return t->leader ? pidref_acquire_process(a->root, a->ops.pidref, t->tid, t->start_time, ret)
                          : pidref_acquire(a->root, a->ops.pidref, t->tid, t->start_time, ret);
 }

@@ -113,6 +113,9 @@ typedef struct CookieTask {
         bool leader;         /* tid is a new process's (main) thread, which the fast path
                               * has just read: checked through proc/<tid>/stat, see
                               * pidref_acquire_process() */
+        const PidRef *pinned; /* NULL, or the caller's handle on this very thread (same
+                               * tid and start time), used in place of a new one: the
+                               * fast path's move took it a moment before */
 } CookieTask;
 
 typedef struct CookieResult {

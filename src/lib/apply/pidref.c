@@ -136,11 +136,20 @@ int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret
         return read_start_time(root, dirfd, tid, false, ret);
 }
 
+PidRef pidref_borrow(const PidRef *from) {
+        PidRef r = *from;
+
+        r.borrowed = true;
+        return r;
+}
+
 void pidref_done(PidRef *p) {
         if (!p)
                 return;
-        closep(&p->pidfd);
-        closep(&p->procfd);
+        if (!p->borrowed) {
+                closep(&p->pidfd);
+                closep(&p->procfd);
+        }
         *p = PIDREF_NULL;
 }
 

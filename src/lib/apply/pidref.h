@@ -90,6 +90,7 @@ typedef struct PidRef {
         uint64_t start_time;
         int pidfd;  /* -EBADF when pidfds are not usable for this thread */
         int procfd; /* proc/<tid>/task/<tid> through the root, only when pidfd is not */
+        bool borrowed; /* another PidRef's fds (pidref_borrow()): not closed here */
 } PidRef;
 
 #define PIDREF_NULL ((PidRef) { .pidfd = -EBADF, .procfd = -EBADF })
@@ -115,7 +116,12 @@ int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tgid, P
  * cannot be told. */
 int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops);
 
-/* Close the handle; the PidRef becomes PIDREF_NULL. Accepts PIDREF_NULL. */
+/* The same handle, lent: valid while from is; pidref_done() on it closes
+ * nothing. */
+PidRef pidref_borrow(const PidRef *from);
+
+/* Close the handle (unless borrowed); the PidRef becomes PIDREF_NULL.
+ * Accepts PIDREF_NULL. */
 void pidref_done(PidRef *p);
 
 /* Read the start time (clock ticks after boot, field 22) of

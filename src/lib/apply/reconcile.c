@@ -330,7 +330,7 @@ static int place_report_cookie(ReconcileReport *r, const ReconcilePlacement *it,
 
 /* The cookies of a batch whose originals are committed. done[i]: handled. */
 static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t n, const bool *recorded, bool *done,
-                         ReconcileReport *r) {
+                         const PidRef *const *pins, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = calloc(MAX(n, (size_t) 1), sizeof(CookieTask));
         _cleanup_free_ CookieResult *results = calloc(MAX(n, (size_t) 1), sizeof(CookieResult));
         _cleanup_free_ size_t *which = calloc(MAX(n, (size_t) 1), sizeof(size_t));
@@ -348,7 +348,8 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                 for (size_t j = i; j < n; j++)
                         if (!done[j] && items[j].cookie == items[i].cookie &&
                             (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
-                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true };
+                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
+                                                          .pinned = pins[j] };
                                 which[m++] = j;
                                 done[j] = true;
                         }
@@ -377,13 +378,15 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
         return 0;
 }
 
-int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
-                    ReconcileReport **ret) {
+/* reconcile_place() with the moves' array, whose handles the caller
+ * releases: a move's handle serves its cookie too. */
+static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n, CgroupMove *moves,
+                       ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
-        _cleanup_free_ CgroupMove *moves = NULL;
         _cleanup_free_ size_t *move_of = NULL;
         _cleanup_free_ bool *recorded = NULL, *done = NULL;
+        _cleanup_free_ const PidRef **pins = NULL;
         bool cgroups = rc->caps->cgroup2_mount != NULL;
         CgroupEnv env = cgroup_env(rc, true);
         size_t n_moves = 0;
@@ -392,11 +395,11 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         if ((k = new_report(&r)) < 0)
                 return k;
         r->failures_only = true;
-        moves = calloc(MAX(n, (size_t) 1), sizeof(CgroupMove));
         move_of = calloc(MAX(n, (size_t) 1), sizeof(size_t));
         recorded = calloc(MAX(n, (size_t) 1), sizeof(bool));
         done = calloc(MAX(n, (size_t) 1), sizeof(bool));
-        if (!moves || !move_of || !recorded || !done || (k = cgroup_report_new(&cr)) < 0)
+        pins = calloc(MAX(n, (size_t) 1), sizeof(PidRef *));
+        if (!move_of || !recorded || !done || !pins || (k = cgroup_report_new(&cr)) < 0)
                 return -ENOMEM;
 
         for (size_t i = 0; i < n; i++) {
@@ -415,7 +418,9 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
                  * observer's start times: the move learns it for them. */
                 moves[n_moves] = (CgroupMove) { .tgid = it->tgid, .start_time = it->start_time,
                                                 .group = plan->groups[it->group].path,
-                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies };
+                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
+                                                .keep_ref = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
+                                                .ref = PIDREF_NULL };
                 move_of[n_moves++] = i;
         }
 
@@ -480,9 +485,14 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
                         return k;
                 if ((k = add_cgroup_report(r, cr)) < 0)
                         return k;
-                for (size_t m = 0; m < n_moves; m++)
+                for (size_t m = 0; m < n_moves; m++) {
                         if (moves[m].item < cr->n)
                                 items[move_of[m]].moved = from_cgroup(cr->items[moves[m].item].outcome);
+                        /* Kept for its cookie: the same process, pinned a
+                         * moment ago (no second pin, no second stat). */
+                        if (moves[m].keep_ref && (moves[m].ref.pidfd >= 0 || moves[m].ref.procfd >= 0))
+                                pins[move_of[m]] = &moves[m].ref;
+                }
         }
 
         /* 4. The cookies. */
@@ -503,12 +513,26 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
                                 return k;
                 }
         }
-        if (rc->cookies && (k = place_cookies(rc, items, n, recorded, done, r)) < 0)
+        if (rc->cookies && (k = place_cookies(rc, items, n, recorded, done, pins, r)) < 0)
                 return k;
         /* Entries forgotten above stay dirty until the next commit: on disk
          * they are harmless (restoring them finds nothing to undo). */
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
+                    ReconcileReport **ret) {
+        _cleanup_free_ CgroupMove *moves = calloc(MAX(n, (size_t) 1), sizeof(CgroupMove));
+        int k;
+
+        if (!moves)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                moves[i].ref = PIDREF_NULL;
+        k = place_batch(rc, plan, items, n, moves, ret);
+        cgroup_moves_release(moves, n);
+        return k;
 }
 
 int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
