@@ -322,6 +322,48 @@ static void test_yield(void) {
         fake_root_remove(d);
 }
 
+/* A kernel thread is read by full scans only: it ran (its schedstat
+ * moved), yet the next scans, listing or by events, take it as it was. */
+static void test_kernel_threads(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        TaskScanStats st;
+        TaskSnapshot *s;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        s = scan(sc, true);
+        ASSERT_TRUE(task_snapshot_find(s, 2)->kernel_thread);
+        ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 0);
+        task_snapshot_free(s);
+        {
+                char path[PATH_MAX];
+                FILE *f;
+
+                /* in place: the held fd sees it */
+                snprintf(path, sizeof(path), "%s/proc/2/task/2/schedstat", d);
+                f = fopen(path, "r+e");
+                ASSERT_TRUE(f);
+                fputs("5000 0 5\n", f);
+                fclose(f);
+        }
+        for (int by_events = 0; by_events < 2; by_events++) {
+                task_scanner_trust_events(sc, by_events);
+                s = scan(sc, false);
+                task_scanner_stats(sc, &st);
+                ASSERT_EQ(st.by_events, (bool) by_events);
+                ASSERT_EQ(st.threads_reread, 0);
+                ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 0);
+                task_snapshot_free(s);
+        }
+        s = scan(sc, true);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 5000);
+        task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
 /* Past the descriptor budget, threads are still all seen: their schedstat
  * is read and closed instead of held. */
 static void test_fd_budget(void) {
@@ -375,6 +417,7 @@ int main(void) {
         RUN(test_incremental);
         RUN(test_by_events);
         RUN(test_yield);
+        RUN(test_kernel_threads);
         RUN(test_fd_budget);
         RUN(test_live);
         return 0;

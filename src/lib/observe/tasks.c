@@ -302,6 +302,16 @@ static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
         return 1;
 }
 
+/* A kernel thread seen before, outside a full scan: taken as it was,
+ * without a read. No policy moves it and its class is always other, so
+ * what it changes by running (times, switches) matters to no decision;
+ * the full scan (every rescan_interval) reads it. Its exit is an event,
+ * or its missing directory when /proc is listed. A big machine has a few
+ * per CPU: most threads of an idle one. */
+static bool quiet_kernel_thread(const Builder *b, const TaskFacts *prev, pid_t tgid) {
+        return prev && !b->full && prev->kernel_thread && prev->tgid == tgid;
+}
+
 /* One thread. Returns 1 when added, 0 when it vanished, negative errno. */
 static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, ProcessFacts *proc) {
         TaskScanner *s = b->scanner;
@@ -314,6 +324,13 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
         if (h && h->fd >= 0) {
                 fd = h->fd;
                 h->fd = -EBADF; /* moves to the new held set, or is closed below */
+                if (quiet_kernel_thread(b, prev, proc->tgid)) {
+                        t = *prev;
+                        t.process = proc;
+                        t.parent_comm = NULL;
+                        s->stats.threads_reused++;
+                        goto push;
+                }
                 if (pread_schedstat(fd, &ss) < 0) {
                         /* The thread is gone (ESRCH); the tid may be a new thread's. */
                         close(fd);
@@ -375,6 +392,7 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
                 s->stats.threads_reread++;
         }
 
+push:
         k = push_task(b, &t);
         if (k >= 0 && fd >= 0) {
                 k = push_held(b, tid, fd);
@@ -627,11 +645,14 @@ static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFac
         ProcSchedstat ss;
         int fd, k;
 
-        if (!h || h->fd < 0 || pread_schedstat(h->fd, &ss) < 0)
+        if (!h || h->fd < 0)
+                return 0;
+        if (!quiet_kernel_thread(b, prev, proc->tgid) && pread_schedstat(h->fd, &ss) < 0)
                 return 0;
         fd = h->fd;
         h->fd = -EBADF;
-        if (prev->has_schedstat && prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices) {
+        if (quiet_kernel_thread(b, prev, proc->tgid) ||
+            (prev->has_schedstat && prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices)) {
                 t = *prev;
                 t.process = proc;
                 t.parent_comm = NULL;
