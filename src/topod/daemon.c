@@ -965,6 +965,8 @@ int topod_run(const DaemonArgs *a) {
         }
         log_set_config_level(&d.log, (int) d.p->config->log_level);
         log_limits(&d);
+        /* Kernel threads: read by the full scans only (tasks.h). */
+        task_scanner_set_lazy_kernel_threads(d.p->scanner, true);
         if (!d.p->events)
                 log_warning(&d, "proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
                       strerror(-d.p->events_error), d.p->config->sample_interval_usec / 1000);

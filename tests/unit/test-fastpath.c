@@ -250,6 +250,7 @@ static const PidRefOps no_pidfds = {}; /* the proc directories of the fake root 
  * fake process, whose inode is a number of its own (its start time + 1e6). */
 static pid_t pidfd_pid[256];
 static unsigned n_pidfd_opens;
+static int last_pidfd = -1;
 
 static int fp_open(pid_t tid, void *userdata) {
         char rel[64], path[PATH_MAX];
@@ -264,6 +265,7 @@ static int fp_open(pid_t tid, void *userdata) {
         fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         ASSERT_TRUE(fd >= 0 && (size_t) fd < ELEMENTSOF(pidfd_pid));
         pidfd_pid[fd] = tid;
+        last_pidfd = fd;
         return fd;
 }
 
@@ -721,6 +723,8 @@ static void test_cookie_uses_move_pin(void) {
         ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
         ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
         ASSERT_EQ(n_pidfd_opens - opens, 1);
+        /* and let go of after the cookie */
+        ASSERT_TRUE(last_pidfd >= 0 && fcntl(last_pidfd, F_GETFD) < 0);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         world_free(&w);

@@ -322,8 +322,9 @@ static void test_yield(void) {
         fake_root_remove(d);
 }
 
-/* A kernel thread is read by full scans only: it ran (its schedstat
- * moved), yet the next scans, listing or by events, take it as it was. */
+/* With lazy kernel threads (the daemon's), a kernel thread is read by full
+ * scans only: it ran (its schedstat moved), yet the next scans, listing or
+ * by events, take it as it was. Without (topoctl classify), it is read. */
 static void test_kernel_threads(void) {
         char *d = make_tree();
         _cleanup_(root_freep) Root *r = NULL;
@@ -333,6 +334,7 @@ static void test_kernel_threads(void) {
 
         ASSERT_OK(root_open(d, &r));
         ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        task_scanner_set_lazy_kernel_threads(sc, true);
         s = scan(sc, true);
         ASSERT_TRUE(task_snapshot_find(s, 2)->kernel_thread);
         ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 0);
@@ -360,6 +362,24 @@ static void test_kernel_threads(void) {
         s = scan(sc, true);
         task_scanner_stats(sc, &st);
         ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 5000);
+        task_snapshot_free(s);
+
+        /* Not lazy: read when it ran. */
+        task_scanner_set_lazy_kernel_threads(sc, false);
+        {
+                char path[PATH_MAX];
+                FILE *f;
+
+                snprintf(path, sizeof(path), "%s/proc/2/task/2/schedstat", d);
+                f = fopen(path, "r+e");
+                ASSERT_TRUE(f);
+                fputs("7000 0 7\n", f);
+                fclose(f);
+        }
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.threads_reread, 1);
+        ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 7000);
         task_snapshot_free(s);
         fake_root_remove(d);
 }

@@ -297,7 +297,8 @@ int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report)
  *                        each one that will move (not committed);
  *   (the caller records anything else, such as cookies, and commits once)
  *   cgroup_move_finish   writes each tgid to its group's cgroup.procs and
- *                        lets go of the handles. A move is done when the
+ *                        lets go of the handles (but those kept for the
+ *                        caller: keep_ref). A move is done when the
  *                        kernel took the write and the thread lived
  *                        throughout; the read-back of proc/<pid>/cgroup is
  *                        left to the next pass, which checks every process. An entry recorded for a process
@@ -326,7 +327,8 @@ typedef struct CgroupMove {
 /* Returns the number of failed items, or a negative errno when it could not
  * run (-ENOENT no cgroup2 mount, -EINVAL a bad cgroup_root, -ENOMEM); then
  * the handles taken so far are released by cgroup_move_finish() all the
- * same (call it with journal_error < 0). */
+ * same (call it with journal_error < 0), but those kept (keep_ref), which
+ * cgroup_moves_release() lets go of. */
 int cgroup_move_prepare(const CgroupEnv *env, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
                         CgroupReport *report);
 /* journal_error: the commit's result; when negative nothing is written and

@@ -317,6 +317,15 @@ static int ref_take(CookieApplier *a, const CookieTask *t, PidRef *ret) {
          * ops: theirs and ours are the kernel's, but for tests). */
         if (t->pinned && t->pinned->tid == t->tid && t->pinned->start_time == t->start_time &&
             (t->pinned->pidfd >= 0 ? a->ops.pidref && a->ops.pidref->pidfd_alive : t->pinned->procfd >= 0)) {
+                /* Taken a while ago (before the journal's commit and the
+                 * move): still the same thread now? (One check, no
+                 * stat read: the pin holds its identity.) */
+                int k = pidref_alive(t->pinned, a->root, a->ops.pidref);
+
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        return -ESRCH;
                 *ret = pidref_borrow(t->pinned);
                 return 0;
         }

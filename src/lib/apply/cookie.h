@@ -44,8 +44,9 @@
  *
  * Identity: every thread is named by (tid, start_time) as the observer saw
  * it; before acting on one the worker takes a PidRef (pidfd, then the start
- * time re-read from proc/<tid>/stat through the Root), acts, and then checks
- * the pidfd's thread is still alive. A thread that has gone, or whose tid
+ * time re-read from proc/<tid>/stat through the Root; or borrows the
+ * caller's, CookieTask.pinned, checking it is still alive), acts, and then
+ * checks the pidfd's thread is still alive. A thread that has gone, or whose tid
  * now names another thread, is reported COOKIE_VANISHED and not touched.
  *
  * Not thread-safe: one caller at a time (the daemon's event loop). */

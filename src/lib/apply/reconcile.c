@@ -489,8 +489,10 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                         if (moves[m].item < cr->n)
                                 items[move_of[m]].moved = from_cgroup(cr->items[moves[m].item].outcome);
                         /* Kept for its cookie: the same process, pinned a
-                         * moment ago (no second pin, no second stat). */
-                        if (moves[m].keep_ref && (moves[m].ref.pidfd >= 0 || moves[m].ref.procfd >= 0))
+                         * moment ago (no second pin, no second stat), if it
+                         * was moved or there already. */
+                        if (moves[m].keep_ref && (moves[m].ref.pidfd >= 0 || moves[m].ref.procfd >= 0) &&
+                            (items[move_of[m]].moved == RECONCILE_DONE || items[move_of[m]].moved == RECONCILE_ALREADY))
                                 pins[move_of[m]] = &moves[m].ref;
                 }
         }

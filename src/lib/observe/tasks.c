@@ -124,6 +124,7 @@ struct TaskScanner {
          * scan ends with (the thread may be in it already, with what it
          * read before the exec). */
         const YieldHooks *yield;
+        bool lazy_kernel_threads; /* task_scanner_set_lazy_kernel_threads() */
         bool scanning;
         pid_t *late;
         size_t n_late, late_cap;
@@ -308,8 +309,11 @@ static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
  * the full scan (every rescan_interval) reads it. Its exit is an event,
  * or its missing directory when /proc is listed. A big machine has a few
  * per CPU: most threads of an idle one. */
-static bool quiet_kernel_thread(const Builder *b, const TaskFacts *prev, pid_t tgid) {
-        return prev && !b->full && prev->kernel_thread && prev->tgid == tgid;
+static bool quiet_kernel_thread(const Builder *b, const TaskFacts *prev, const ProcessFacts *proc) {
+        /* The same process as before: its leader's held schedstat answered
+         * (a process that took a dead kernel thread's number has new
+         * facts). Only where the caller asked (the daemon). */
+        return b->scanner->lazy_kernel_threads && prev && !b->full && prev->kernel_thread && prev->process == proc;
 }
 
 /* One thread. Returns 1 when added, 0 when it vanished, negative errno. */
@@ -324,7 +328,7 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
         if (h && h->fd >= 0) {
                 fd = h->fd;
                 h->fd = -EBADF; /* moves to the new held set, or is closed below */
-                if (quiet_kernel_thread(b, prev, proc->tgid)) {
+                if (quiet_kernel_thread(b, prev, proc)) {
                         t = *prev;
                         t.process = proc;
                         t.parent_comm = NULL;
@@ -588,6 +592,10 @@ void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks) {
         s->yield = hooks;
 }
 
+void task_scanner_set_lazy_kernel_threads(TaskScanner *s, bool lazy) {
+        s->lazy_kernel_threads = lazy;
+}
+
 void task_scanner_trust_events(TaskScanner *s, bool trust) {
         s->trust_events = trust;
 }
@@ -647,11 +655,11 @@ static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFac
 
         if (!h || h->fd < 0)
                 return 0;
-        if (!quiet_kernel_thread(b, prev, proc->tgid) && pread_schedstat(h->fd, &ss) < 0)
+        if (!quiet_kernel_thread(b, prev, proc) && pread_schedstat(h->fd, &ss) < 0)
                 return 0;
         fd = h->fd;
         h->fd = -EBADF;
-        if (quiet_kernel_thread(b, prev, proc->tgid) ||
+        if (quiet_kernel_thread(b, prev, proc) ||
             (prev->has_schedstat && prev->sched.run_ns == ss.run_ns && prev->sched.timeslices == ss.timeslices)) {
                 t = *prev;
                 t.process = proc;

@@ -122,6 +122,13 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
  * it read before. */
 void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks);
 
+/* Between full scans, take a kernel thread seen before as it was, without
+ * a read (off by default). For the daemon: no policy moves a kernel thread
+ * and its class is always other, and a big machine has several per CPU;
+ * its figures (times, switches) are then those of the last full scan. Not
+ * for a verb that shows them (topoctl classify --all). */
+void task_scanner_set_lazy_kernel_threads(TaskScanner *s, bool lazy);
+
 /* Counters of the last scan, for benchmarks and status. */
 typedef struct TaskScanStats {
         unsigned threads_reread; /* stat/status/arch_status read */
