@@ -563,10 +563,23 @@ static void test_place_then_pass(void) {
                 snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
                 fake_root_remove(strdup(path));
                 ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+                /* 1001 is a shell now: no policy gives it a cookie. */
+                fake_process(1001, "sh", "/topod.slice/svc-node0");
+                task_scanner_invalidate(w.p->scanner, 1001); /* as its COMM event */
                 plan3 = pass(&w, &r4);
+                dump(r4);
                 ASSERT_NULL(journal_get_task(w.journal, 1000, 6000));
                 ASSERT_TRUE(journal_get_task(w.journal, 1001, 6001) != NULL);
                 ASSERT_FALSE(w.journal->dirty);
+                /* Their cookies, in one job: 1000's entry forgotten (gone),
+                 * 1001's cookie cleared and forgotten. */
+                it = find_item(r4, "cookie cleared", 1000);
+                ASSERT_TRUE(it && it->status == RECONCILE_VANISHED);
+                it = find_item(r4, "cookie cleared", 1001);
+                ASSERT_TRUE(it && it->status == RECONCILE_DONE);
+                ASSERT_EQ(cookie_of(1001), 0);
+                for (size_t i = 0; i < w.journal->n_cookies; i++)
+                        ASSERT_TRUE(w.journal->cookies[i].tid != 1000 && w.journal->cookies[i].tid != 1001);
                 ASSERT_OK(pipeline_use_plan(w.p, NULL));
                 plan_free(plan3);
         }

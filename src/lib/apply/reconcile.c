@@ -160,6 +160,42 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
         return 0;
 }
 
+static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
+        size_t n = MIN(rc->journal->n_cookies, (size_t) COOKIE_TASKS_MAX), m = 0;
+        _cleanup_free_ CookieTask *tasks = calloc(MAX(n, (size_t) 1), sizeof(CookieTask));
+        _cleanup_free_ CookieResult *results = calloc(MAX(n, (size_t) 1), sizeof(CookieResult));
+        int k;
+
+        if (!tasks || !results)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const JournalCookie *jc = &rc->journal->cookies[i];
+                const PlanTask *pt = plan_find_task(plan, jc->tid);
+
+                /* A process the fast path gave a cookie while this pass ran
+                 * is not in its plan: it keeps it. */
+                if ((pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) ||
+                    yield_changed(rc->yield, pt ? pt->tgid : jc->tid))
+                        continue;
+                tasks[m++] = (CookieTask) { jc->tid, jc->start_time };
+        }
+        if (m == 0)
+                return 0;
+        k = cookie_clear(rc->cookies, tasks, m, results);
+        if (k < 0)
+                return add(r, RECONCILE_FAILED, k, NULL, "cookies cleared: %zu tasks", m);
+        for (size_t i = 0; i < m; i++) {
+                if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie cleared: tid %d",
+                             (int) tasks[i].tid)) < 0)
+                        return k;
+                /* Cleared or gone: forgotten. */
+                if (results[i].outcome != COOKIE_FAILED &&
+                    (k = journal_forget_cookie(rc->journal, tasks[i].tid, tasks[i].start_time)) < 0)
+                        return k;
+        }
+        return 0;
+}
+
 static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = NULL;
         _cleanup_free_ CookieResult *results = NULL;
@@ -233,33 +269,11 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                                 return k;
         }
 
-        /* Tasks topod gave a cookie that the plan no longer groups: clear. */
-        if (rc->journal)
-                for (size_t i = 0; i < rc->journal->n_cookies;) {
-                        const JournalCookie *jc = &rc->journal->cookies[i];
-                        const PlanTask *pt = plan_find_task(plan, jc->tid);
-                        CookieTask t = { jc->tid, jc->start_time };
-                        CookieResult res = {};
-
-                        /* A process the fast path gave a cookie while this
-                         * pass ran is not in its plan: it keeps it. */
-                        if ((pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) ||
-                            yield_changed(rc->yield, pt ? pt->tgid : jc->tid)) {
-                                i++;
-                                continue;
-                        }
-                        (void) cookie_clear(rc->cookies, &t, 1, &res);
-                        if ((k = add(r, from_cookie(res.outcome), res.error, NULL, "cookie cleared: tid %d",
-                                     (int) t.tid)) < 0)
-                                return k;
-                        if (res.outcome == COOKIE_FAILED) {
-                                i++;
-                                continue;
-                        }
-                        /* Cleared or gone: forget it (shifts the array). */
-                        if ((k = journal_forget_cookie(rc->journal, t.tid, t.start_time)) < 0)
-                                return k;
-                }
+        /* Tasks topod gave a cookie that the plan no longer groups: cleared
+         * in one job (one wake-up of the worker, not one per task: after an
+         * exec storm, most are processes that have exited). */
+        if (rc->journal && rc->journal->n_cookies > 0)
+                return clear_unplanned_cookies(rc, plan, r);
         return 0;
 }
 
