@@ -66,6 +66,19 @@ static char *make_tree(void) {
         return d;
 }
 
+/* The thread ran: its schedstat rewritten in place, so that the scanner's
+ * held fd (the same inode) sees it. */
+static void ran(const char *dir, int tgid, int tid, const char *schedstat) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/proc/%d/task/%d/schedstat", dir, tgid, tid);
+        f = fopen(path, "r+e");
+        ASSERT_TRUE(f);
+        fputs(schedstat, f);
+        fclose(f);
+}
+
 static TaskSnapshot *scan(TaskScanner *s, bool full) {
         TaskSnapshot *snap = NULL;
 
@@ -154,16 +167,7 @@ static void test_incremental(void) {
 
         /* 101 ran: only it is reread. The held fd sees the new content:
          * rewrite in place so the same inode changes. */
-        {
-                char path[PATH_MAX];
-                FILE *f;
-
-                snprintf(path, sizeof(path), "%s/proc/100/task/101/schedstat", d);
-                f = fopen(path, "r+e");
-                ASSERT_TRUE(f);
-                fputs("9000 0 9\n", f);
-                fclose(f);
-        }
+        ran(d, 100, 101, "9000 0 9\n");
         s = scan(sc, false);
         task_scanner_stats(sc, &st);
         ASSERT_EQ(st.threads_reread, 1);
@@ -339,17 +343,7 @@ static void test_kernel_threads(void) {
         ASSERT_TRUE(task_snapshot_find(s, 2)->kernel_thread);
         ASSERT_EQ(task_snapshot_find(s, 2)->sched.run_ns, 0);
         task_snapshot_free(s);
-        {
-                char path[PATH_MAX];
-                FILE *f;
-
-                /* in place: the held fd sees it */
-                snprintf(path, sizeof(path), "%s/proc/2/task/2/schedstat", d);
-                f = fopen(path, "r+e");
-                ASSERT_TRUE(f);
-                fputs("5000 0 5\n", f);
-                fclose(f);
-        }
+        ran(d, 2, 2, "5000 0 5\n");
         for (int by_events = 0; by_events < 2; by_events++) {
                 task_scanner_trust_events(sc, by_events);
                 s = scan(sc, false);
@@ -366,16 +360,7 @@ static void test_kernel_threads(void) {
 
         /* Not lazy: read when it ran. */
         task_scanner_set_lazy_kernel_threads(sc, false);
-        {
-                char path[PATH_MAX];
-                FILE *f;
-
-                snprintf(path, sizeof(path), "%s/proc/2/task/2/schedstat", d);
-                f = fopen(path, "r+e");
-                ASSERT_TRUE(f);
-                fputs("7000 0 7\n", f);
-                fclose(f);
-        }
+        ran(d, 2, 2, "7000 0 7\n");
         s = scan(sc, false);
         task_scanner_stats(sc, &st);
         ASSERT_EQ(st.threads_reread, 1);
