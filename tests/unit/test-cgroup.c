@@ -43,6 +43,7 @@ typedef struct Fake {
         unsigned id_calls;          /* pidfd_cgroup_id calls */
         unsigned id_moved_at;       /* that call (1-based) finds the process moved to /moved.slice */
         unsigned id_gone_at;        /* that call finds it reaped */
+        unsigned pidfd_opens;
         char excl_log[1024];        /* the cpuset.cpus.exclusive writes, in order */
         unsigned n_writes, n_mkdirs, n_rmdirs;
 } Fake;
@@ -510,6 +511,7 @@ static int fp_open(pid_t tid, void *userdata) {
         int fd;
 
         (void) userdata;
+        fake.pidfd_opens++;
         if (!find_task(tid))
                 return -ESRCH;
         fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -901,6 +903,34 @@ static void test_yield_changed(void) {
         it = find_item(r2, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
         ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
         ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        teardown(TAKE_PTR(root));
+}
+
+/* A pass pins each process it moves once: the handle that looked at it
+ * moves it (and is let go of: no descriptor left). */
+static void test_pass_pins_once(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        CgroupEnv env = env_for(root);
+        int probe;
+
+        env.pidref = &fake_pidfds;
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        fake.pidfd_opens = 0;
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        dump(r);
+        ASSERT_EQ(fake.pidfd_opens, 2); /* 100 and 200 (by its main thread) */
+        ASSERT_STREQ(task_cgroup(100), "/topod.slice/node0/llc0");
+        ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
+        ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
+        probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(probe >= 0 && probe < 8); /* the pins' descriptors were all closed */
+        close(probe);
         teardown(TAKE_PTR(root));
 }
 
@@ -1521,6 +1551,7 @@ int main(void) {
         RUN(test_plan_processes);
         RUN(test_apply_restore);
         RUN(test_yield_changed);
+        RUN(test_pass_pins_once);
         RUN(test_crash_recovery);
         RUN(test_vanished);
         RUN(test_partition_invalid_and_idle);

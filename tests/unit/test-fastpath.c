@@ -314,6 +314,7 @@ typedef struct World {
         CookieApplier *cookies;
         Reconciler rc;
         char *journal_dir;
+        char *policies; /* the pipeline borrows it (PipelineOptions), for reloads */
 } World;
 
 /* The fake tree on tmpfs when there is one (as /proc and /run are). */
@@ -326,7 +327,7 @@ static char *new_root(void) {
 
 static void world_new_events(World *w, bool events) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_free_ char *policies = NULL, *reason = NULL;
+        _cleanup_free_ char *reason = NULL;
         PipelineOptions o = {};
         char path[PATH_MAX];
 
@@ -346,7 +347,7 @@ static void world_new_events(World *w, bool events) {
         fake_write(root_dir, "etc/topod/policies.d/10-batch.ini", BATCH);
         fake_write(root_dir, "etc/topod/policies.d/20-svc.ini", SVC);
         fake_write(root_dir, "etc/topod/policies.d/30-plain.ini", PLAIN);
-        ASSERT_TRUE(asprintf(&policies, "%s/etc/topod/policies.d", root_dir) > 0);
+        ASSERT_TRUE(asprintf(&w->policies, "%s/etc/topod/policies.d", root_dir) > 0);
         ASSERT_TRUE(asprintf(&w->journal_dir, "%s/run/topod", root_dir) > 0);
 
         /* Processes already there: a batch job, two services, a shell. */
@@ -356,7 +357,7 @@ static void world_new_events(World *w, bool events) {
         fake_process(300, "bash", "/user.slice");
         fake_process(400, "plain-a", "/user.slice");
 
-        o = (PipelineOptions) { .root = root_dir, .policies = policies, .events = events };
+        o = (PipelineOptions) { .root = root_dir, .policies = w->policies, .events = events };
         if (pipeline_new(&o, d, &w->p, &reason) < 0)
                 TEST_FAIL("pipeline_new: %s", reason ?: "?");
         ASSERT_EQ(w->p->policies->n, 3);
@@ -382,6 +383,7 @@ static void world_free(World *w) {
         journal_free(w->journal);
         pipeline_free(w->p);
         free(w->journal_dir);
+        free(w->policies);
         fake_root_remove(root_dir);
         root_dir = NULL;
 }
@@ -743,6 +745,61 @@ static void test_cookie_uses_move_pin(void) {
         world_free(&w);
 }
 
+/* The emulated concur mode's figure: Δ usage_usec / Δ wall between two
+ * readings of a group's cpu.stat at least PIPELINE_MEASURE_MIN_USEC apart;
+ * a reading sooner (a pass right after another) keeps the base and the
+ * figure. */
+static unsigned concurrency_of(const Pipeline *p) {
+        ASSERT_EQ(p->n_usage, 1);
+        return p->usage[0].concurrency_permille;
+}
+
+static void test_measure(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        const char *stat = MOUNT "/topod.slice/conc/cpu.stat";
+        struct timespec pause = { 0, 600 * 1000000L };
+        unsigned c;
+        Plan *plan;
+        World w;
+
+        world_new(&w);
+        fake_write(root_dir, "etc/topod/policies.d/40-conc.ini",
+                   "[policy]\nname = conc\n[match]\ncomm = conc*\n[place]\ngroup = conc\ncookie = none\n"
+                   "[kernel]\ncgroup_mode = concur\n");
+        if (pipeline_reload(w.p, d) < 0)
+                for (size_t i = 0; i < d->n; i++)
+                        printf("%s:%u: %s\n", d->items[i].file, d->items[i].line, d->items[i].message);
+        ASSERT_EQ(d->n_errors, 0);
+        fake_process(500, "conc-a", "/user.slice");
+        plan = pass(&w, &r1);
+        ASSERT_TRUE(plan->mode_emulated && plan->mode && streq(plan->mode, "concur"));
+        ASSERT_STREQ(process_cgroup(500), "/topod.slice/conc");
+
+        fake_write(root_dir, stat, "usage_usec 1000000\nuser_usec 0\n");
+        ASSERT_OK(pipeline_measure(w.p, plan));
+        ASSERT_EQ(w.p->n_usage, 0); /* one reading: no figure yet */
+        nanosleep(&pause, NULL);
+        fake_write(root_dir, stat, "usage_usec 1600000\n"); /* 0.6 s of one CPU */
+        ASSERT_OK(pipeline_measure(w.p, plan));
+        c = concurrency_of(w.p);
+        ASSERT_TRUE(c >= 700 && c <= 1050);
+        /* Too soon: the same figure, the same base. */
+        fake_write(root_dir, stat, "usage_usec 9000000\n");
+        ASSERT_OK(pipeline_measure(w.p, plan));
+        ASSERT_EQ(concurrency_of(w.p), c);
+        ASSERT_EQ(w.p->readings[0], 1600000);
+        nanosleep(&pause, NULL);
+        fake_write(root_dir, stat, "usage_usec 2800000\n"); /* 1.2 s more over 0.6 s: two CPUs */
+        ASSERT_OK(pipeline_measure(w.p, plan));
+        c = concurrency_of(w.p);
+        ASSERT_TRUE(c >= 1400 && c <= 2100);
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan);
+        world_free(&w);
+}
+
 /* What the pass leaves alone is what the events say changed since its
  * scan began: a real child's exec on this kernel's proc connector (root
  * only: else it says so and skips). */
@@ -1032,6 +1089,7 @@ int main(void) {
         RUN(test_pass_lets_fast_path_in);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
+        RUN(test_measure);
         RUN(test_pidfs_identities);
         RUN(test_timing);
         return 0;

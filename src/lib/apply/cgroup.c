@@ -1509,7 +1509,14 @@ typedef struct Pending {
         pid_t tgid;
         uint64_t leader_start;
         bool recorded;   /* journal entry made by this batch */
+        PidRef ref;      /* the handle step 1 took, kept for the move (the first
+                          * CGROUP_PASS_PINS_MAX; PIDREF_NULL for the others) */
+        const PlanTask *task; /* the thread ref holds */
 } Pending;
+
+/* Handles a pass keeps from looking at a process to moving it: a pin and a
+ * stat read fewer per move, within a bound on the descriptors held. */
+#define CGROUP_PASS_PINS_MAX 256u
 
 /* Is the process somewhere else than from now (or unreadable)? Gone: no. */
 static bool moved_since(const CgroupEnv *env, const Plan *plan, const CgroupProcess *p, const char *from) {
@@ -1605,7 +1612,8 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         k = leader_start_time(&env, t, &lst);
                 if (k >= 0 && pidref_alive(&ref, env.root, env.pidref) == 0)
                         k = -ESRCH; /* the leader's number might have been reused meanwhile */
-                pidref_done(&ref);
+                if (k < 0)
+                        pidref_done(&ref);
                 if (k == -ESRCH) {
                         item_ok(it, CGROUP_VANISHED);
                         continue;
@@ -1616,12 +1624,20 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                 }
                 set_str(&it->from, now);
                 if (streq(now, cg)) {
+                        pidref_done(&ref);
                         item_ok(it, CGROUP_ALREADY);
                         continue;
                 }
-                pend[n_pend] = (Pending) { .proc = i, .item = r->n - 1, .tgid = p->tgid, .leader_start = lst };
+                pend[n_pend] = (Pending) { .proc = i, .item = r->n - 1, .tgid = p->tgid, .leader_start = lst,
+                                           .ref = PIDREF_NULL, .task = t };
+                if (n_pend < CGROUP_PASS_PINS_MAX)
+                        pend[n_pend].ref = ref;
+                else
+                        pidref_done(&ref);
                 if (journal && !cgroup_path_is_below(now, plan->cgroup_root)) {
                         k = journal_record_task(journal, p->tgid, lst, now);
+                        if (k < 0)
+                                pidref_done(&pend[n_pend].ref);
                         if (k == -ENOMEM)
                                 goto finish;
                         if (k < 0) {
@@ -1654,6 +1670,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
 
                 yield_now(env.yield);
                 if (yield_changed(env.yield, p->tgid)) {
+                        pidref_done(&pend[i].ref);
                         set_str(&it->reason, YIELD_CHANGED_REASON);
                         item_ok(it, CGROUP_SKIPPED);
                         /* The entry recorded above: the fast path, which may
@@ -1665,6 +1682,18 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                                 it->journaled = false;
                         }
                         continue;
+                }
+                /* The handle step 1 took, if kept (its thread gone since:
+                 * vanished, as when it goes between taking and writing;
+                 * the process, if another thread lives, is the next
+                 * pass's). */
+                if (pend[i].ref.pidfd >= 0 || pend[i].ref.procfd >= 0) {
+                        it->pid = pend[i].task->tid;
+                        k = move_one(&env, it, &pend[i].ref, it->path, true, &written);
+                        pidref_done(&pend[i].ref);
+                        if (k == -ENOMEM)
+                                goto finish;
+                        goto moved;
                 }
                 k = acquire_process(&env, plan, p, &ref, &t);
                 if (k == -ESRCH)
@@ -1678,6 +1707,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         if (k == -ENOMEM)
                                 goto finish;
                 }
+moved:
                 /* An entry recorded for a process that did not move (gone, or
                  * refused) is moot; one that moved stays even if the thread
                  * written exited afterwards (the rest of the process may live). */
@@ -1692,6 +1722,8 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
         k = (int) MIN(failed_since(r, start), (size_t) INT32_MAX);
 
 finish:
+        for (size_t i = 0; pend && i < n_pend; i++)
+                pidref_done(&pend[i].ref);
         members_free(members, plan->n_groups);
         cgroup_processes_free(procs, n_procs);
         return k;

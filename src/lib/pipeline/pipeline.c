@@ -26,6 +26,7 @@ Pipeline *pipeline_free(Pipeline *p) {
                 return NULL;
         strv_free(p->reading_paths);
         free(p->readings);
+        free(p->readings_at);
         free(p->usage);
         place_state_free(p->place);
         free(p->fresh);
@@ -538,52 +539,74 @@ static int parse_usage_usec(const char *text, uint64_t *ret) {
 int pipeline_measure(Pipeline *p, const Plan *applied) {
         const char *mount = p->caps->cgroup2_mount;
         _cleanup_(strv_freep) char **paths = NULL;
-        _cleanup_free_ uint64_t *counters = NULL;
+        _cleanup_free_ uint64_t *counters = NULL, *at = NULL;
         _cleanup_free_ PlanUsage *usage = NULL;
-        uint64_t now = pipeline_now_usec();
         size_t n = 0, n_usage = 0;
 
         if (!applied || !mount || !applied->mode_emulated || !applied->mode || !streq(applied->mode, "concur"))
                 return 0;
         paths = calloc(applied->n_groups + 1, sizeof(char *));
         counters = calloc(MAX(applied->n_groups, (size_t) 1), sizeof(uint64_t));
+        at = calloc(MAX(applied->n_groups, (size_t) 1), sizeof(uint64_t));
         usage = calloc(MAX(applied->n_groups, (size_t) 1), sizeof(PlanUsage));
-        if (!paths || !counters || !usage)
+        if (!paths || !counters || !at || !usage)
                 return -ENOMEM;
         for (size_t g = 0; g < applied->n_groups; g++) {
                 const PlanGroup *pg = &applied->groups[g];
                 _cleanup_free_ char *rel = NULL, *text = NULL;
-                uint64_t v;
+                uint64_t v, t0, t1;
 
                 if (pg->policy < 0)
                         continue;
                 if (asprintf(&rel, "%s%s/%s/cpu.stat", mount + (mount[0] == '/'), applied->cgroup_root, pg->path) < 0)
                         return -ENOMEM;
+                /* When: the middle of the read, each group its own (a
+                 * read delayed by a busy machine moves the figure less). */
+                t0 = pipeline_now_usec();
                 if (root_read_file(p->root, rel, 4096, &text, NULL) < 0 || parse_usage_usec(text, &v) < 0)
                         continue;
+                t1 = pipeline_now_usec();
                 if (!(paths[n] = strdup(pg->path)))
                         return -ENOMEM;
                 counters[n] = v;
+                at[n] = t0 + (t1 - t0) / 2;
                 /* against the last reading of the same group */
-                for (size_t o = 0; o < p->n_readings; o++)
-                        if (streq(p->reading_paths[o], pg->path) && now > p->readings_at_usec && v >= p->readings[o]) {
-                                uint64_t permille = (v - p->readings[o]) * 1000u / (now - p->readings_at_usec);
+                for (size_t o = 0; o < p->n_readings; o++) {
+                        if (!streq(p->reading_paths[o], pg->path))
+                                continue;
+                        if (at[n] - p->readings_at[o] < PIPELINE_MEASURE_MIN_USEC) {
+                                /* Too soon: the last reading stays the base,
+                                 * and the figure from it. */
+                                counters[n] = p->readings[o];
+                                at[n] = p->readings_at[o];
+                                for (size_t u = 0; u < p->n_usage; u++)
+                                        if (streq(p->usage[u].path, pg->path)) {
+                                                usage[n_usage++] = (PlanUsage) {
+                                                        .path = paths[n],
+                                                        .concurrency_permille = p->usage[u].concurrency_permille,
+                                                };
+                                                break;
+                                        }
+                        } else if (v >= p->readings[o]) {
+                                uint64_t permille = (v - p->readings[o]) * 1000u / (at[n] - p->readings_at[o]);
 
                                 usage[n_usage++] = (PlanUsage) {
                                         .path = paths[n],
                                         .concurrency_permille = (unsigned) MIN(permille, (uint64_t) UINT32_MAX),
                                 };
-                                break;
                         }
+                        break;
+                }
                 n++;
         }
         strv_free(p->reading_paths);
         free(p->readings);
+        free(p->readings_at);
         free(p->usage);
         p->reading_paths = TAKE_PTR(paths);
         p->readings = TAKE_PTR(counters);
+        p->readings_at = TAKE_PTR(at);
         p->n_readings = n;
-        p->readings_at_usec = now;
         p->usage = TAKE_PTR(usage);
         p->n_usage = n_usage;
         return 0;

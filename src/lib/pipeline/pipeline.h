@@ -76,7 +76,7 @@ typedef struct Pipeline {
         char **reading_paths;  /* groups read last time (owned), */
         uint64_t *readings;    /* their usage_usec then, */
         size_t n_readings;
-        uint64_t readings_at_usec; /* and when */
+        uint64_t *readings_at; /* and when each was read (the middle of its read) */
         PlanUsage *usage;      /* the figures, for groups read twice (paths point into reading_paths) */
         size_t n_usage;
 
@@ -159,6 +159,10 @@ int pipeline_plan(const Pipeline *p, Plan **ret);
  * when the plan emulates concur (else there is nothing to read for); a
  * group without a previous reading (or cpu.stat) has none yet. */
 int pipeline_measure(Pipeline *p, const Plan *applied);
+/* Readings closer together than this are not compared: the one before
+ * stays the base, and the figure from it stays (a pass soon after another,
+ * a few ms apart, would make a figure of the timing's noise). */
+#define PIPELINE_MEASURE_MIN_USEC 500000u
 
 /* ── The fast path ──
  *
