@@ -404,7 +404,7 @@ static void pass_yield(void *userdata) {
         now = pipeline_now_usec();
         d->pass_yielded_usec += now - t;
         d->slice_start_usec = now;
-        /* A pass that yields goes on (one more process each turn), however
+        /* A pass that yields goes on (2 ms of its work at least each turn), however
          * long an exec storm makes it: the watchdog is pinged meanwhile, as
          * the loop would (a pass stuck in one process still stops it). */
         if (d->watchdog_usec > 0 && now - d->last_yield_ping_usec >= d->watchdog_usec / 4) {

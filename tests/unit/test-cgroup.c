@@ -906,6 +906,43 @@ static void test_yield_changed(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* 100 exits between the pass's look and its move, and a new process takes
+ * its number (a fork: no event the pass asks about). */
+static void il_reuse(void *userdata) {
+        Interleaved *il = userdata;
+
+        if (++il->calls != il->act_at)
+                return;
+        kill_task(100);
+        add_task(100, 100, 9999, "/user.slice");
+}
+
+/* The handle kept from the look is checked before the move: the new
+ * process with the old number is left where it is. */
+static void test_pass_pin_reused(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        Interleaved il = { .act_at = 3 }; /* the first yield of the moves */
+        YieldHooks hooks = { .yield = il_reuse, .changed = il_changed, .userdata = &il };
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        env.yield = &hooks;
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        dump(r);
+        ASSERT_STREQ(task_cgroup(100), "/user.slice");
+        it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
+        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && !it->journaled);
+        ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
+        teardown(TAKE_PTR(root));
+}
+
 /* A pass pins each process it moves once: the handle that looked at it
  * moves it (and is let go of: no descriptor left). */
 static void test_pass_pins_once(void) {
@@ -1552,6 +1589,7 @@ int main(void) {
         RUN(test_apply_restore);
         RUN(test_yield_changed);
         RUN(test_pass_pins_once);
+        RUN(test_pass_pin_reused);
         RUN(test_crash_recovery);
         RUN(test_vanished);
         RUN(test_partition_invalid_and_idle);

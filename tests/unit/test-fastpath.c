@@ -167,6 +167,7 @@ typedef struct FakeCookies {
         uint64_t other[COOKIES_OTHER];
         size_t n_other;
         uint64_t next;
+        unsigned self_gets; /* PR_SCHED_CORE_GET of the calling thread: one per clearing job */
 } FakeCookies;
 
 static FakeCookies fc = { .lock = PTHREAD_MUTEX_INITIALIZER, .next = 1 };
@@ -239,6 +240,7 @@ static int fk_get(pid_t tid, uint64_t *ret, void *userdata) {
         if (!alive(tid))
                 return -ESRCH;
         pthread_mutex_lock(&fc.lock);
+        fc.self_gets += tid == 0;
         *ret = *cookie_slot(tid);
         pthread_mutex_unlock(&fc.lock);
         return 0;
@@ -560,6 +562,7 @@ static void test_place_then_pass(void) {
                 char rel[64], path[PATH_MAX];
                 _cleanup_(reconcile_report_freep) ReconcileReport *r4 = NULL;
                 Plan *plan3;
+                unsigned gets;
 
                 snprintf(rel, sizeof(rel), "proc/%d", 1000);
                 snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
@@ -568,8 +571,8 @@ static void test_place_then_pass(void) {
                 /* 1001 is a shell now: no policy gives it a cookie. */
                 fake_process(1001, "sh", "/topod.slice/svc-node0");
                 task_scanner_invalidate(w.p->scanner, 1001); /* as its COMM event */
+                gets = fc.self_gets;
                 plan3 = pass(&w, &r4);
-                dump(r4);
                 ASSERT_NULL(journal_get_task(w.journal, 1000, 6000));
                 ASSERT_TRUE(journal_get_task(w.journal, 1001, 6001) != NULL);
                 ASSERT_FALSE(w.journal->dirty);
@@ -579,6 +582,7 @@ static void test_place_then_pass(void) {
                 ASSERT_TRUE(it && it->status == RECONCILE_VANISHED);
                 it = find_item(r4, "cookie cleared", 1001);
                 ASSERT_TRUE(it && it->status == RECONCILE_DONE);
+                ASSERT_EQ(fc.self_gets - gets, 1); /* one job for both */
                 ASSERT_EQ(cookie_of(1001), 0);
                 for (size_t i = 0; i < w.journal->n_cookies; i++)
                         ASSERT_TRUE(w.journal->cookies[i].tid != 1000 && w.journal->cookies[i].tid != 1001);

@@ -1683,10 +1683,14 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         }
                         continue;
                 }
-                /* The handle step 1 took, if kept (its thread gone since:
-                 * vanished, as when it goes between taking and writing;
-                 * the process, if another thread lives, is the next
-                 * pass's). */
+                /* The handle step 1 took, if kept and its thread still
+                 * the one it was (a while ago: yields, the commit, the
+                 * moves before; its tid may name another since): one
+                 * check, no pin, no stat read. Else a live thread of the
+                 * process is taken, as without one. */
+                if ((pend[i].ref.pidfd >= 0 || pend[i].ref.procfd >= 0) &&
+                    pidref_alive(&pend[i].ref, env.root, env.pidref) <= 0)
+                        pidref_done(&pend[i].ref);
                 if (pend[i].ref.pidfd >= 0 || pend[i].ref.procfd >= 0) {
                         it->pid = pend[i].task->tid;
                         k = move_one(&env, it, &pend[i].ref, it->path, true, &written);

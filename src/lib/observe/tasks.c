@@ -525,11 +525,12 @@ int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret
         s->root = root;
         {
                 /* Keep a reserve of descriptors for everything else (the
-                 * directories and files of a scan, the apply stage). */
+                 * directories and files of a scan, the apply stage, whose
+                 * pass holds up to 256 handles on the processes it moves). */
                 struct rlimit rl;
                 rlim_t cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
 
-                s->held_budget = cur > 512 ? (size_t) MIN(cur - 256, (rlim_t) TASKS_MAX) : (size_t) (cur / 2);
+                s->held_budget = cur > 1024 ? (size_t) MIN(cur - 512, (rlim_t) TASKS_MAX) : (size_t) (cur / 2);
         }
         if (ops) {
                 s->ops = *ops;

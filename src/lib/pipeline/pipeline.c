@@ -574,7 +574,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
                 for (size_t o = 0; o < p->n_readings; o++) {
                         if (!streq(p->reading_paths[o], pg->path))
                                 continue;
-                        if (at[n] - p->readings_at[o] < PIPELINE_MEASURE_MIN_USEC) {
+                        if (at[n] - p->readings_at[o] < PIPELINE_MEASURE_MIN_USEC && v >= p->readings[o]) {
                                 /* Too soon: the last reading stays the base,
                                  * and the figure from it. */
                                 counters[n] = p->readings[o];
@@ -595,6 +595,8 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
                                         .concurrency_permille = (unsigned) MIN(permille, (uint64_t) UINT32_MAX),
                                 };
                         }
+                        /* (A counter that went back: the group was made
+                         * anew; this reading is the base, no figure yet.) */
                         break;
                 }
                 n++;
