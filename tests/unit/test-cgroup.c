@@ -863,6 +863,21 @@ static bool il_changed(void *userdata, pid_t tgid) {
         return false;
 }
 
+/* The standard tasks, a new journal, and the plan applied by a pass whose
+ * yields call yield(il): the report. */
+static void apply_yielding(const Root *root, const Plan *p, void (*yield)(void *), Interleaved *il, YieldHooks *hooks,
+                           const char *jdir, Journal **ret_j, CgroupReport **ret) {
+        CgroupEnv env = env_for(root);
+
+        *hooks = (YieldHooks) { .yield = yield, .changed = il_changed, .userdata = il };
+        env.yield = hooks;
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, ret_j));
+        ASSERT_OK(cgroup_report_new(ret));
+        ASSERT_EQ(cgroup_apply(&env, p, *ret_j, *ret), 0);
+        dump(*ret);
+}
+
 static void test_yield_changed(void) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
@@ -870,18 +885,14 @@ static void test_yield_changed(void) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
         Interleaved il = { .act_at = 3 };
-        YieldHooks hooks = { .yield = il_yield, .changed = il_changed, .userdata = &il };
+        YieldHooks hooks;
         CgroupEnv env = env_for(root);
         const CgroupResult *it;
 
-        env.yield = &hooks;
-        standard_tasks();
-        ASSERT_OK(journal_new(jdir, &j));
-        ASSERT_OK(cgroup_report_new(&r));
         /* Two processes looked at (two yields), then the moves: the third
          * comes before the first move, when 200's original is recorded. */
-        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
-        dump(r);
+        apply_yielding(root, p, il_yield, &il, &hooks, jdir, &j, &r);
+        env.yield = &hooks;
         ASSERT_EQ(il.calls, 4);
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
         ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
@@ -926,16 +937,10 @@ static void test_pass_pin_reused(void) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
         Interleaved il = { .act_at = 3 }; /* the first yield of the moves */
-        YieldHooks hooks = { .yield = il_reuse, .changed = il_changed, .userdata = &il };
-        CgroupEnv env = env_for(root);
+        YieldHooks hooks;
         const CgroupResult *it;
 
-        env.yield = &hooks;
-        standard_tasks();
-        ASSERT_OK(journal_new(jdir, &j));
-        ASSERT_OK(cgroup_report_new(&r));
-        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
-        dump(r);
+        apply_yielding(root, p, il_reuse, &il, &hooks, jdir, &j, &r);
         ASSERT_STREQ(task_cgroup(100), "/user.slice");
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
         ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && !it->journaled);
