@@ -47,13 +47,13 @@
 /* During an exec storm (at least DAEMON_STORM_RATE new processes a second)
  * the sample pass waits at most this many intervals. */
 #define DAEMON_STORM_DEFER_MAX 5u
+#define DAEMON_STORM_RATE 10u
 /* A pass lets a waiting placer in only after holding the lock this long
  * since it last took it: each placement waits at most that (and one
  * process's worth of the pass), and a pass during an exec storm still
  * gets a share of the lock (one process per turn of a busy placer made a
  * pass 20 s long under ThreadSanitizer at 500 execs/s). */
 #define DAEMON_PASS_SLICE_USEC 2000u
-#define DAEMON_STORM_RATE 10u
 
 typedef struct Daemon {
         const DaemonArgs *args;
@@ -404,9 +404,10 @@ static void pass_yield(void *userdata) {
         now = pipeline_now_usec();
         d->pass_yielded_usec += now - t;
         d->slice_start_usec = now;
-        /* A pass that yields goes on (2 ms of its work at least each turn), however
-         * long an exec storm makes it: the watchdog is pinged meanwhile, as
-         * the loop would (a pass stuck in one process still stops it). */
+        /* A pass that yields goes on (2 ms of its work at least a turn),
+         * however long an exec storm makes it: the watchdog is pinged
+         * meanwhile, as the loop would (a pass stuck in one process still
+         * stops it). */
         if (d->watchdog_usec > 0 && now - d->last_yield_ping_usec >= d->watchdog_usec / 4) {
                 (void) sd_notify(false, "WATCHDOG=1");
                 d->last_yield_ping_usec = now;
