@@ -1688,18 +1688,15 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                  * moves before; its tid may name another since): one
                  * check, no pin, no stat read. Else a live thread of the
                  * process is taken, as without one. */
-                if ((pend[i].ref.pidfd >= 0 || pend[i].ref.procfd >= 0) &&
-                    pidref_alive(&pend[i].ref, env.root, env.pidref) <= 0)
+                if (pidref_is_set(&pend[i].ref) && pidref_alive(&pend[i].ref, env.root, env.pidref) > 0) {
+                        ref = pend[i].ref; /* handed over */
+                        pend[i].ref = PIDREF_NULL;
+                        t = pend[i].task;
+                        k = 0;
+                } else {
                         pidref_done(&pend[i].ref);
-                if (pend[i].ref.pidfd >= 0 || pend[i].ref.procfd >= 0) {
-                        it->pid = pend[i].task->tid;
-                        k = move_one(&env, it, &pend[i].ref, it->path, true, &written);
-                        pidref_done(&pend[i].ref);
-                        if (k == -ENOMEM)
-                                goto finish;
-                        goto moved;
+                        k = acquire_process(&env, plan, p, &ref, &t);
                 }
-                k = acquire_process(&env, plan, p, &ref, &t);
                 if (k == -ESRCH)
                         item_ok(it, CGROUP_VANISHED);
                 else if (k < 0)
@@ -1711,7 +1708,6 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         if (k == -ENOMEM)
                                 goto finish;
                 }
-moved:
                 /* An entry recorded for a process that did not move (gone, or
                  * refused) is moot; one that moved stays even if the thread
                  * written exited afterwards (the rest of the process may live). */

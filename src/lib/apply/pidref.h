@@ -116,6 +116,11 @@ int pidref_acquire_current(const Root *root, const PidRefOps *ops, pid_t tgid, P
  * cannot be told. */
 int pidref_alive(const PidRef *p, const Root *root, const PidRefOps *ops);
 
+/* Does it hold a handle (not PIDREF_NULL, not released)? */
+static inline bool pidref_is_set(const PidRef *p) {
+        return p->pidfd >= 0 || p->procfd >= 0;
+}
+
 /* The same handle, lent: valid while from is; pidref_done() on it closes
  * nothing. */
 PidRef pidref_borrow(const PidRef *from);

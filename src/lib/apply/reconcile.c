@@ -505,7 +505,7 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                         /* Kept for its cookie: the same process, pinned a
                          * moment ago (no second pin, no second stat), if it
                          * was moved or there already. */
-                        if (moves[m].keep_ref && (moves[m].ref.pidfd >= 0 || moves[m].ref.procfd >= 0) &&
+                        if (moves[m].keep_ref && pidref_is_set(&moves[m].ref) &&
                             (items[move_of[m]].moved == RECONCILE_DONE || items[move_of[m]].moved == RECONCILE_ALREADY))
                                 pins[move_of[m]] = &moves[m].ref;
                 }
