@@ -883,6 +883,27 @@ static void put(const char *dir, const char *name, const char *text, bool append
         fclose(f);
 }
 
+/* The log's text is what comes before its first NUL (its allocated,
+ * unwritten rest): write there, the rest of its space left as it was, or
+ * (whole) replace the text, the rest NULs. Its size stays: a log under a
+ * journal's mapping must not shrink. */
+static void put_log(const char *dir, const char *text, bool whole) {
+        _cleanup_free_ char *old = slurp(dir, JOURNAL_LOG_NAME);
+        char path[PATH_MAX];
+        struct stat st;
+        size_t at = whole || !old ? 0 : strlen(old), n = strlen(text);
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, JOURNAL_LOG_NAME);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0 && fstat(fd, &st) == 0);
+        ASSERT_TRUE((size_t) st.st_size >= at + n);
+        ASSERT_TRUE(pwrite(fd, text, n, (off_t) at) == (ssize_t) n);
+        for (size_t p = at + n; whole && p < (size_t) st.st_size; p++)
+                ASSERT_TRUE(pwrite(fd, "", 1, (off_t) p) == 1);
+        close(fd);
+}
+
 static void test_journal_log(void) {
         char *dir = fake_root_new();
         _cleanup_free_ char *jdir = NULL, *text = NULL, *log = NULL;
@@ -915,8 +936,40 @@ static void test_journal_log(void) {
         ASSERT_TRUE(strstr(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
                                 "task 43 4343 /user.slice/a\\x20b\nend 1\n"));
 
+        /* The log's space is allocated ahead, past the size at which it is
+         * folded in; its text ends at the first NUL. */
+        {
+                char lpath[PATH_MAX];
+                struct stat ls;
+
+                snprintf(lpath, sizeof(lpath), "%s/%s", jdir, JOURNAL_LOG_NAME);
+                ASSERT_TRUE(stat(lpath, &ls) == 0);
+                ASSERT_TRUE(ls.st_size >= 128 * 1024);
+                ASSERT_TRUE((uint64_t) ls.st_blocks * 512u >= (uint64_t) ls.st_size);
+                ASSERT_EQ(strlen(log), j->log_size);
+        }
+
+        /* A block whose copy was cut short before its first byte (the last
+         * one copied): not there. */
+        {
+                static const char torn[] = "\0ask 44 1 /x\nend 1\n";
+                int fd;
+
+                snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_LOG_NAME);
+                fd = open(path, O_RDWR | O_CLOEXEC);
+                ASSERT_TRUE(fd >= 0);
+                ASSERT_TRUE(pwrite(fd, torn, sizeof(torn) - 1, (off_t) strlen(log)) == (ssize_t) sizeof(torn) - 1);
+                close(fd);
+                snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
+                ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+                ASSERT_EQ(journal_n_entries(l), 4);
+                ASSERT_NULL(journal_get_task(l, 44, 1));
+                l = journal_free(l);
+                put_log(jdir, log, true);
+        }
+
         /* Read back whole, with a block cut short after it. */
-        put(jdir, JOURNAL_LOG_NAME, "task 44 1 /x\ncookie 44", true);
+        put_log(jdir, "task 44 1 /x\ncookie 44", false);
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
         ASSERT_EQ(journal_n_entries(l), 4);
         ASSERT_STREQ(journal_get_task(l, 43, 4343)->cgroup, "/user.slice/a b");
@@ -927,12 +980,12 @@ static void test_journal_log(void) {
         /* A complete block that does not parse, or miscounts: refused. */
         free(log);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        put(jdir, JOURNAL_LOG_NAME, "task 45 1 /x\nend 2\n", true);
+        put_log(jdir, "task 45 1 /x\nend 2\n", false);
         ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG);
-        put(jdir, JOURNAL_LOG_NAME, log, false);
-        put(jdir, JOURNAL_LOG_NAME, "task 42 4242 /again\nend 1\n", true);
+        put_log(jdir, log, true);
+        put_log(jdir, "task 42 4242 /again\nend 1\n", false);
         ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG); /* a duplicate */
-        put(jdir, JOURNAL_LOG_NAME, log, false);
+        put_log(jdir, log, true);
 
         /* A forget cannot be appended: the file is written whole, the log
          * folded in and removed. */
@@ -983,6 +1036,17 @@ static void test_journal_log(void) {
         ASSERT_TRUE(log && startswith(log, "topod-journal-log 2 ") && strstr(log, "\ntask 51 pidfs:6 /\nend 1\n"));
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
         ASSERT_TRUE(journal_get_task(l, 51, PIDREF_IDENT_PIDFS | 6) != NULL);
+        l = journal_free(l);
+
+        /* A block larger than the log's space left: the file is written
+         * whole, the log removed. */
+        for (pid_t t = 1000; t < 3000; t++)
+                ASSERT_EQ(journal_record_task(j, t, 1, "/a-cgroup-path-long-enough-that-two-thousand-fill-the-slack"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_FALSE(j->dirty);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_TRUE(journal_get_task(l, 2999, 1) != NULL);
         l = journal_free(l);
 
         /* journal_commit() folds the log in; journal_remove() takes both. */

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "apply/pidref.h"
 #include "base/root.h"
@@ -202,12 +204,19 @@ static bool cgroup_path_valid(const char *p) {
 
 /* ---- construction ------------------------------------------------------- */
 
+/* The log's mapping, gone (the file stays: journal_commit() removes it). */
+static void log_unmap(Journal *j) {
+        if (j->log_map)
+                (void) munmap(j->log_map, j->log_cap);
+        j->log_map = NULL;
+        j->log_cap = 0;
+}
+
 int journal_new(const char *dir, Journal **ret) {
         _cleanup_(journal_freep) Journal *j = calloc(1, sizeof(Journal));
 
         if (!j)
                 return -ENOMEM;
-        j->log_fd = -EBADF;
         if (dir) {
                 j->dir = strdup(dir);
                 if (!j->dir)
@@ -234,7 +243,7 @@ Journal *journal_free(Journal *j) {
                 free(j->cgroups[i]);
         free(j->cgroups);
         free(j->index);
-        closep(&j->log_fd);
+        log_unmap(j);
         free(j);
         return NULL;
 }
@@ -989,8 +998,7 @@ int journal_commit(Journal *j) {
         /* The file holds the log's entries now. Should the removal not reach
          * the disk, the log names the file it extended: ignored. */
         (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
-        closep(&j->log_fd);
-        j->log_fd = -EBADF;
+        log_unmap(j);
         j->dirty = false;
         j->need_rewrite = false;
         j->committed[0] = j->n_features;
@@ -1006,13 +1014,50 @@ int journal_commit(Journal *j) {
 
 /* Below this the log may grow whatever the file's size. */
 #define JOURNAL_LOG_MIN (64u * 1024u)
+/* The log's space past that size, allocated with it: a block larger than
+ * what is left is a whole commit instead. */
+#define JOURNAL_LOG_SLACK (64u * 1024u)
+
+/* A new log, empty, its space allocated (posix_fallocate(): where the file
+ * system cannot, glibc writes the zeros) and mapped shared. -EEXIST: one
+ * is there already, not ours (left by another run, or by us before a
+ * failure): the caller writes the file whole, which removes it. */
+static int log_create(Journal *j) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE), cap;
+        void *map;
+        int k;
+
+        /* Where the log is folded in, and the slack; within what a load
+         * reads. */
+        cap = (size_t) MAX(j->file_size, (uint64_t) JOURNAL_LOG_MIN) + JOURNAL_LOG_SLACK;
+        cap = MIN((cap + page - 1) / page * page, (size_t) JOURNAL_SIZE_MAX);
+        if (asprintf(&path, "%s/%s", j->dir, JOURNAL_LOG_NAME) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        /* Allocated now, so that a full /run is this error, not a SIGBUS
+         * at a copy into the mapping. The failed file is removed by the
+         * caller's whole commit. */
+        k = posix_fallocate(fd, 0, (off_t) cap);
+        if (k != 0)
+                return -k;
+        map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+                return negative_errno();
+        j->log_map = map;
+        j->log_cap = cap;
+        return 0;
+}
 
 int journal_commit_append(Journal *j) {
         _cleanup_free_ char *buf = NULL;
         unsigned version;
         size_t len, n;
+        char *dst;
         Text t = {};
-        int k;
 
         if (!j->dir)
                 return -EINVAL;
@@ -1022,25 +1067,10 @@ int journal_commit_append(Journal *j) {
             (j->committed_mode && !j->cgroup_mode) || j->committed[0] > j->n_features ||
             j->committed[1] > j->n_tasks || j->committed[2] > j->n_cookies || j->committed[3] > j->n_cgroups)
                 return journal_commit(j);
-
-        if (j->log_fd < 0) {
-                _cleanup_free_ char *path = NULL;
-                struct stat st;
-                int fd;
-
-                if (asprintf(&path, "%s/%s", j->dir, JOURNAL_LOG_NAME) < 0)
-                        return -ENOMEM;
-                fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t) st.st_size != j->log_size)) {
-                        /* Not the log we wrote (gone, or left by another
-                         * run): the whole file instead. */
-                        close(fd);
-                        return journal_commit(j);
-                }
-                if (fd < 0)
-                        return journal_commit(j);
-                j->log_fd = fd;
-        }
+        /* Not open: a new log, as there is none after a whole commit (or
+         * one we did not write). */
+        if (!j->log_map && (j->log_size > 0 || log_create(j) < 0))
+                return journal_commit(j);
 
         version = entries_version(j, j->committed);
         if (j->log_size > 0 && version > j->log_version)
@@ -1061,22 +1091,25 @@ int journal_commit_append(Journal *j) {
         if (t.oom)
                 return -ENOMEM;
         len = t.len;
+        if (len > j->log_cap - j->log_size)
+                return journal_commit(j);
 
-        /* No fdatasync: the journal must outlive topod, not the machine.
-         * What it covers (cgroup moves, cookies) lives in the kernel, which
-         * a machine crash resets, and a journal of an earlier boot is
-         * discarded (boot id); for topod's own death the page cache is
-         * enough. A torn block is ignored on load. On a disk-backed
-         * state directory this is the difference between a placement of
-         * tens of microseconds and one of a disk flush. */
-        k = write_all(j->log_fd, buf, len);
-        if (k < 0) {
-                /* Maybe a torn block in the log: never append after it. */
-                closep(&j->log_fd);
-                j->log_fd = -EBADF;
-                j->need_rewrite = true;
-                return k;
-        }
+        /* A copy into the page cache, no flush: the journal must outlive
+         * topod, not the machine. What it covers (cgroup moves, cookies)
+         * lives in the kernel, which a machine crash resets, and a journal
+         * of an earlier boot is discarded (boot id); for topod's own death
+         * the page cache is enough, and its mapping's stores are in it
+         * once made. On a disk-backed state directory this is the
+         * difference between a placement of tens of microseconds and one
+         * of a disk flush; on /run, a write() less per placement (measured
+         * on the 2-core VM: 5% of the placer's CPU).
+         *
+         * The block's first byte goes last: until then the block starts
+         * with a NUL, where a reader's text ends. topod killed in the
+         * middle of the copy leaves the log as it was. */
+        dst = j->log_map + j->log_size;
+        memcpy(dst + 1, buf + 1, len - 1);
+        __atomic_store_n(dst, buf[0], __ATOMIC_RELEASE);
         j->dirty = false;
         j->committed[0] = j->n_features;
         j->committed[1] = j->n_tasks;
@@ -1099,8 +1132,9 @@ static int parse_log(Journal *j, const char *text, size_t len, uint64_t ino, uin
 
         if (!line)
                 return -ENOMEM;
-        if (memchr(text, '\0', len))
-                return parse_error(e, 0, -EBADMSG, "log: contains a NUL byte");
+        /* The text ends at the first NUL: the log's space past it is
+         * allocated, not written (a block being written starts with one). */
+        len = strnlen(text, len);
         /* Where the complete blocks end. */
         for (size_t p = 0; p < len;) {
                 const char *nl = memchr(text + p, '\n', len - p);

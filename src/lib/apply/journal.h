@@ -28,21 +28,25 @@
  *
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
- * few entries with one appended write (no flush: see journal_commit_append()) instead of
- * rewriting every entry (measured: about 0.3 µs per entry per commit, so
- * 300 µs with a thousand processes placed). Its first line binds it to the
- * journal file it extends (inode and size: a log left over from an older
- * file is ignored), then blocks of entry lines, each closed by "end N" (N:
- * the entries of that block):
+ * few entries with a copy into memory (no system call, no flush: see
+ * journal_commit_append()) instead of rewriting every entry (measured:
+ * about 0.3 µs per entry per commit, so 300 µs with a thousand processes
+ * placed). Its first line binds it to the journal file it extends (inode
+ * and size: a log left over from an older file is ignored), then blocks of
+ * entry lines, each closed by "end N" (N: the entries of that block):
  *
  *     topod-journal-log 2 1234567 4096
  *     task 1300 567990 /user.slice
  *     cookie 1300 567990
  *     end 2
  *
- * A block without its "end" (a crash in the middle of the write) is
- * ignored: the changes it was to cover had not been made. journal_commit()
- * folds the log into the file and removes it.
+ * The log file is allocated ahead (JOURNAL_LOG_SLACK past the size at
+ * which it is folded into the file) and its unwritten rest is NUL bytes:
+ * the text ends at the first NUL. A block without its "end" (a crash in
+ * the middle of the write) is ignored: the changes it was to cover had not
+ * been made. journal_commit() folds the log into the file and removes it.
+ * The files under the directory are topod's while it runs: a log cut
+ * short by hand under a running topod kills it (SIGBUS on its mapping).
  *
  * A thread is named by its tid and its start time (clock ticks after boot),
  * or, for a process the fast path pinned where pidfds are pidfs inodes, by
@@ -122,7 +126,8 @@ typedef struct Journal {
         uint64_t file_ino, file_size; /* the file the log extends; file_ino 0: none written by us */
         uint64_t log_size;        /* bytes in the log; 0: none */
         unsigned log_version;     /* its header's: 2 once a block had pidfs names */
-        int log_fd;               /* the log, open for appending; -EBADF */
+        char *log_map;            /* the log, mapped shared for appending; NULL: not open */
+        size_t log_cap;           /* its mapped (and allocated) size */
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
@@ -186,13 +191,16 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
 int journal_commit(Journal *j);
 
 /* Commit, the cheap way when it can: the entries added since the last
- * commit are appended to the log in one write, not flushed: they must
- * outlive topod, which the page cache does, not the machine, whose crash
- * resets what they cover (and a journal of another boot is discarded). It
- * is a journal_commit() instead when something was forgotten or the boot
- * id set since, when this journal has not written its file yet, or when the
- * log has grown to the size of the file. Either way the entries are in the
- * files when it returns 0. */
+ * commit are copied into the log through a shared mapping of it, not
+ * flushed: they must outlive topod, which the page cache does, not the
+ * machine, whose crash resets what they cover (and a journal of another
+ * boot is discarded). The log's space is allocated when it is created, so
+ * a full file system is an error then, never a fault at the copy. It is a
+ * journal_commit() instead when something was forgotten or the boot id set
+ * since, when this journal has not written its file yet, when the log has
+ * grown to the size of the file, or when the entries do not fit in the
+ * log's space. Either way the entries are in the files when it returns
+ * 0. */
 int journal_commit_append(Journal *j);
 
 /* Load dir's journal, with its log: 1 and the journal when a file was there
