@@ -88,6 +88,7 @@ typedef struct Daemon {
         uint64_t started_usec, last_pass_usec, last_pass_cost_usec;
         uint64_t last_pass_stage_usec[3]; /* of that: scan, plan, apply */
         uint64_t pass_yielded_usec, last_pass_yielded_usec; /* of that: the placer's, in pass_yield() */
+        unsigned last_pass_deferred; /* new processes its scan left to the next (an exec storm's) */
         uint64_t watchdog_usec;   /* WatchdogSec=, 0 without */
         uint64_t slice_start_usec; /* when the pass last took the lock */
         uint64_t last_yield_ping_usec;
@@ -123,9 +124,26 @@ static Reconciler reconciler(const Daemon *d) {
 
 static bool fast_place(Daemon *d);
 
+/* Why a pass runs, for the debug log. */
+typedef enum PassCause {
+        PASS_TIMER,   /* the sample interval */
+        PASS_STORM,   /* the sample interval, during an exec storm: the
+                       * processes the fast path placed since the last scan
+                       * are left to the next (pipeline_sample_deferring()) */
+        PASS_SOON,    /* the fast path left something, or the placer asked */
+        PASS_RELOAD,
+        PASS_EXPLAIN, /* a call about a process the last scan did not see */
+        _PASS_CAUSE_MAX,
+} PassCause;
+
+static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
+        [PASS_TIMER] = "timer", [PASS_STORM] = "timer, exec storm", [PASS_SOON] = "soon",
+        [PASS_RELOAD] = "reload", [PASS_EXPLAIN] = "explain",
+};
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
-static int pass(Daemon *d) {
+static int pass(Daemon *d, PassCause cause) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         Reconciler rc = reconciler(d);
@@ -146,11 +164,17 @@ static int pass(Daemon *d) {
          * remember it for the fast path until the next pass (a pass that
          * fails early leaves none older than that). */
         cgroup_held_forget_origins(d->held);
-        if ((k = pipeline_sample(d->p, false)) < 0) {
+        if ((k = (cause == PASS_STORM ? pipeline_sample_deferring : pipeline_sample)(d->p, false)) < 0) {
                 log_error(d, "scanning /proc failed: %s", strerror(-k));
                 return k;
         }
         scanned = pipeline_now_usec();
+        {
+                TaskScanStats ss;
+
+                task_scanner_stats(d->p->scanner, &ss);
+                d->last_pass_deferred = ss.deferred;
+        }
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
@@ -188,12 +212,13 @@ static int pass(Daemon *d) {
                               r->items[i].error ? strerror(-r->items[i].error) : "");
         d->last_failed = r->counts[RECONCILE_FAILED];
         log_at(&d->log, LOG_DEBUG,
-               "pass %u: %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64
-               " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 "; the placer's turns %" PRIu64 ")",
-               d->passes, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
+               "pass %u (%s): %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64
+               " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 "; the placer's turns %" PRIu64
+               "); %u new processes left to the next scan",
+               d->passes, pass_cause_names[cause], d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
                r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec,
                d->last_pass_stage_usec[0], d->last_pass_stage_usec[1], d->last_pass_stage_usec[2],
-               d->last_pass_yielded_usec);
+               d->last_pass_yielded_usec, d->last_pass_deferred);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
                           d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);
@@ -265,13 +290,14 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Not usec: that is when the timer was due, and it runs late by up
          * to its accuracy. */
         uint64_t now = pipeline_now_usec();
+        bool storm;
 
         now = MAX(now, usec);
+        storm = d->p->place && d->fresh_since_tick >= storm_min(d);
 
         if (machine_idle(d, now))
                 d->idle_skips++;
-        else if (d->p->place && d->fresh_since_tick >= storm_min(d) &&
-                 now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+        else if (storm && now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
                 /* Processes are being started by the dozen and the fast
                  * path places them: a scan of every thread would hold the
                  * loop (and their placement) up, and learn little of
@@ -279,7 +305,10 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                  * intervals at most. */
                 d->storm_defers++;
         else {
-                (void) pass(d);
+                /* Still a storm after those intervals: the pass reads all
+                 * but what the fast path placed since the last one (read
+                 * by the next pass if still there). */
+                (void) pass(d, storm ? PASS_STORM : PASS_TIMER);
                 d->last_scan_usec = now;
                 /* the next gate starts after our own pass */
                 if (sysload_read(d->p->root, &d->load) >= 0)
@@ -293,7 +322,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int on_soon(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
-        (void) pass(userdata); /* a failed pass is logged; the loop goes on */
+        (void) pass(userdata, PASS_SOON); /* a failed pass is logged; the loop goes on */
         return 0;
 }
 
@@ -596,7 +625,7 @@ static int reload(Daemon *d, char **ret_messages) {
                 d->plan = plan_free(d->plan);
                 d->paused = false;
                 log_set_config_level(&d->log, (int) d->p->config->log_level);
-                pk = pass(d);
+                pk = pass(d, PASS_RELOAD);
                 if (pk < 0)
                         log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->policies->n,
                                   strerror(-pk));
@@ -717,6 +746,8 @@ static void print_status_text(const Daemon *d, FILE *f) {
                         d->report->counts[RECONCILE_DONE], d->report->counts[RECONCILE_ALREADY],
                         d->report->counts[RECONCILE_VANISHED], d->report->counts[RECONCILE_SKIPPED],
                         d->report->counts[RECONCILE_FAILED]);
+        if (d->passes > 0 && d->last_pass_deferred > 0)
+                fprintf(f, "; %u new processes left to the next scan (exec storm)", d->last_pass_deferred);
         fprintf(f, "%s", d->passes > 0 ? "\n" : "");
         fprintf(f, "fast path: %u processes placed at exec; timer passes skipped: %u idle, %u during exec storms\n",
                 d->fast_placed, d->idle_skips, d->storm_defers);
@@ -758,6 +789,7 @@ static void print_status_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "last_pass_plan_usec", d->last_pass_stage_usec[1]);
         json_kv_uint(j, "last_pass_apply_usec", d->last_pass_stage_usec[2]);
         json_kv_uint(j, "last_pass_yielded_usec", d->last_pass_yielded_usec);
+        json_kv_uint(j, "last_pass_deferred", d->last_pass_deferred);
         json_key(j, "last_apply");
         if (d->report) {
                 json_object_begin(j);
@@ -855,7 +887,7 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
                         return -EAGAIN;
                 }
                 d->last_explain_pass_usec = now;
-                (void) pass(d);
+                (void) pass(d, PASS_EXPLAIN);
         }
         if (!d->plan && call->method != BUS_METHOD_STATUS) {
                 *ret_error = strdup("topod has not finished its first pass yet");

@@ -714,6 +714,129 @@ static void test_pass_lets_fast_path_in(void) {
         world_free(&w);
 }
 
+/* At the storm pass's first yield, in its scan: a process is born and the
+ * fast path places it. */
+static void storm_yield(void *userdata) {
+        Interleave *il = userdata;
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        Reconciler rc = il->w->rc;
+
+        if (il->calls++ > 0)
+                return;
+        fake_process(1002, "svc-d", "/user.slice");
+        note_changed(il->w, 1002);
+        ASSERT_OK(task_scanner_mark(il->w->p->scanner, 1002)); /* as the drain does */
+        rc.yield = NULL;
+        ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 1);
+        ASSERT_EQ(il->st.placed, 1);
+}
+
+/* An exec storm's pass (pipeline_sample_deferring()): what the fast path
+ * placed since the last scan is not read, and the pass leaves it as the
+ * fast path left it (group, cookie, journal entry); the next pass reads it
+ * and agrees. What the fast path places during the scan is the next's to
+ * leave. */
+static void test_storm_pass_defers(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        const uint64_t plain_b = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1003u); /* fp_ino() */
+        CookieOps ops = fake_cookie_ops;
+        Plan *plan1, *plan2 = NULL, *plan3 = NULL;
+        PipelineFreshStats st;
+        const ReconcileItem *it;
+        TaskScanStats ss;
+        Interleave il = {};
+        uint64_t batch_b;
+        World w;
+
+        world_new(&w);
+        /* pidfds as pidfs inodes: a process moved without a cookie is
+         * journaled by its pidfd's inode, which a pass that looks at it
+         * (the journal's upkeep) renames to its start time. */
+        ops.pidref = &pidfs_ops;
+        cookie_applier_free(w.cookies);
+        ASSERT_OK(cookie_applier_new(w.p->root, &ops, &w.cookies));
+        w.rc.cookies = w.cookies;
+        w.rc.pidref = &pidfs_ops;
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        il.w = &w;
+        fake_process(1000, "batch-b", "/user.slice");
+        fake_process(1001, "svc-c", "/user.slice");
+        fake_process(1003, "plain-b", "/user.slice");
+        event(&w, 1000);
+        event(&w, 1001);
+        event(&w, 1003);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        ASSERT_EQ(st.placed, 3);
+        ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
+        batch_b = cookie_of(1000);
+        ASSERT_TRUE(batch_b != 0 && cookie_of(1001) == cookie_of(200));
+        r2 = reconcile_report_free(r2);
+
+        /* By events, as the daemon scans: the known processes first (the
+         * first yield before the new ones are looked at). */
+        task_scanner_trust_events(w.p->scanner, true);
+        ASSERT_OK(task_scanner_mark(w.p->scanner, 1000));
+        ASSERT_OK(task_scanner_mark(w.p->scanner, 1001));
+        ASSERT_OK(task_scanner_mark(w.p->scanner, 1003));
+        pipeline_set_yield(w.p, storm_yield, &il);
+        ASSERT_OK(pipeline_sample_deferring(w.p, false));
+        pipeline_set_yield(w.p, NULL, NULL);
+        ASSERT_TRUE(il.calls > 0);
+        task_scanner_stats(w.p->scanner, &ss);
+        ASSERT_TRUE(ss.by_events);
+        ASSERT_EQ(ss.deferred, 3);
+        ASSERT_NULL(task_snapshot_find(w.p->snap, 1000));
+        ASSERT_NULL(task_snapshot_find(w.p->snap, 1001));
+        ASSERT_TRUE(pipeline_changed(w.p, 1002));
+        ASSERT_EQ(w.p->n_placed, 1);
+        ASSERT_TRUE(task_snapshot_find(w.p->snap, 200) != NULL);
+        ASSERT_TRUE(pipeline_changed(w.p, 1000) && pipeline_changed(w.p, 1001));
+        ASSERT_FALSE(pipeline_changed(w.p, 200));
+        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_NULL(plan_find_task(plan2, 1000));
+        w.rc.yield = pipeline_yield_hooks(w.p);
+        ASSERT_OK(reconcile_apply(&w.rc, plan2, &r2));
+        dump(r2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
+        ASSERT_STREQ(process_cgroup(1001), "/topod.slice/svc-node0");
+        ASSERT_EQ(cookie_of(1000), batch_b);
+        ASSERT_EQ(cookie_of(1001), cookie_of(200));
+        ASSERT_NULL(find_item(r2, "cookie cleared", 1000));
+        ASSERT_NULL(find_item(r2, "cookie cleared", 1001));
+        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+        /* The journal's upkeep left its entry alone too (no pin, no read). */
+        ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
+        ASSERT_OK(pipeline_use_plan(w.p, plan2));
+
+        /* The placed list started again: the next storm pass reads them,
+         * and agrees. */
+        ASSERT_OK(pipeline_sample_deferring(w.p, false));
+        task_scanner_stats(w.p->scanner, &ss);
+        ASSERT_EQ(ss.deferred, 1); /* 1002, placed during the last scan */
+        ASSERT_NULL(task_snapshot_find(w.p->snap, 1002));
+        ASSERT_TRUE(task_snapshot_find(w.p->snap, 1000) != NULL);
+        ASSERT_FALSE(pipeline_changed(w.p, 1000));
+        ASSERT_OK(pipeline_plan(w.p, &plan3));
+        ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
+        dump(r3);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(r3->counts[RECONCILE_DONE], 0);
+        it = find_item(r3, "cgroup: move process", 1000);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        it = find_item(r3, "cgroup: move process", 1001);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_EQ(cookie_of(1000), batch_b);
+        ASSERT_EQ(cookie_of(1001), cookie_of(200));
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan3);
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* A process the fast path moves and gives a cookie is pinned once: the
  * cookie uses the move's handle (one pidfd, one stat read). */
 static void test_cookie_uses_move_pin(void) {
@@ -1155,6 +1278,7 @@ int main(void) {
         RUN(test_no_plan);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
+        RUN(test_storm_pass_defers);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_measure);

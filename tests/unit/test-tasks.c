@@ -326,6 +326,91 @@ static void test_yield(void) {
         fake_root_remove(d);
 }
 
+/* A scan that defers: the new processes named are not read and stay marked
+ * (the next scan has them); one the last snapshot had is read however
+ * named. By events and listing /proc alike. */
+static void test_defer(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        TaskScanStats st;
+        TaskSnapshot *s = NULL;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        for (int by_events = 1; by_events >= 0; by_events--) {
+                pid_t defer[] = { 100, 600 + by_events, 700 + by_events };
+                pid_t born = 600 + by_events, other = 700 + by_events;
+
+                task_scanner_trust_events(sc, true);
+                task_snapshot_free(scan(sc, true));
+                fake_thread(d, born, born, "born", 0, "6 0 1\n", NULL);
+                fake_write_n(d, by_events ? "proc/601/cmdline" : "proc/600/cmdline", "born\0", 5);
+                fake_thread(d, other, other, "other", 0, "7 0 1\n", NULL);
+                ASSERT_OK(task_scanner_mark(sc, born));
+                ASSERT_OK(task_scanner_mark(sc, other));
+                ASSERT_OK(task_scanner_mark(sc, 100));
+                task_scanner_trust_events(sc, by_events);
+                ASSERT_OK(task_scanner_scan_deferring(sc, false, defer, ELEMENTSOF(defer), &s));
+                task_scanner_stats(sc, &st);
+                ASSERT_EQ(st.by_events, (bool) by_events);
+                ASSERT_EQ(st.deferred, 2);
+                ASSERT_NULL(task_snapshot_find(s, born));
+                ASSERT_NULL(task_snapshot_find(s, other));
+                ASSERT_TRUE(task_snapshot_find(s, 100) != NULL); /* known: read */
+                ASSERT_TRUE(task_snapshot_find(s, 2) != NULL);
+                task_snapshot_free(s);
+
+                /* Still marked: the next scan, by events, reads them. */
+                task_scanner_trust_events(sc, true);
+                s = scan(sc, false);
+                task_scanner_stats(sc, &st);
+                ASSERT_TRUE(st.by_events);
+                ASSERT_EQ(st.deferred, 0);
+                ASSERT_STREQ(task_snapshot_find(s, born)->comm, "born");
+                ASSERT_STREQ(task_snapshot_find(s, other)->comm, "other");
+                task_snapshot_free(s);
+        }
+        fake_root_remove(d);
+}
+
+/* An exited process its parent has not reaped yet is not read; one whose
+ * leader exited before its other threads is. */
+static void zombie(const char *root, int tgid, unsigned threads) {
+        char rel[64], text[256];
+
+        snprintf(text, sizeof(text),
+                 "%d (z) Z 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %u 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n", tgid,
+                 tgid, tgid, threads, 1000 + tgid);
+        snprintf(rel, sizeof(rel), "proc/%d/stat", tgid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", tgid, tgid);
+        fake_write(root, rel, text);
+}
+
+static void test_zombies(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        TaskSnapshot *s;
+
+        fake_thread(d, 500, 500, "gone", 0, "1 0 1\n", NULL);
+        fake_write_n(d, "proc/500/cmdline", "", 0);
+        zombie(d, 500, 1);
+        fake_thread(d, 510, 510, "leader", 0, "1 0 1\n", NULL);
+        fake_thread(d, 510, 511, "worker", 0, "2 0 1\n", NULL);
+        fake_write_n(d, "proc/510/cmdline", "", 0);
+        zombie(d, 510, 2);
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        s = scan(sc, true);
+        ASSERT_NULL(task_snapshot_find(s, 500));
+        ASSERT_EQ(task_snapshot_count_threads(s, 510), 2);
+        ASSERT_STREQ(task_snapshot_find(s, 511)->comm, "worker");
+        task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
 /* With lazy kernel threads (the daemon's), a kernel thread is read by full
  * scans only: it ran (its schedstat moved), yet the next scans, listing or
  * by events, take it as it was. Without (topoctl classify), it is read. */
@@ -422,6 +507,8 @@ int main(void) {
         RUN(test_incremental);
         RUN(test_by_events);
         RUN(test_yield);
+        RUN(test_defer);
+        RUN(test_zombies);
         RUN(test_kernel_threads);
         RUN(test_fd_budget);
         RUN(test_live);

@@ -140,6 +140,8 @@ typedef struct Builder {
         bool full;
         pid_t *dirty; /* the marks this scan took */
         size_t n_dirty;
+        const pid_t *defer; /* not read, left marked (sorted) */
+        size_t n_defer;
 } Builder;
 
 static int compare_held(const void *a, const void *b) {
@@ -458,6 +460,15 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                         b->snap->vanished++;
                         return 0;
                 }
+                /* Exited, not yet reaped: nothing to read, place or give
+                 * a cookie (an exec storm's short-lived processes wait
+                 * for their parent so, by the hundred in the test guest).
+                 * A leader that exited before its other threads shows Z
+                 * too: counted with them, it is read. */
+                if ((leader.state == 'Z' || leader.state == 'X') && leader.num_threads <= 1) {
+                        b->snap->vanished++;
+                        return 0;
+                }
                 k = read_process(pfd, tgid, &leader, &fresh);
                 if (k < 0)
                         return k;
@@ -691,6 +702,21 @@ static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFac
         return 1;
 }
 
+/* A process this scan leaves for the next: marked again for it (the marks
+ * made during a scan are the next one's). Only one new since the last
+ * scan: one the snapshot had would drop out of it. */
+static bool deferred(Builder *b, pid_t tgid) {
+        const TaskSnapshot *prev = b->scanner->prev;
+
+        if (b->n_defer == 0 || !bsearch(&tgid, b->defer, b->n_defer, sizeof(pid_t), compare_pid) ||
+            (prev && task_snapshot_find(prev, tgid)))
+                return false;
+        if (task_scanner_mark(b->scanner, tgid) < 0)
+                return false; /* the next scan cannot know: read it now */
+        b->scanner->stats.deferred++;
+        return true;
+}
+
 /* The scan without listing: quiet processes from the last snapshot, then
  * the ones events touched, listed as usual. */
 static int scan_by_events(Builder *b, int procfd) {
@@ -753,6 +779,8 @@ static int scan_by_events(Builder *b, int procfd) {
                 i = j;
         }
         for (size_t i = 0; i < b->n_dirty; i++) {
+                if (deferred(b, b->dirty[i]))
+                        continue;
                 yield_now(s->yield);
                 if ((k = scan_process(b, procfd, b->dirty[i])) < 0)
                         return k;
@@ -760,10 +788,11 @@ static int scan_by_events(Builder *b, int procfd) {
         return 0;
 }
 
-static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, TaskSnapshot **ret) {
+static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const pid_t *defer, size_t n_defer,
+                TaskSnapshot **ret) {
         _cleanup_(task_snapshot_freep) TaskSnapshot *snap = calloc(1, sizeof(TaskSnapshot));
         _cleanup_close_ int procfd = -EBADF;
-        Builder b = { .scanner = s, .full = full, .dirty = dirty, .n_dirty = n_dirty };
+        Builder b = { .scanner = s, .full = full, .dirty = dirty, .n_dirty = n_dirty, .defer = defer, .n_defer = n_defer };
         struct timespec ts;
         DIR *d;
         int k = 0, dupfd;
@@ -794,7 +823,7 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, TaskSna
                 for (struct dirent *de; (de = readdir(d));) {
                         pid_t tgid;
 
-                        if (!parse_pid(de->d_name, &tgid))
+                        if (!parse_pid(de->d_name, &tgid) || deferred(&b, tgid))
                                 continue;
                         yield_now(s->yield);
                         k = scan_process(&b, procfd, tgid);
@@ -866,6 +895,10 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, TaskSna
 }
 
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
+        return task_scanner_scan_deferring(s, full, NULL, 0, ret);
+}
+
+int task_scanner_scan_deferring(TaskScanner *s, bool full, const pid_t *defer, size_t n_defer, TaskSnapshot **ret) {
         pid_t *taken = s->dirty;
         size_t n_taken = s->n_dirty, taken_cap = s->dirty_cap;
         int k;
@@ -875,7 +908,7 @@ int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
         s->dirty = NULL;
         s->n_dirty = s->dirty_cap = 0;
         s->scanning = true;
-        k = scan(s, full, taken, n_taken, ret);
+        k = scan(s, full, taken, n_taken, defer, n_defer, ret);
         s->scanning = false;
         if (!s->dirty) {
                 /* none came: the buffer serves again */

@@ -113,6 +113,12 @@ int task_scanner_mark(TaskScanner *s, pid_t tgid);
 
 /* full: read every file of every thread. The snapshot is the caller's. */
 int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret);
+/* The same, but the processes in defer (tgids, sorted ascending, n_defer
+ * of them) that the last snapshot did not have are not read: they are not
+ * in this one and stay marked, so the next scan reads them (an exec
+ * storm's pass leaves the processes the fast path just placed, most of
+ * them gone by the next). */
+int task_scanner_scan_deferring(TaskScanner *s, bool full, const pid_t *defer, size_t n_defer, TaskSnapshot **ret);
 
 /* Let another thread in between processes during a scan (base/yield.h;
  * NULL: never; borrowed). What it does meanwhile through
@@ -136,6 +142,7 @@ typedef struct TaskScanStats {
         unsigned held_fds;
         bool fd_limit_hit;
         bool by_events; /* /proc was not listed */
+        unsigned deferred; /* processes left for the next scan (task_scanner_scan_deferring()) */
 } TaskScanStats;
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 

@@ -31,6 +31,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         place_state_free(p->place);
         free(p->fresh);
         free(p->changed);
+        free(p->placed);
         free(p->quick);
         free(p->batch);
         free(p->sources);
@@ -95,6 +96,17 @@ static int load_in_force(Pipeline *p) {
         return 0;
 }
 
+static void yield_trampoline(void *userdata) {
+        Pipeline *p = userdata;
+
+        if (p->yield)
+                p->yield(p->yield_userdata);
+}
+
+static bool changed_trampoline(void *userdata, pid_t tgid) {
+        return pipeline_changed(userdata, tgid);
+}
+
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
         _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = o->root };
@@ -107,6 +119,9 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         if (!p)
                 return -ENOMEM;
         p->options = *o;
+        /* A pass's apply asks them what changed (or was left by its scan)
+         * whether or not anything yields. */
+        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline, .userdata = p };
         raise_fd_limit();
         if ((k = root_open(o->root, &p->root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
@@ -285,26 +300,14 @@ bool pipeline_changed(Pipeline *p, pid_t tgid) {
         return p->n_changed > 0 && bsearch(&tgid, p->changed, p->n_changed, sizeof(pid_t), compare_pid);
 }
 
-static void yield_trampoline(void *userdata) {
-        Pipeline *p = userdata;
-
-        if (p->yield)
-                p->yield(p->yield_userdata);
-}
-
-static bool changed_trampoline(void *userdata, pid_t tgid) {
-        return pipeline_changed(userdata, tgid);
-}
-
 void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
         p->yield = yield;
         p->yield_userdata = userdata;
-        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline, .userdata = p };
         task_scanner_set_yield(p->scanner, yield ? &p->hooks : NULL);
 }
 
 const YieldHooks *pipeline_yield_hooks(Pipeline *p) {
-        return p->yield ? &p->hooks : NULL;
+        return &p->hooks;
 }
 
 static void drain(Pipeline *p, bool urgent);
@@ -421,8 +424,28 @@ void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
         }
 }
 
-int pipeline_sample(Pipeline *p, bool full) {
+/* One more process the fast path placed, for pipeline_sample_deferring().
+ * Past PIPELINE_CHANGED_MAX, or without memory, the rest are read as
+ * usual. */
+static void placed_add(Pipeline *p, pid_t tgid) {
+        if (p->n_placed == p->placed_cap) {
+                size_t n = p->placed_cap ? p->placed_cap * 2 : 64;
+                pid_t *np = n <= PIPELINE_CHANGED_MAX ? realloc(p->placed, n * sizeof(pid_t)) : NULL;
+
+                if (!np)
+                        return;
+                p->placed = np;
+                p->placed_cap = n;
+        }
+        p->placed[p->n_placed++] = tgid;
+}
+
+static int sample(Pipeline *p, bool full, bool defer) {
         TaskSnapshot *snap = NULL;
+        /* The list so far, the scan's: the fast path placing during the
+         * scan's yields starts a new one for the next. */
+        _cleanup_free_ pid_t *placed = TAKE_PTR(p->placed);
+        size_t n_defer = 0, n_placed = p->n_placed;
         uint64_t now;
         int k;
 
@@ -433,6 +456,20 @@ int pipeline_sample(Pipeline *p, bool full) {
         /* What changes from here on, the scan may have read before. */
         p->n_changed = p->n_changed_sorted = 0;
         p->changed_lost = false;
+        p->n_placed = p->placed_cap = 0;
+        if (defer) {
+                /* Left to the next scan: the placed processes the last one
+                 * did not see. They count as changed: the pass leaves them
+                 * alone. */
+                if (n_placed > 0)
+                        qsort(placed, n_placed, sizeof(pid_t), compare_pid);
+                for (size_t i = 0; i < n_placed; i++)
+                        if ((n_defer == 0 || placed[n_defer - 1] != placed[i]) &&
+                            !(p->snap && task_snapshot_find(p->snap, placed[i])))
+                                placed[n_defer++] = placed[i];
+                for (size_t i = 0; i < n_defer; i++)
+                        changed_add(p, placed[i]);
+        }
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
@@ -442,7 +479,7 @@ int pipeline_sample(Pipeline *p, bool full) {
                 p->rescan = false; /* events lost during the scan set it again */
         /* The last snapshot stays until this one is whole: a scan that
          * yields lets the fast path look at it meanwhile. */
-        k = task_scanner_scan(p->scanner, full, &snap);
+        k = task_scanner_scan_deferring(p->scanner, full, placed, n_defer, &snap);
         if (k < 0) {
                 p->snap = task_snapshot_free(p->snap);
                 return k;
@@ -459,6 +496,14 @@ int pipeline_sample(Pipeline *p, bool full) {
         }
         p->samples++;
         return classifier_update(p->classifier, p->snap);
+}
+
+int pipeline_sample(Pipeline *p, bool full) {
+        return sample(p, full, false);
+}
+
+int pipeline_sample_deferring(Pipeline *p, bool full) {
+        return sample(p, full, true);
 }
 
 void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass class, PolicyTask *ret) {
@@ -782,6 +827,8 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                         st.left++;
                 if (!moved) /* not in the group after all */
                         place_note_exit(p->place, b->tgid, b->tgid);
+                else
+                        placed_add(p, b->tgid);
                 if (b->cookie == PLACE_COOKIE_JOIN && k >= 0 && b->cookied == RECONCILE_DONE)
                         place_note_cookie(p->place, b->policy, b->tgid, b->start_time);
         }
