@@ -156,7 +156,8 @@ static int pass(Daemon *d, PassCause cause) {
         pipeline_drain_events(d->p);
         (void) fast_place(d);
         /* Where the placer runs, the pass lets it in between processes
-         * (pass_yield()) and leaves alone what changed meanwhile. */
+         * (pass_yield()) and leaves alone what changed meanwhile; what an
+         * exec storm's scan left, it leaves alone wherever it runs. */
         rc.yield = pipeline_yield_hooks(d->p);
         d->pass_yielded_usec = 0;
         d->slice_start_usec = start;

@@ -55,9 +55,8 @@ static const char *const allow_list[] = {
         "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat", "renameat2", "rename",
         "fsync", "fdatasync", "fcntl", "dup", "dup2", "dup3", "pipe2", "pipe",
         /* The journal's log, allocated when created (posix_fallocate(),
-         * which glibc does with pwrite() and ftruncate() where the file
-         * system cannot). */
-        "fallocate", "pwrite64", "ftruncate",
+         * which glibc does with pwrite() where the file system cannot). */
+        "fallocate", "pwrite64",
         /* Is a cgroup.procs about to be held open on cgroup2? */
         "fstatfs",
 
@@ -103,7 +102,7 @@ static const char *const allow_list[] = {
 
         /* The same calls under their 32-bit names (i386, arm, x32 keeps
          * most 64-bit ones); skipped on 64-bit architectures. */
-        "fcntl64", "ftruncate64", "_llseek", "fstatfs64", "fstat64", "stat64", "lstat64", "fstatat64", "mmap2", "ugetrlimit",
+        "fcntl64", "_llseek", "fstatfs64", "fstat64", "stat64", "lstat64", "fstatat64", "mmap2", "ugetrlimit",
         "sigreturn", "socketcall", "send", "recv", "clock_gettime64", "clock_nanosleep_time64", "recvmmsg_time64",
         "futex_time64", "ppoll_time64", "timerfd_settime64", "timerfd_gettime64",
 };

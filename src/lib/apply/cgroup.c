@@ -1923,8 +1923,10 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         continue; /* planned now: alive at the last scan, checked by its move */
                 /* Placed by the fast path during the pass, or left by an
                  * exec storm's scan: the next pass's (no pin and no read
-                 * of each, with the lock held, for hundreds of them). */
-                if (yield_changed(env->yield, jt->tid))
+                 * of each, with the lock held, for hundreds of them). Not
+                 * all when the pass lost count of them: the upkeep must
+                 * go on. */
+                if (yield_known_changed(env->yield, jt->tid))
                         continue;
                 if (pidref_ident_is_pidfs(jt->start_time)) {
                         PidRef ref = PIDREF_NULL;

@@ -347,6 +347,7 @@ void cgroup_moves_release(CgroupMove *moves, size_t n);
  * the others proc/<tgid>/task/<tgid>/stat is read. An entry known by its
  * pidfd's inode (the fast path's, pidref.h) is pinned by it: gone, it is
  * forgotten; alive, it is named by its start time from then on, so that it
- * is found planned by the next prune. Not committed. Returns the number
- * forgotten. */
+ * is found planned by the next prune. An entry of a process the yield
+ * hooks know changed since the scan, or left by it (yield_known_changed()),
+ * waits for the next prune. Not committed. Returns the number forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);

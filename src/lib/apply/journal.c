@@ -1017,6 +1017,9 @@ int journal_commit(Journal *j) {
 /* The log's space past that size, allocated with it: a block larger than
  * what is left is a whole commit instead. */
 #define JOURNAL_LOG_SLACK (64u * 1024u)
+/* After a log could not be made (no space, a file system that cannot map
+ * it): whole commits, this many, before the next try. */
+#define JOURNAL_LOG_BACKOFF 64u
 
 /* A new log, empty, its space allocated (posix_fallocate(): where the file
  * system cannot, glibc writes the zeros) and mapped shared. -EEXIST: one
@@ -1068,9 +1071,22 @@ int journal_commit_append(Journal *j) {
             j->committed[1] > j->n_tasks || j->committed[2] > j->n_cookies || j->committed[3] > j->n_cgroups)
                 return journal_commit(j);
         /* Not open: a new log, as there is none after a whole commit (or
-         * one we did not write). */
-        if (!j->log_map && (j->log_size > 0 || log_create(j) < 0))
-                return journal_commit(j);
+         * one we did not write). One that could not be made is not tried
+         * again at every placement. */
+        if (!j->log_map) {
+                int k;
+
+                if (j->log_size > 0 || j->log_backoff > 0) {
+                        j->log_backoff -= j->log_backoff > 0;
+                        return journal_commit(j);
+                }
+                k = log_create(j);
+                if (k < 0) {
+                        if (k != -EEXIST)
+                                j->log_backoff = JOURNAL_LOG_BACKOFF;
+                        return journal_commit(j);
+                }
+        }
 
         version = entries_version(j, j->committed);
         if (j->log_size > 0 && version > j->log_version)

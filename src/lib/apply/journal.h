@@ -128,6 +128,7 @@ typedef struct Journal {
         unsigned log_version;     /* its header's: 2 once a block had pidfs names */
         char *log_map;            /* the log, mapped shared for appending; NULL: not open */
         size_t log_cap;           /* its mapped (and allocated) size */
+        unsigned log_backoff;     /* whole commits before trying a log again after it failed */
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
@@ -195,12 +196,14 @@ int journal_commit(Journal *j);
  * flushed: they must outlive topod, which the page cache does, not the
  * machine, whose crash resets what they cover (and a journal of another
  * boot is discarded). The log's space is allocated when it is created, so
- * a full file system is an error then, never a fault at the copy. It is a
+ * that on tmpfs (where the state directory belongs) a full file system is
+ * an error then, not a fault at the copy. It is a
  * journal_commit() instead when something was forgotten or the boot id set
  * since, when this journal has not written its file yet, when the log has
  * grown to the size of the file, or when the entries do not fit in the
- * log's space. Either way the entries are in the files when it returns
- * 0. */
+ * log's space, and for a while after the log could not be made (a full
+ * file system: JOURNAL_LOG_BACKOFF commits). Either way the entries are in
+ * the files when it returns 0. */
 int journal_commit_append(Journal *j);
 
 /* Load dir's journal, with its log: 1 and the journal when a file was there

@@ -64,7 +64,9 @@ typedef struct Reconciler {
         /* reconcile_apply() only: let another thread in between the
          * processes it moves and the cookie groups it makes, and leave
          * alone the processes that changed since the scan the plan came
-         * from (base/yield.h; they are reported skipped). NULL: never. */
+         * from (base/yield.h; those the plan has are reported skipped),
+         * or that the scan left for the next (not in the plan: their
+         * cookies and journal entries are not touched). NULL: never. */
         const YieldHooks *yield;
 } Reconciler;
 

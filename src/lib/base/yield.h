@@ -21,8 +21,13 @@
 
 typedef struct YieldHooks {
         void (*yield)(void *userdata);
-        /* Did this process exec, rename itself or begin since the scan? */
+        /* Did this process exec, rename itself or begin since the scan, or
+         * did the scan leave it for the next (an exec storm's)? True for
+         * every process when the caller lost count: leave all alone. */
         bool (*changed)(void *userdata, pid_t tgid);
+        /* The same, false where the caller lost count: for what only
+         * saves work by leaving a process alone (the journal's upkeep). */
+        bool (*known_changed)(void *userdata, pid_t tgid);
         void *userdata;
 } YieldHooks;
 
@@ -33,4 +38,8 @@ static inline void yield_now(const YieldHooks *h) {
 
 static inline bool yield_changed(const YieldHooks *h, pid_t tgid) {
         return h && h->changed && h->changed(h->userdata, tgid);
+}
+
+static inline bool yield_known_changed(const YieldHooks *h, pid_t tgid) {
+        return h && h->known_changed && h->known_changed(h->userdata, tgid);
 }

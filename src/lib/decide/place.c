@@ -652,3 +652,13 @@ void place_note_cookie(PlaceState *s, int policy, pid_t tid, uint64_t start_time
         if (policy >= 0 && (size_t) policy < s->policies->n && tid > 0)
                 s->pol[policy].fresh_source = (PlaceSource) { tid, start_time };
 }
+
+void place_fresh_sources(const PlaceState *s, PlaceSource *ret) {
+        for (size_t i = 0; i < s->policies->n; i++)
+                ret[i] = s->pol[i].fresh_source;
+}
+
+void place_set_fresh_sources(PlaceState *s, const PlaceSource *src, size_t n) {
+        for (size_t i = 0; i < n && i < s->policies->n; i++)
+                s->pol[i].fresh_source = src[i];
+}

@@ -169,6 +169,11 @@ size_t place_cookie_sources(const PlaceState *s, const PlacePick *pick, PlaceSou
 /* A process of the policy got its group cookie on the fast path: a source
  * for the next JOIN (useful while the plan has no cookie group for it). */
 void place_note_cookie(PlaceState *s, int policy, pid_t tid, uint64_t start_time);
+/* Those last processes, one per policy (tid 0: none), to carry to the
+ * state of the next plan of the same policy set: ret holds the policies'
+ * count. */
+void place_fresh_sources(const PlaceState *s, PlaceSource *ret);
+void place_set_fresh_sources(PlaceState *s, const PlaceSource *src, size_t n);
 
 /* A group's load as the next pick sees it, in threads (tests, explain). */
 unsigned place_state_load(const PlaceState *s, int group);

@@ -32,6 +32,8 @@ Pipeline *pipeline_free(Pipeline *p) {
         free(p->fresh);
         free(p->changed);
         free(p->placed);
+        free(p->deferred);
+        free(p->kept_sources);
         free(p->quick);
         free(p->batch);
         free(p->sources);
@@ -96,6 +98,8 @@ static int load_in_force(Pipeline *p) {
         return 0;
 }
 
+static bool known_changed(Pipeline *p, pid_t tgid);
+
 static void yield_trampoline(void *userdata) {
         Pipeline *p = userdata;
 
@@ -105,6 +109,10 @@ static void yield_trampoline(void *userdata) {
 
 static bool changed_trampoline(void *userdata, pid_t tgid) {
         return pipeline_changed(userdata, tgid);
+}
+
+static bool known_changed_trampoline(void *userdata, pid_t tgid) {
+        return known_changed(userdata, tgid);
 }
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
@@ -121,7 +129,8 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         p->options = *o;
         /* A pass's apply asks them what changed (or was left by its scan)
          * whether or not anything yields. */
-        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline, .userdata = p };
+        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline,
+                                  .known_changed = known_changed_trampoline, .userdata = p };
         raise_fd_limit();
         if ((k = root_open(o->root, &p->root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
@@ -218,6 +227,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         p->config = TAKE_PTR(config);
         policy_set_free(p->policies);
         p->policies = TAKE_PTR(policies);
+        p->n_kept = 0; /* indexes of the old set */
         if ((k = load_in_force(p)) < 0)
                 return k;
         classify_params_from_config(p->config, &params);
@@ -283,8 +293,8 @@ static void changed_add(Pipeline *p, pid_t tgid) {
         p->changed[p->n_changed++] = tgid;
 }
 
-bool pipeline_changed(Pipeline *p, pid_t tgid) {
-        if (p->changed_lost)
+static bool known_changed(Pipeline *p, pid_t tgid) {
+        if (p->n_deferred > 0 && bsearch(&tgid, p->deferred, p->n_deferred, sizeof(pid_t), compare_pid))
                 return true;
         if (p->n_changed_sorted < p->n_changed) {
                 size_t u = 0;
@@ -298,6 +308,10 @@ bool pipeline_changed(Pipeline *p, pid_t tgid) {
                 p->n_changed = p->n_changed_sorted = u;
         }
         return p->n_changed > 0 && bsearch(&tgid, p->changed, p->n_changed, sizeof(pid_t), compare_pid);
+}
+
+bool pipeline_changed(Pipeline *p, pid_t tgid) {
+        return p->changed_lost || known_changed(p, tgid);
 }
 
 void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
@@ -444,11 +458,12 @@ static int sample(Pipeline *p, bool full, bool defer) {
         TaskSnapshot *snap = NULL;
         /* The list so far, the scan's: the fast path placing during the
          * scan's yields starts a new one for the next. */
-        _cleanup_free_ pid_t *placed = TAKE_PTR(p->placed);
+        pid_t *placed = TAKE_PTR(p->placed);
         size_t n_defer = 0, n_placed = p->n_placed;
         uint64_t now;
         int k;
 
+        p->n_placed = p->placed_cap = 0;
         pipeline_drain_events(p);
         /* The scan sees the new processes: the pass places them. */
         p->n_fresh = 0;
@@ -456,20 +471,20 @@ static int sample(Pipeline *p, bool full, bool defer) {
         /* What changes from here on, the scan may have read before. */
         p->n_changed = p->n_changed_sorted = 0;
         p->changed_lost = false;
-        p->n_placed = p->placed_cap = 0;
         if (defer) {
                 /* Left to the next scan: the placed processes the last one
-                 * did not see. They count as changed: the pass leaves them
-                 * alone. */
+                 * did not see. They count as changed (pipeline_changed())
+                 * until the next scan: the pass leaves them alone. */
                 if (n_placed > 0)
                         qsort(placed, n_placed, sizeof(pid_t), compare_pid);
                 for (size_t i = 0; i < n_placed; i++)
                         if ((n_defer == 0 || placed[n_defer - 1] != placed[i]) &&
                             !(p->snap && task_snapshot_find(p->snap, placed[i])))
                                 placed[n_defer++] = placed[i];
-                for (size_t i = 0; i < n_defer; i++)
-                        changed_add(p, placed[i]);
         }
+        free(p->deferred);
+        p->deferred = placed;
+        p->n_deferred = n_defer;
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
@@ -664,6 +679,20 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
 int pipeline_use_plan(Pipeline *p, const Plan *plan) {
         int k;
 
+        if (p->place) {
+                /* The fast path's cookie sources, for the next plan's (a
+                 * storm pass's plan may have no member of a group to join:
+                 * without them the next process would start a cookie of
+                 * its own, the group split until the next pass). */
+                PlaceSource *ks = realloc(p->kept_sources, MAX(p->policies->n, (size_t) 1) * sizeof(PlaceSource));
+
+                if (ks) {
+                        p->kept_sources = ks;
+                        place_fresh_sources(p->place, ks);
+                        p->n_kept = p->policies->n;
+                } else
+                        p->n_kept = 0;
+        }
         p->place = place_state_free(p->place);
         p->plan = plan;
         p->n_fresh = 0;
@@ -684,7 +713,10 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
         if (!p->fresh || !p->quick || !p->batch || !p->sources)
                 return -ENOMEM;
         k = place_state_new(plan, p->policies, p->in_force, p->topology, &p->place);
-        return k < 0 ? k : 0;
+        if (k < 0)
+                return k;
+        place_set_fresh_sources(p->place, p->kept_sources, p->n_kept);
+        return 0;
 }
 
 /* PLACE_FACT() bits to TASK_QUICK_* bits. */
@@ -829,7 +861,8 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                         place_note_exit(p->place, b->tgid, b->tgid);
                 else
                         placed_add(p, b->tgid);
-                if (b->cookie == PLACE_COOKIE_JOIN && k >= 0 && b->cookied == RECONCILE_DONE)
+                /* It has the group's cookie: a source for the next. */
+                if (b->cookie == PLACE_COOKIE_JOIN && cookied)
                         place_note_cookie(p->place, b->policy, b->tgid, b->start_time);
         }
         if (k < 0)

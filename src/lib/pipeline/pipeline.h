@@ -110,9 +110,17 @@ typedef struct Pipeline {
         bool changed_lost;
 
         /* The processes the fast path placed since the last scan began,
-         * which pipeline_sample_deferring() leaves to the next scan. */
+         * which pipeline_sample_deferring() leaves to the next scan, and
+         * those the last scan left (sorted; the pass leaves them alone). */
         pid_t *placed;
         size_t n_placed, placed_cap;
+        pid_t *deferred;
+        size_t n_deferred;
+        /* The fast path's last cookie source of each policy (PlaceState),
+         * carried from one plan to the next: a storm's plan may have no
+         * member of a group to join. n_kept 0: none. */
+        PlaceSource *kept_sources;
+        size_t n_kept;
 } Pipeline;
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason);
