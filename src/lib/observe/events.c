@@ -303,17 +303,25 @@ int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n
         return 0;
 }
 
-int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+static int read_one(ProcEvents *e, int fd, TaskEvent *events, size_t max, size_t *ret_n) {
         bool empty;
         size_t n = 0;
         int k;
 
         if (e->lazy_fd < 0)
                 return proc_events_read(e, events, max, ret_n);
-        if ((k = read_socket(e->fd, events, max, &n, &empty)) < 0)
+        if ((k = read_socket(fd, events, max, &n, &empty)) < 0)
                 return k;
         *ret_n = n;
         return 0;
+}
+
+int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+        return read_one(e, e->fd, events, max, ret_n);
+}
+
+int proc_events_read_lazy(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+        return read_one(e, e->lazy_fd, events, max, ret_n);
 }
 
 const char *task_event_type_to_string(TaskEventType t) {

@@ -61,6 +61,9 @@ int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n
 /* The same, of the EXEC and COMM socket only when split (else of the one):
  * what to act on at once, the rest read after. */
 int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
+/* The same, of the FORK and EXIT socket only when split (else of the one):
+ * for a reader that leaves the execs to another. */
+int proc_events_read_lazy(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
 
 /* Parse one datagram from the connector (pure; fuzzed). Returns 1 and the
  * event, 0 for a message of no interest, -EINVAL for a malformed one. */

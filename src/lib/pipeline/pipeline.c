@@ -324,26 +324,30 @@ const YieldHooks *pipeline_yield_hooks(Pipeline *p) {
         return &p->hooks;
 }
 
-static void drain(Pipeline *p, bool urgent);
+static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n));
 
 void pipeline_drain_events(Pipeline *p) {
-        drain(p, false);
+        (void) drain(p, proc_events_read);
 }
 
 void pipeline_drain_urgent_events(Pipeline *p) {
-        drain(p, true);
+        (void) drain(p, proc_events_read_urgent);
 }
 
-static void drain(Pipeline *p, bool urgent) {
+size_t pipeline_drain_lazy_events(Pipeline *p) {
+        return drain(p, proc_events_read_lazy);
+}
+
+static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n)) {
         TaskEvent ev[64];
-        size_t n = ELEMENTSOF(ev);
+        size_t n = ELEMENTSOF(ev), total = 0;
 
         if (!p->events)
-                return;
+                return 0;
         /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
          * another read would only see it again. */
-        while (n == ELEMENTSOF(ev) &&
-               (urgent ? proc_events_read_urgent : proc_events_read)(p->events, ev, ELEMENTSOF(ev), &n) >= 0)
+        while (n == ELEMENTSOF(ev) && reader(p->events, ev, ELEMENTSOF(ev), &n) >= 0) {
+                total += n;
                 for (size_t i = 0; i < n; i++) {
                         switch (ev[i].type) {
                         case TASK_EVENT_FORK:
@@ -416,6 +420,8 @@ static void drain(Pipeline *p, bool urgent) {
                         else
                                 p->events_not_kept++;
                 }
+        }
+        return total;
 }
 
 void pipeline_wait_until(Pipeline *p, uint64_t deadline) {

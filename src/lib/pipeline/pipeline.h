@@ -140,6 +140,10 @@ void pipeline_drain_events(Pipeline *p);
 /* Only the events to act on at once (execs and renames, where the kernel
  * splits them from forks and exits; else all of them). */
 void pipeline_drain_urgent_events(Pipeline *p);
+/* Only the others (forks and exits, where the kernel splits them; else
+ * all): for a loop that leaves the execs to a thread of their own. Returns
+ * how many events it handled (0: none were queued). */
+size_t pipeline_drain_lazy_events(Pipeline *p);
 /* Sleep until the deadline (CLOCK_MONOTONIC usec), handling events. */
 void pipeline_wait_until(Pipeline *p, uint64_t deadline);
 
