@@ -37,6 +37,7 @@
  * to make its group, had a p99 of 80-350 ms at 200 execs/s on the 2-core
  * VM, and once 47 of 200 probes timed out at 1 s; 6-8 ms with 1 ms). */
 #define DAEMON_EVENT_DELAY_USEC 2000u
+#define DAEMON_EVENT_DELAY_MAX_USEC 20000u
 #define DAEMON_EVENT_ACCURACY_USEC 1000u
 /* Explain of a task the last scan did not see runs a pass, at most this
  * often. */
@@ -68,6 +69,7 @@ typedef struct Daemon {
         sd_event_source *timer, *soon;
         sd_event_source *lazy_events; /* forks and exits, when the kernel splits them off */
         sd_event_source *lazy_tick;   /* drains them meanwhile (on_lazy_events()) */
+        uint64_t soon_first_usec;     /* when the armed 'soon' pass was first asked for */
         Pipeline *p;
         Journal *journal;
         CookieApplier *cookies;
@@ -360,7 +362,20 @@ static bool fast_place(Daemon *d) {
 }
 
 static void arm_soon(Daemon *d) {
-        if (d->soon && sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) >= 0)
+        uint64_t now = pipeline_now_usec();
+        int enabled;
+
+        if (!d->soon)
+                return;
+        /* A burst's requests push it back, to one pass after the burst;
+         * not past DAEMON_EVENT_DELAY_MAX_USEC after the first: a placer
+         * asking more often than the delay would put it off for as long
+         * as that lasts. */
+        if (sd_event_source_get_enabled(d->soon, &enabled) < 0 || enabled == SD_EVENT_OFF)
+                d->soon_first_usec = now;
+        else if (now - d->soon_first_usec >= DAEMON_EVENT_DELAY_MAX_USEC - DAEMON_EVENT_DELAY_USEC)
+                return;
+        if (sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) >= 0)
                 (void) sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
 }
 
@@ -373,11 +388,8 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
         /* The pipeline marks what the events touched and remembers the
          * processes that exec'd or were born; the fast path places those
          * at once. Here: the one socket of a kernel that does not split
-         * events, or the forks and exits of one that does, at most every
-         * DAEMON_LAZY_EVENTS_USEC (the execs are the placer's, which
-         * places each alone: reading the forks and exits after every exec
-         * cost two reads per exec, one of them empty, for nothing the exec
-         * needed). */
+         * events, or the exec socket of one that does when the placer
+         * could not run (the forks and exits are read with it then). */
         (void) s;
         pipeline_drain_events(d->p);
         soon = fast_place(d);
@@ -386,9 +398,10 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* Forks and exits, where the kernel splits them off: while they come, a
- * timer drains them every DAEMON_LAZY_EVENTS_USEC with the socket not
- * watched; once a drain finds it empty the socket is watched again. A busy
+/* Forks and exits, where the kernel splits them off: read at once, then,
+ * while they keep coming, by a timer every DAEMON_LAZY_EVENTS_USEC with the
+ * socket not watched; once a drain finds it empty the socket is watched
+ * again (a burst ends with one empty drain). A busy
  * machine's topod then wakes 20 times a second with a read and a timer
  * each, not with its socket's watch taken off and put back each time (a
  * rate limit on the watch: a dozen system calls a wake-up, measured in the
@@ -424,10 +437,10 @@ static int on_lazy_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
-        if (lazy_drain(d))
+        /* Quiet: watched again; if that cannot be (a watch limit), the
+         * timer goes on instead. */
+        if (lazy_drain(d) || sd_event_source_set_enabled(d->lazy_events, SD_EVENT_ON) < 0)
                 lazy_tick_in(d);
-        else
-                (void) sd_event_source_set_enabled(d->lazy_events, SD_EVENT_ON);
         return 0;
 }
 
@@ -1108,10 +1121,11 @@ int topod_run(const DaemonArgs *a) {
         }
 
         if (d.p->events && proc_events_lazy_fd(d.p->events) >= 0) {
-                /* Forks and exits wake us at most every
-                 * DAEMON_LAZY_EVENTS_USEC (the socket holds 16 MiB of
-                 * them meanwhile): what only forks waits that long to be
-                 * placed, and exits that long to count. */
+                /* Forks and exits are read at once, then every
+                 * DAEMON_LAZY_EVENTS_USEC while they keep coming (the
+                 * socket holds 16 MiB of them meanwhile): what only forks
+                 * waits that long at most to be placed, and exits that
+                 * long to count. */
                 if ((k = sd_event_add_io(d.event, &d.lazy_events, proc_events_lazy_fd(d.p->events), EPOLLIN, on_lazy_events,
                                          &d)) < 0 ||
                     (k = sd_event_add_time_relative(d.event, &d.lazy_tick, CLOCK_MONOTONIC, DAEMON_LAZY_EVENTS_USEC,

@@ -346,7 +346,15 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
                 return 0;
         /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
          * another read would only see it again. */
-        while (n == ELEMENTSOF(ev) && reader(p->events, ev, ELEMENTSOF(ev), &n) >= 0) {
+        for (;;) {
+                if (n < ELEMENTSOF(ev))
+                        break;
+                if (reader(p->events, ev, ELEMENTSOF(ev), &n) < 0) {
+                        /* What it had read is lost with the error: read
+                         * everything at the next scan. */
+                        p->rescan = true;
+                        break;
+                }
                 total += n;
                 for (size_t i = 0; i < n; i++) {
                         switch (ev[i].type) {
