@@ -318,6 +318,7 @@ typedef struct World {
         Reconciler rc;
         char *journal_dir;
         char *policies; /* the pipeline borrows it (PipelineOptions), for reloads */
+        CookieOps cookie_ops; /* world_use_pidfs()'s, which the applier borrows */
 } World;
 
 /* The fake tree on tmpfs when there is one (as /proc and /run are). */
@@ -381,6 +382,16 @@ static void world_new(World *w) {
         world_new_events(w, false);
 }
 
+/* pidfds as pidfs inodes, for the moves and the cookies. */
+static void world_use_pidfs(World *w) {
+        w->cookie_ops = fake_cookie_ops;
+        w->cookie_ops.pidref = &pidfs_ops;
+        cookie_applier_free(w->cookies);
+        ASSERT_OK(cookie_applier_new(w->p->root, &w->cookie_ops, &w->cookies));
+        w->rc.cookies = w->cookies;
+        w->rc.pidref = &pidfs_ops;
+}
+
 static void world_free(World *w) {
         cookie_applier_free(w->cookies);
         journal_free(w->journal);
@@ -426,6 +437,12 @@ static void event(World *w, pid_t pid);
  * which its cookie's entry and the pass compare with the observer's: the
  * next pass keeps that cookie, and names the other entry by its start time
  * too. */
+/* A process starts in /user.slice and its exec is told to the fast path. */
+static void exec_process(World *w, pid_t pid, const char *comm) {
+        fake_process(pid, comm, "/user.slice");
+        event(w, pid);
+}
+
 static void test_pidfs_identities(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         const JournalTask *jt;
@@ -740,7 +757,6 @@ static void storm_yield(void *userdata) {
 static void test_storm_pass_defers(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         const uint64_t plain_b = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1003u); /* fp_ino() */
-        CookieOps ops = fake_cookie_ops;
         Plan *plan1, *plan2 = NULL, *plan3 = NULL;
         PipelineFreshStats st;
         const ReconcileItem *it;
@@ -753,20 +769,13 @@ static void test_storm_pass_defers(void) {
         /* pidfds as pidfs inodes: a process moved without a cookie is
          * journaled by its pidfd's inode, which a pass that looks at it
          * (the journal's upkeep) renames to its start time. */
-        ops.pidref = &pidfs_ops;
-        cookie_applier_free(w.cookies);
-        ASSERT_OK(cookie_applier_new(w.p->root, &ops, &w.cookies));
-        w.rc.cookies = w.cookies;
-        w.rc.pidref = &pidfs_ops;
+        world_use_pidfs(&w);
         plan1 = pass(&w, &r1);
         ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
         il.w = &w;
-        fake_process(1000, "batch-b", "/user.slice");
-        fake_process(1001, "svc-c", "/user.slice");
-        fake_process(1003, "plain-b", "/user.slice");
-        event(&w, 1000);
-        event(&w, 1001);
-        event(&w, 1003);
+        exec_process(&w, 1000, "batch-b");
+        exec_process(&w, 1001, "svc-c");
+        exec_process(&w, 1003, "plain-b");
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
         ASSERT_EQ(st.placed, 3);
         ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
@@ -852,8 +861,7 @@ static void test_storm_keeps_cookie_source(void) {
         plan1 = pass(&w, &r1);
         svc = cookie_of(200);
         ASSERT_TRUE(svc != 0);
-        fake_process(1101, "svc-c", "/user.slice");
-        event(&w, 1101);
+        exec_process(&w, 1101, "svc-c");
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
         ASSERT_EQ(st.placed, 1);
         ASSERT_EQ(cookie_of(1101), svc);
@@ -873,8 +881,7 @@ static void test_storm_keeps_cookie_source(void) {
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         ASSERT_OK(pipeline_use_plan(w.p, plan2));
 
-        fake_process(1104, "svc-d", "/user.slice");
-        event(&w, 1104);
+        exec_process(&w, 1104, "svc-d");
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r4), 1);
         dump(r4);
         ASSERT_EQ(st.placed, 1);
@@ -890,18 +897,13 @@ static void test_storm_keeps_cookie_source(void) {
  * cookie uses the move's handle (one pidfd, one stat read). */
 static void test_cookie_uses_move_pin(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
-        CookieOps ops = fake_cookie_ops;
         PipelineFreshStats st;
         unsigned opens;
         Plan *plan1;
         World w;
 
         world_new(&w);
-        ops.pidref = &pidfs_ops;
-        cookie_applier_free(w.cookies);
-        ASSERT_OK(cookie_applier_new(w.p->root, &ops, &w.cookies));
-        w.rc.cookies = w.cookies;
-        w.rc.pidref = &pidfs_ops;
+        world_use_pidfs(&w);
         plan1 = pass(&w, &r1);
         ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
         fake_process(1000, "batch-b", "/user.slice");
