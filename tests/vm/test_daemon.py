@@ -54,7 +54,7 @@ def plain(n):
     return ("sh -c 'echo $$ > /sys/fs/cgroup/orig/cgroup.procs; exec /tmp/plain-%d idle' & "
             "echo p%d=$! >> /tmp/pids; P=$!; "
             "for i in $(seq 300); do grep -q topod.slice /proc/$P/cgroup && break; sleep 0.1; done; "
-            "cat /proc/$P/cgroup; cat /run/topod/journal /run/topod/journal.log 2>/dev/null | grep \"^task $P \"; "
+            "cat /proc/$P/cgroup; cat /run/topod/journal /run/topod/journal.log 2>/dev/null | tr -d '\\000' | grep \"^task $P \"; "
             "topoctl status --json > /tmp/status.json; "
             "grep -q topod.slice /proc/$P/cgroup" % (n, n))
 
