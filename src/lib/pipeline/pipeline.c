@@ -346,9 +346,7 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
                 return 0;
         /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
          * another read would only see it again. */
-        for (;;) {
-                if (n < ELEMENTSOF(ev))
-                        break;
+        while (n == ELEMENTSOF(ev)) {
                 if (reader(p->events, ev, ELEMENTSOF(ev), &n) < 0) {
                         /* What it had read is lost with the error: read
                          * everything at the next scan. */
