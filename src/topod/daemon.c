@@ -379,9 +379,14 @@ static void arm_soon(Daemon *d) {
                 (void) sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
 }
 
+/* From the loop: the fast path, and a pass soon for what it left. */
+static void place_fresh(Daemon *d) {
+        if (fast_place(d))
+                arm_soon(d);
+}
+
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Daemon *d = userdata;
-        bool soon;
 
         (void) fd;
         (void) revents;
@@ -392,9 +397,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
          * could not run (the forks and exits are read with it then). */
         (void) s;
         pipeline_drain_events(d->p);
-        soon = fast_place(d);
-        if (soon)
-                arm_soon(d);
+        place_fresh(d);
         return 0;
 }
 
@@ -409,8 +412,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 static bool lazy_drain(Daemon *d) {
         size_t n = pipeline_drain_lazy_events(d->p);
 
-        if (fast_place(d))
-                arm_soon(d);
+        place_fresh(d);
         return n > 0;
 }
 
