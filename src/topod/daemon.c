@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -46,6 +47,10 @@
  * exits alone may wake us. */
 #define DAEMON_LAZY_EVENTS_USEC 50000u
 #define DAEMON_LAZY_EVENTS_ACCURACY_USEC 5000u
+/* Ends the placer's wait for exec events (placer_stop()), sent again this
+ * often until it has ended. */
+#define DAEMON_PLACER_SIGNAL (SIGRTMIN + 1)
+#define DAEMON_PLACER_STOP_RETRY_NSEC 10000000L
 /* Policies named on status's text line; --json lists them all. */
 #define DAEMON_STATUS_POLICIES_MAX 8u
 /* While the idle gate holds, a pass comes at least every this many
@@ -85,7 +90,7 @@ typedef struct Daemon {
         pthread_t placer;
         bool placer_running;
         bool placer_failed;
-        int placer_stop;                 /* eventfd: the placer is to end */
+        bool placer_stopping;            /* it is to end (placer_stop()) */
         int placer_soon;                 /* eventfd: the placer asks the loop for a pass */
         sd_event_source *placer_soon_source;
         BusServer *bus;
@@ -511,36 +516,41 @@ static void pass_yield(void *userdata) {
         }
 }
 
+static void on_placer_signal(int sig) {
+        (void) sig; /* it only ends the placer's wait */
+}
+
 static void *placer_main(void *userdata) {
         Daemon *d = userdata;
-        struct pollfd pfd[2] = {
-                { .fd = proc_events_fd(d->p->events), .events = POLLIN },
-                { .fd = d->placer_stop, .events = POLLIN },
-        };
-        sigset_t all;
+        TaskEvent ev[PIPELINE_EVENT_BATCH];
+        sigset_t mask;
 
-        /* Signals are the loop's (its signalfd), SIGSYS the sandbox's. */
-        sigfillset(&all);
-        sigdelset(&all, SIGSYS);
-        (void) pthread_sigmask(SIG_BLOCK, &all, NULL);
-        for (;;) {
-                if (poll(pfd, ELEMENTSOF(pfd), -1) < 0) {
-                        int err = errno;
+        /* Signals are the loop's (its signalfd), SIGSYS the sandbox's, and
+         * DAEMON_PLACER_SIGNAL ends the wait below (placer_stop()). */
+        sigfillset(&mask);
+        sigdelset(&mask, SIGSYS);
+        sigdelset(&mask, DAEMON_PLACER_SIGNAL);
+        (void) pthread_sigmask(SIG_SETMASK, &mask, NULL);
+        while (!__atomic_load_n(&d->placer_stopping, __ATOMIC_ACQUIRE)) {
+                size_t n = 0;
+                /* Without the lock: the socket is the placer's alone. One
+                 * system call a wake-up, where a poll() and a read were
+                 * two. */
+                int k = proc_events_wait_urgent(d->p->events, ev, ELEMENTSOF(ev), &n);
 
-                        if (err == EINTR)
-                                continue;
+                if (k == -EINTR)
+                        continue;
+                lock_take(d);
+                pipeline_take_urgent_events(d->p, ev, n, k);
+                if (k < 0) {
                         /* Cannot wait: the loop takes the socket back. */
-                        lock_take(d);
-                        log_error(d, "placer: poll failed: %s; the execs are placed from the main loop", strerror(err));
+                        log_error(d, "placer: cannot read the exec events: %s; the execs are placed from the main loop",
+                                  strerror(-k));
                         d->placer_failed = true;
                         (void) eventfd_write(d->placer_soon, 1);
                         lock_give(d);
                         break;
                 }
-                if (pfd[1].revents)
-                        break;
-                lock_take(d);
-                pipeline_drain_urgent_events(d->p);
                 if (fast_place(d))
                         (void) eventfd_write(d->placer_soon, 1);
                 lock_give(d);
@@ -584,13 +594,13 @@ static int on_placer_soon(sd_event_source *s, int fd, uint32_t revents, void *us
  * cannot start leaves the execs to the loop. Negative errno only when
  * neither can. */
 static int placer_start(Daemon *d) {
+        struct sigaction sa = { .sa_handler = on_placer_signal }; /* no SA_RESTART: the wait returns EINTR */
         int k;
 
         if (!d->p->events || proc_events_lazy_fd(d->p->events) < 0)
                 return 0;
-        d->placer_stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         d->placer_soon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (d->placer_stop < 0 || d->placer_soon < 0)
+        if (d->placer_soon < 0 || sigaction(DAEMON_PLACER_SIGNAL, &sa, NULL) < 0)
                 k = -errno;
         else
                 k = sd_event_add_io(d->event, &d->placer_soon_source, d->placer_soon, EPOLLIN, on_placer_soon, d);
@@ -607,12 +617,27 @@ static int placer_start(Daemon *d) {
         return 1;
 }
 
-/* Called without the lock (the placer may be waiting for it). */
+/* Called without the lock (the placer may be waiting for it). It waits in
+ * recvmmsg(): the signal ends that wait. Sent until it has ended: one
+ * that comes after its look at placer_stopping and before its wait is
+ * lost on it. */
 static void placer_stop(Daemon *d) {
         if (!d->placer_running)
                 return;
-        (void) eventfd_write(d->placer_stop, 1);
-        (void) pthread_join(d->placer, NULL);
+        __atomic_store_n(&d->placer_stopping, true, __ATOMIC_RELEASE);
+        for (;;) {
+                struct timespec until;
+
+                (void) pthread_kill(d->placer, DAEMON_PLACER_SIGNAL);
+                (void) clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += DAEMON_PLACER_STOP_RETRY_NSEC;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                if (pthread_timedjoin_np(d->placer, NULL, &until) != ETIMEDOUT)
+                        break;
+        }
         d->placer_running = false;
 }
 
@@ -1051,7 +1076,7 @@ int topod_run(const DaemonArgs *a) {
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = true };
         Daemon d = { .args = a, .started_usec = pipeline_now_usec(), .lock = -EBADF, .pidref = pidref_ops_host,
                      .mutex = PTHREAD_MUTEX_INITIALIZER, .lock_turn = PTHREAD_COND_INITIALIZER,
-                     .placer_stop = -EBADF, .placer_soon = -EBADF };
+                     .placer_soon = -EBADF };
 
         log_open(&d.log, a->log_level);
         sigset_t mask;
@@ -1067,6 +1092,9 @@ int topod_run(const DaemonArgs *a) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
+        /* The placer's alone (placer_main()): every thread made from here
+         * on blocks it. */
+        sigaddset(&mask, DAEMON_PLACER_SIGNAL);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, dg, &d.p, &reason);
@@ -1163,7 +1191,6 @@ int topod_run(const DaemonArgs *a) {
 finish:
         placer_stop(&d);
         sd_event_source_unref(d.placer_soon_source);
-        closep(&d.placer_stop);
         closep(&d.placer_soon);
         bus_server_free(d.bus);
         sd_event_source_unref(d.timer);

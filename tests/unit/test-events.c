@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,6 +91,54 @@ static void test_split(ProcEvents *e) {
         ASSERT_FALSE(lazy.exec);
 }
 
+static void on_alarm(int sig) {
+        (void) sig;
+}
+
+/* The placer's read: it waits for the exec, and a signal ends a wait that
+ * nothing else would. */
+static void test_wait(ProcEvents *e) {
+        struct sigaction sa = { .sa_handler = on_alarm }, old; /* no SA_RESTART */
+        struct itimerval tick = { .it_value = { .tv_usec = 50000 } };
+        bool exec = false;
+        pid_t c;
+        int k = 0;
+
+        ASSERT_OK(sigaction(SIGALRM, &sa, &old));
+        c = spawn_true();
+        /* A backstop: a wait that never returns fails instead of hanging. */
+        alarm(5);
+        while (!exec) {
+                TaskEvent ev[8];
+                size_t n = SIZE_MAX;
+
+                ASSERT_OK(proc_events_wait_urgent(e, ev, ELEMENTSOF(ev), &n));
+                ASSERT_TRUE(n <= ELEMENTSOF(ev));
+                for (size_t i = 0; i < n; i++)
+                        exec = exec || (ev[i].type == TASK_EVENT_EXEC && ev[i].tgid == c);
+        }
+        alarm(0);
+        /* Drained: the next wait blocks until the signal (other execs on
+         * this machine may come first: each returns with its events). */
+        ASSERT_OK(setitimer(ITIMER_REAL, &tick, NULL));
+        for (int i = 0; i < 1000 && k == 0; i++) {
+                TaskEvent ev[8];
+                size_t n;
+
+                k = proc_events_wait_urgent(e, ev, ELEMENTSOF(ev), &n);
+        }
+        ASSERT_EQ(k, -EINTR);
+        /* The other reads never block on the socket made blocking. */
+        {
+                TaskEvent ev[8];
+                size_t n = SIZE_MAX;
+
+                ASSERT_OK(proc_events_read_urgent(e, ev, ELEMENTSOF(ev), &n));
+                ASSERT_TRUE(n <= ELEMENTSOF(ev));
+        }
+        ASSERT_OK(sigaction(SIGALRM, &old, NULL));
+}
+
 int main(void) {
         _cleanup_(proc_events_freep) ProcEvents *one = NULL, *split = NULL;
         int k;
@@ -109,8 +160,10 @@ int main(void) {
                 fprintf(stderr, "test-events: SKIPPED the split: this kernel does not filter proc connector "
                                 "events per socket (Linux 6.6); one socket instead\n");
                 RUN_WITH(test_one_socket, split);
+                RUN_WITH(test_wait, split);
                 return 0;
         }
         RUN_WITH(test_split, split);
+        RUN_WITH(test_wait, split);
         return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "events.h"
 
+#include <fcntl.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
@@ -14,6 +15,7 @@
 struct ProcEvents {
         int fd;      /* every event; split: EXEC and COMM only */
         int lazy_fd; /* split: FORK and EXIT; -EBADF when not split */
+        bool blocking; /* fd made blocking by proc_events_wait_urgent() */
 };
 
 /* Receive buffer: each event costs the socket about 768 bytes (the
@@ -241,8 +243,11 @@ int proc_events_parse(const void *buf, size_t len, TaskEvent *ret) {
 #define PROC_EVENTS_DATAGRAM_MAX 1024u
 
 /* Up to max events from one socket into events[*n...]: whether it was
- * found empty. */
-static int read_socket(int fd, TaskEvent *events, size_t max, size_t *n, bool *ret_empty) {
+ * found empty. wait: a blocking socket's first datagram is waited for
+ * (-EINTR when a signal comes first); the rest are taken as they are. */
+static int read_socket(int fd, TaskEvent *events, size_t max, size_t *n, bool wait, bool *ret_empty) {
+        size_t start = *n;
+
         char buf[PROC_EVENTS_BATCH][PROC_EVENTS_DATAGRAM_MAX] __attribute__((aligned(8)));
         struct mmsghdr msgs[PROC_EVENTS_BATCH];
         struct iovec iov[PROC_EVENTS_BATCH];
@@ -259,8 +264,13 @@ static int read_socket(int fd, TaskEvent *events, size_t max, size_t *n, bool *r
                         iov[i] = (struct iovec) { .iov_base = buf[i], .iov_len = sizeof(buf[i]) };
                         msgs[i] = (struct mmsghdr) { .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
                 }
-                got = recvmmsg(fd, msgs, want, MSG_DONTWAIT, NULL);
+                /* Waiting, one datagram is waited for and the rest of the
+                 * batch taken if there (MSG_WAITFORONE): a wake-up costs
+                 * that one call, not a poll() and a read. */
+                got = recvmmsg(fd, msgs, want, wait && *n == start ? MSG_WAITFORONE : MSG_DONTWAIT, NULL);
                 if (got < 0) {
+                        if (errno == EINTR && wait && *n == start)
+                                return -EINTR;
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN) {
@@ -295,9 +305,9 @@ int proc_events_read(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n
 
         /* Split: the forks and exits first, so that an exit is known
          * before the exec of the same process is looked at. */
-        if (e->lazy_fd >= 0 && (k = read_socket(e->lazy_fd, events, max, &n, &empty)) < 0)
+        if (e->lazy_fd >= 0 && (k = read_socket(e->lazy_fd, events, max, &n, false, &empty)) < 0)
                 return k;
-        if (empty && (k = read_socket(e->fd, events, max, &n, &empty)) < 0)
+        if (empty && (k = read_socket(e->fd, events, max, &n, false, &empty)) < 0)
                 return k;
         *ret_n = n;
         return 0;
@@ -310,7 +320,29 @@ static int read_one(ProcEvents *e, int fd, TaskEvent *events, size_t max, size_t
 
         if (e->lazy_fd < 0)
                 return proc_events_read(e, events, max, ret_n);
-        if ((k = read_socket(fd, events, max, &n, &empty)) < 0)
+        if ((k = read_socket(fd, events, max, &n, false, &empty)) < 0)
+                return k;
+        *ret_n = n;
+        return 0;
+}
+
+int proc_events_wait_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n) {
+        bool empty;
+        size_t n = 0;
+        int k;
+
+        if (max == 0)
+                return -EINVAL;
+        /* Every other read here passes MSG_DONTWAIT: the socket can block
+         * for this one (a poll() of it, as the loop's, still works). */
+        if (!e->blocking) {
+                int flags = fcntl(e->fd, F_GETFL);
+
+                if (flags < 0 || fcntl(e->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                        return negative_errno();
+                e->blocking = true;
+        }
+        if ((k = read_socket(e->fd, events, max, &n, true, &empty)) < 0)
                 return k;
         *ret_n = n;
         return 0;

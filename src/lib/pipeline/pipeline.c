@@ -338,8 +338,84 @@ size_t pipeline_drain_lazy_events(Pipeline *p) {
         return drain(p, proc_events_read_lazy);
 }
 
+/* What the events tell, for the scan, the fast path and the groups' loads. */
+static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                switch (ev[i].type) {
+                case TASK_EVENT_FORK:
+                        /* A new process, or a new thread of one. */
+                        if (task_scanner_mark(p->scanner, ev[i].tgid) < 0 ||
+                            task_scanner_mark(p->scanner, ev[i].parent_tgid) < 0)
+                                p->rescan = true;
+                        /* A new thread starts in its process's cgroup with
+                         * its creator's cookie: nothing to place, but it
+                         * counts in its group's load. A new process may
+                         * belong elsewhere than its parent (spread, a
+                         * cookie per process, another policy). */
+                        if (ev[i].pid != ev[i].tgid) {
+                                if (p->place)
+                                        place_note_thread(p->place, ev[i].tgid);
+                        } else {
+                                changed_add(p, ev[i].tgid);
+                                if (ev[i].parent_tgid != KTHREADD_PID &&
+                                    !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                                        fresh_add(p, ev[i].tgid);
+                        }
+                        break;
+                case TASK_EVENT_EXIT:
+                        if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
+                                p->rescan = true;
+                        if (p->place)
+                                place_note_exit(p->place, ev[i].tgid, ev[i].pid);
+                        /* Its main thread ended: the process is gone (or
+                         * lives on in other threads, then the next pass
+                         * has it). Nothing for the fast path to place. */
+                        if (ev[i].pid == ev[i].tgid)
+                                fresh_forget(p, ev[i].tgid);
+                        break;
+                case TASK_EVENT_EXEC:
+                        task_scanner_invalidate(p->scanner, ev[i].tgid);
+                        task_scanner_invalidate(p->scanner, ev[i].pid);
+                        if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
+                                p->rescan = true;
+                        changed_add(p, ev[i].tgid);
+                        if (!looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                                fresh_add(p, ev[i].tgid);
+                        break;
+                case TASK_EVENT_COMM:
+                        task_scanner_invalidate(p->scanner, ev[i].pid);
+                        if (ev[i].pid == ev[i].tgid)
+                                changed_add(p, ev[i].tgid);
+                        /* A process that renamed itself (its main thread)
+                         * may match another policy now. Only one the last
+                         * scan saw as a user process: kernel threads rename
+                         * themselves all the time (kworkers, per work item)
+                         * and cannot be moved. One newer than the scan is
+                         * the next pass's. */
+                        if (ev[i].pid == ev[i].tgid && p->place && p->snap) {
+                                const TaskFacts *t = task_snapshot_find(p->snap, ev[i].pid);
+
+                                if (t && !t->kernel_thread && !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                                        fresh_add(p, ev[i].tgid);
+                        }
+                        break;
+                case TASK_EVENT_OVERRUN:
+                        p->rescan = true;
+                        break;
+                default:
+                        break;
+                }
+                if (ev[i].type == TASK_EVENT_ACK || !p->keep_events)
+                        continue;
+                if (p->n_seen < PIPELINE_EVENTS_KEPT_MAX)
+                        p->seen[p->n_seen++] = ev[i];
+                else
+                        p->events_not_kept++;
+        }
+}
+
 static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n)) {
-        TaskEvent ev[64];
+        TaskEvent ev[PIPELINE_EVENT_BATCH];
         size_t n = ELEMENTSOF(ev), total = 0;
 
         if (!p->events)
@@ -354,80 +430,19 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
                         break;
                 }
                 total += n;
-                for (size_t i = 0; i < n; i++) {
-                        switch (ev[i].type) {
-                        case TASK_EVENT_FORK:
-                                /* A new process, or a new thread of one. */
-                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0 ||
-                                    task_scanner_mark(p->scanner, ev[i].parent_tgid) < 0)
-                                        p->rescan = true;
-                                /* A new thread starts in its process's cgroup with
-                                 * its creator's cookie: nothing to place, but it
-                                 * counts in its group's load. A new process may
-                                 * belong elsewhere than its parent (spread, a
-                                 * cookie per process, another policy). */
-                                if (ev[i].pid != ev[i].tgid) {
-                                        if (p->place)
-                                                place_note_thread(p->place, ev[i].tgid);
-                                } else {
-                                        changed_add(p, ev[i].tgid);
-                                        if (ev[i].parent_tgid != KTHREADD_PID &&
-                                            !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
-                                                fresh_add(p, ev[i].tgid);
-                                }
-                                break;
-                        case TASK_EVENT_EXIT:
-                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
-                                        p->rescan = true;
-                                if (p->place)
-                                        place_note_exit(p->place, ev[i].tgid, ev[i].pid);
-                                /* Its main thread ended: the process is gone (or
-                                 * lives on in other threads, then the next pass
-                                 * has it). Nothing for the fast path to place. */
-                                if (ev[i].pid == ev[i].tgid)
-                                        fresh_forget(p, ev[i].tgid);
-                                break;
-                        case TASK_EVENT_EXEC:
-                                task_scanner_invalidate(p->scanner, ev[i].tgid);
-                                task_scanner_invalidate(p->scanner, ev[i].pid);
-                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
-                                        p->rescan = true;
-                                changed_add(p, ev[i].tgid);
-                                if (!looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
-                                        fresh_add(p, ev[i].tgid);
-                                break;
-                        case TASK_EVENT_COMM:
-                                task_scanner_invalidate(p->scanner, ev[i].pid);
-                                if (ev[i].pid == ev[i].tgid)
-                                        changed_add(p, ev[i].tgid);
-                                /* A process that renamed itself (its main thread)
-                                 * may match another policy now. Only one the last
-                                 * scan saw as a user process: kernel threads rename
-                                 * themselves all the time (kworkers, per work item)
-                                 * and cannot be moved. One newer than the scan is
-                                 * the next pass's. */
-                                if (ev[i].pid == ev[i].tgid && p->place && p->snap) {
-                                        const TaskFacts *t = task_snapshot_find(p->snap, ev[i].pid);
-
-                                        if (t && !t->kernel_thread && !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
-                                                fresh_add(p, ev[i].tgid);
-                                }
-                                break;
-                        case TASK_EVENT_OVERRUN:
-                                p->rescan = true;
-                                break;
-                        default:
-                                break;
-                        }
-                        if (ev[i].type == TASK_EVENT_ACK || !p->keep_events)
-                                continue;
-                        if (p->n_seen < PIPELINE_EVENTS_KEPT_MAX)
-                                p->seen[p->n_seen++] = ev[i];
-                        else
-                                p->events_not_kept++;
-                }
+                take(p, ev, n);
         }
         return total;
+}
+
+void pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error) {
+        if (read_error < 0) {
+                p->rescan = true;
+                return;
+        }
+        take(p, events, n);
+        if (n == PIPELINE_EVENT_BATCH)
+                (void) drain(p, proc_events_read_urgent);
 }
 
 void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
