@@ -44,9 +44,12 @@
  * often. */
 #define DAEMON_EXPLAIN_PASS_USEC 100000u
 /* Where the kernel splits the proc connector's events: how often forks and
- * exits alone may wake us. */
-#define DAEMON_LAZY_EVENTS_USEC 50000u
-#define DAEMON_LAZY_EVENTS_ACCURACY_USEC 5000u
+ * exits alone may wake us. In the test guest at 20 execs/s, 50 ms cost the
+ * main thread 520 ms of CPU over 5 s (a wake-up per fork: a read, a timer,
+ * the lock taken beside the placer, and the fork's child read when the
+ * placer had not yet placed it), 200 ms about 80 ms beside its passes. */
+#define DAEMON_LAZY_EVENTS_USEC 200000u
+#define DAEMON_LAZY_EVENTS_ACCURACY_USEC 10000u
 /* Ends the placer's wait for exec events (placer_stop()), sent again this
  * often until it has ended. */
 #define DAEMON_PLACER_SIGNAL (SIGRTMIN + 1)
@@ -410,7 +413,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
  * while they keep coming, by a timer every DAEMON_LAZY_EVENTS_USEC with the
  * socket not watched; once a drain finds it empty the socket is watched
  * again (a burst ends with one empty drain). A busy
- * machine's topod then wakes 20 times a second with a read and a timer
+ * machine's topod then wakes 5 times a second with a read and a timer
  * each, not with its socket's watch taken off and put back each time (a
  * rate limit on the watch: a dozen system calls a wake-up, measured in the
  * test guest as 15% of a CPU during an exec storm); an idle one sleeps. */
