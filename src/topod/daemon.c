@@ -54,6 +54,9 @@
  * often until it has ended. */
 #define DAEMON_PLACER_SIGNAL (SIGRTMIN + 1)
 #define DAEMON_PLACER_STOP_RETRY_NSEC 10000000L
+/* Read errors in a row after which the placer gives the socket to the
+ * loop (one alone only makes the next scan read everything). */
+#define DAEMON_PLACER_ERRORS_MAX 8u
 /* Policies named on status's text line; --json lists them all. */
 #define DAEMON_STATUS_POLICIES_MAX 8u
 /* While the idle gate holds, a pass comes at least every this many
@@ -534,18 +537,23 @@ static void *placer_main(void *userdata) {
         sigdelset(&mask, SIGSYS);
         sigdelset(&mask, DAEMON_PLACER_SIGNAL);
         (void) pthread_sigmask(SIG_SETMASK, &mask, NULL);
-        while (!__atomic_load_n(&d->placer_stopping, __ATOMIC_ACQUIRE)) {
+        for (unsigned errors = 0; !__atomic_load_n(&d->placer_stopping, __ATOMIC_ACQUIRE);) {
                 size_t n = 0;
-                /* Without the lock: the socket is the placer's alone. One
-                 * system call a wake-up, where a poll() and a read were
-                 * two. */
+                /* Without the lock: the only reader of the socket that
+                 * waits (a pass reads it too, without waiting, with the
+                 * lock held: what the placer read meanwhile is placed at
+                 * the pass's first yield). One system call a wake-up,
+                 * where a poll() and a read were two. */
                 int k = proc_events_wait_urgent(d->p->events, ev, ELEMENTSOF(ev), &n);
 
                 if (k == -EINTR)
                         continue;
                 lock_take(d);
+                /* An error loses what the read had taken: the next scan
+                 * reads everything, soon. */
                 pipeline_take_urgent_events(d->p, ev, n, k);
-                if (k < 0) {
+                errors = k < 0 ? errors + 1 : 0;
+                if (k < 0 && (errors >= DAEMON_PLACER_ERRORS_MAX || k == -EBADF || k == -ENOTSOCK)) {
                         /* Cannot wait: the loop takes the socket back. */
                         log_error(d, "placer: cannot read the exec events: %s; the execs are placed from the main loop",
                                   strerror(-k));
@@ -554,7 +562,9 @@ static void *placer_main(void *userdata) {
                         lock_give(d);
                         break;
                 }
-                if (fast_place(d))
+                if (k < 0)
+                        log_warning(d, "placer: reading the exec events: %s; a full scan follows", strerror(-k));
+                if (k < 0 || fast_place(d))
                         (void) eventfd_write(d->placer_soon, 1);
                 lock_give(d);
         }
@@ -590,7 +600,7 @@ static int on_placer_soon(sd_event_source *s, int fd, uint32_t revents, void *us
         return 0;
 }
 
-/* Where the kernel splits the events: the placer's eventfds and thread,
+/* Where the kernel splits the events: the placer's eventfd and thread,
  * before the sandbox (eventfd2 is not in it; TSYNC puts the thread under
  * it). The caller holds the lock: the placer starts placing once the loop
  * first waits. 1 started, 0 not needed (the loop places); a placer that
@@ -632,13 +642,13 @@ static void placer_stop(Daemon *d) {
                 struct timespec until;
 
                 (void) pthread_kill(d->placer, DAEMON_PLACER_SIGNAL);
-                (void) clock_gettime(CLOCK_REALTIME, &until);
+                (void) clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_nsec += DAEMON_PLACER_STOP_RETRY_NSEC;
                 if (until.tv_nsec >= 1000000000L) {
                         until.tv_sec++;
                         until.tv_nsec -= 1000000000L;
                 }
-                if (pthread_timedjoin_np(d->placer, NULL, &until) != ETIMEDOUT)
+                if (pthread_clockjoin_np(d->placer, NULL, CLOCK_MONOTONIC, &until) != ETIMEDOUT)
                         break;
         }
         d->placer_running = false;

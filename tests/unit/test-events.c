@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "observe/events.h"
@@ -91,6 +92,13 @@ static void test_split(ProcEvents *e) {
         ASSERT_FALSE(lazy.exec);
 }
 
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
 static void on_alarm(int sig) {
         (void) sig;
 }
@@ -118,22 +126,32 @@ static void test_wait(ProcEvents *e) {
                         exec = exec || (ev[i].type == TASK_EVENT_EXEC && ev[i].tgid == c);
         }
         alarm(0);
-        /* Drained: the next wait blocks until the signal (other execs on
-         * this machine may come first: each returns with its events). */
+        /* Drained: the next wait blocks until a signal (other execs on
+         * this machine may come first: each returns with its events). A
+         * tick every 50 ms, as placer_stop() sends again: one that lands
+         * between two waits, or after a datagram, ends none. */
+        tick.it_interval = tick.it_value;
         ASSERT_OK(setitimer(ITIMER_REAL, &tick, NULL));
-        for (int i = 0; i < 1000 && k == 0; i++) {
+        for (uint64_t until = now_usec() + 5000000u; k == 0 && now_usec() < until;) {
                 TaskEvent ev[8];
                 size_t n;
 
                 k = proc_events_wait_urgent(e, ev, ELEMENTSOF(ev), &n);
         }
         ASSERT_EQ(k, -EINTR);
-        /* The other reads never block on the socket made blocking. */
+        tick = (struct itimerval) {};
+        ASSERT_OK(setitimer(ITIMER_REAL, &tick, NULL));
+        /* The other reads never block on the socket made blocking: one
+         * that did is killed by the alarm. */
         {
+                struct sigaction dfl = { .sa_handler = SIG_DFL };
                 TaskEvent ev[8];
                 size_t n = SIZE_MAX;
 
+                ASSERT_OK(sigaction(SIGALRM, &dfl, NULL));
+                alarm(5);
                 ASSERT_OK(proc_events_read_urgent(e, ev, ELEMENTSOF(ev), &n));
+                alarm(0);
                 ASSERT_TRUE(n <= ELEMENTSOF(ev));
         }
         ASSERT_OK(sigaction(SIGALRM, &old, NULL));

@@ -64,8 +64,8 @@ int proc_events_read_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t
 /* As proc_events_read_urgent(), but waits for the first event: returns
  * with *ret_n > 0, or -EINTR when a signal came first (the caller's way to
  * stop a thread that waits here). The first call makes the socket
- * blocking (the reads above never block: they pass MSG_DONTWAIT). A
- * datagram of no interest to us ends the wait with *ret_n == 0. */
+ * blocking (the reads above never block: they pass MSG_DONTWAIT).
+ * Datagrams of no interest to us may end the wait with *ret_n == 0. */
 int proc_events_wait_urgent(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n);
 /* The same, of the FORK and EXIT socket only when split (else of the one):
  * for a reader that leaves the execs to another. */

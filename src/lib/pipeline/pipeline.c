@@ -330,10 +330,6 @@ void pipeline_drain_events(Pipeline *p) {
         (void) drain(p, proc_events_read);
 }
 
-void pipeline_drain_urgent_events(Pipeline *p) {
-        (void) drain(p, proc_events_read_urgent);
-}
-
 size_t pipeline_drain_lazy_events(Pipeline *p) {
         return drain(p, proc_events_read_lazy);
 }

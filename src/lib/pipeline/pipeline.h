@@ -29,7 +29,9 @@
 #include "observe/users.h"
 
 #define PIPELINE_EVENTS_KEPT_MAX 4096u
-/* Events read a system call at a time (pipeline_take_urgent_events()). */
+/* Events asked for per read (pipeline_take_urgent_events()): a read takes
+ * up to 16 a system call, and returns fewer only when it found the socket
+ * empty. */
 #define PIPELINE_EVENT_BATCH 64u
 /* New processes remembered for the fast path between two calls; more are
  * left to the normal pass. */
@@ -139,15 +141,14 @@ int pipeline_reload(Pipeline *p, Diagnostics *d);
 
 /* Handle queued proc-connector events (without blocking). */
 void pipeline_drain_events(Pipeline *p);
-/* Only the events to act on at once (execs and renames, where the kernel
- * splits them from forks and exits; else all of them). */
-void pipeline_drain_urgent_events(Pipeline *p);
 /* What a thread of the caller's read itself, without the pipeline's lock,
- * from the urgent events (proc_events_wait_urgent() on p's events, asked
- * for PIPELINE_EVENT_BATCH): handled as pipeline_drain_urgent_events()
- * handles what it reads, and a full batch is followed by the rest of the
- * socket's. read_error: that read's negative errno, or 0; what it had
- * read is lost then, and the next scan reads everything. */
+ * from the events to act on at once (execs and renames, where the kernel
+ * splits them from forks and exits: proc_events_wait_urgent() on p's
+ * events, asked for PIPELINE_EVENT_BATCH): handled as
+ * pipeline_drain_events() handles what it reads, and a full batch is
+ * followed by the rest of that socket's. read_error: that read's negative
+ * errno, or 0; what it had read is lost then, and the next scan reads
+ * everything. */
 void pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error);
 /* Only the others (forks and exits, where the kernel splits them; else
  * all): for a loop that leaves the execs to a thread of their own. Returns
