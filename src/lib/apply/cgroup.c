@@ -200,12 +200,17 @@ static void result_done(CgroupResult *it) {
         free(it->reason);
 }
 
-CgroupReport *cgroup_report_free(CgroupReport *r) {
-        if (!r)
-                return NULL;
+void cgroup_report_clear(CgroupReport *r) {
         for (size_t i = 0; i < r->n; i++)
                 result_done(&r->items[i]);
         free(r->items);
+        *r = (CgroupReport) {};
+}
+
+CgroupReport *cgroup_report_free(CgroupReport *r) {
+        if (!r)
+                return NULL;
+        cgroup_report_clear(r);
         free(r);
         return NULL;
 }
@@ -251,22 +256,24 @@ bool cgroup_error_is_temporary(int error) {
         }
 }
 
-/* A new item, outcome FAILED until said otherwise. NULL: out of memory. */
-static CgroupResult *item_new(CgroupReport *r, CgroupItemKind kind, const char *path, const char *value) {
+/* A new item, outcome FAILED until said otherwise, taking *path (set to
+ * NULL; freed on failure). NULL: out of memory. */
+static CgroupResult *item_new_take(CgroupReport *r, CgroupItemKind kind, char **path, const char *value) {
         CgroupResult *it;
 
         if (r->n == r->allocated) {
                 size_t m = r->allocated ? r->allocated * 2 : 32;
                 CgroupResult *p = realloc(r->items, m * sizeof(CgroupResult));
 
-                if (!p)
+                if (!p) {
+                        *path = mfree(*path);
                         return NULL;
+                }
                 r->items = p;
                 r->allocated = m;
         }
         it = &r->items[r->n];
-        *it = (CgroupResult) { .kind = kind, .outcome = CGROUP_FAILED };
-        it->path = strdup(path);
+        *it = (CgroupResult) { .kind = kind, .outcome = CGROUP_FAILED, .path = TAKE_PTR(*path) };
         it->value = value ? strdup(value) : NULL;
         if (!it->path || (value && !it->value)) {
                 result_done(it);
@@ -274,6 +281,13 @@ static CgroupResult *item_new(CgroupReport *r, CgroupItemKind kind, const char *
         }
         r->n++;
         return it;
+}
+
+/* The same, with a copy of path. */
+static CgroupResult *item_new(CgroupReport *r, CgroupItemKind kind, const char *path, const char *value) {
+        char *copy = strdup(path);
+
+        return copy ? item_new_take(r, kind, &copy, value) : NULL;
 }
 
 /* Replace an owned string; on lack of memory the field becomes NULL (a
@@ -414,14 +428,21 @@ static int write_attr(const CgroupEnv *env, const char *cg, const char *file, co
 
 /* A pid into cg's cgroup.procs, through the held file where there is one. */
 static int write_procs(const CgroupEnv *env, const char *cg, const char *num) {
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *long_path = NULL;
+        /* The path on the stack as a rule: a move a placement. */
+        char buf[512];
+        const char *path = buf;
         size_t len = strlen(num);
         ssize_t i, n;
         int k;
 
-        k = fs_path(env, cg, "cgroup.procs", &path);
-        if (k < 0)
-                return k;
+        k = snprintf(buf, sizeof(buf), "%s%s/cgroup.procs", env->mount, streq(cg, "/") ? "" : cg);
+        if (k < 0 || (size_t) k >= sizeof(buf)) {
+                k = fs_path(env, cg, "cgroup.procs", &long_path);
+                if (k < 0)
+                        return k;
+                path = long_path;
+        }
         if (env->held && env->ops == &cgroup_ops_kernel &&
             (i = held_fd_get(env->held, env->root, path)) >= 0) {
                 do
@@ -1776,9 +1797,11 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
         for (size_t i = 0; i < n; i++) {
                 CgroupMove *m = &moves[i];
                 _cleanup_free_ char *cg = NULL, *now = NULL;
+                const char *from;
                 CgroupResult *it;
 
-                if (cg_join(cgroup_root, m->group ?: "", &cg) < 0 || !(it = item_new(r, CGROUP_ITEM_MOVE, cg, NULL)))
+                /* The report takes the path, and the original (from). */
+                if (cg_join(cgroup_root, m->group ?: "", &cg) < 0 || !(it = item_new_take(r, CGROUP_ITEM_MOVE, &cg, NULL)))
                         return -ENOMEM;
                 m->item = r->n - 1;
                 it->tgid = it->pid = m->tgid;
@@ -1818,15 +1841,16 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                                 item_fail(it, k, "cannot read where the task is");
                         continue;
                 }
-                set_str(&it->from, now);
-                if (streq(now, cg)) {
+                free(it->from);
+                from = it->from = TAKE_PTR(now);
+                if (streq(from, it->path)) {
                         if (!m->keep_ref)
                                 pidref_done(&m->ref);
                         item_ok(it, CGROUP_ALREADY);
                         continue;
                 }
-                if (journal && !cgroup_path_is_below(now, cgroup_root)) {
-                        k = journal_record_task(journal, m->tgid, m->start_time, now);
+                if (journal && !cgroup_path_is_below(from, cgroup_root)) {
+                        k = journal_record_task(journal, m->tgid, m->start_time, from);
                         if (k == -ENOMEM)
                                 return k;
                         if (k < 0) {

@@ -217,6 +217,8 @@ typedef struct CgroupReport {
 
 int cgroup_report_new(CgroupReport **ret);
 CgroupReport *cgroup_report_free(CgroupReport *r);
+/* Free what it holds, not r: it is empty again (one on the stack). */
+void cgroup_report_clear(CgroupReport *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupReport *, cgroup_report_free);
 size_t cgroup_report_count(const CgroupReport *r, CgroupOutcome o);
 

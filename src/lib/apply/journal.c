@@ -256,10 +256,27 @@ bool journal_is_empty(const Journal *j) {
         return journal_n_entries(j) == 0;
 }
 
-/* Grow an array by one element. */
-static int grow(void **array, size_t n, size_t elem) {
-        void *p = realloc(*array, (n + 1) * elem);
+/* The elements an array of n has room for: n rounded up to a power of
+ * two, 16 at least. */
+static size_t room_for(size_t n) {
+        size_t c = 16;
 
+        while (c < n)
+                c *= 2;
+        return c;
+}
+
+/* Room for one element more in an array of n. Every array here is grown
+ * by this alone (entries are removed in place), so it holds room_for(n)
+ * at least: a realloc() at each power of two, not at every entry (the
+ * fast path records one a placement, into arrays of thousands during an
+ * exec storm, which a realloc() may have to copy). */
+static int grow(void **array, size_t n, size_t elem) {
+        void *p;
+
+        if (*array && n + 1 <= room_for(n))
+                return 0;
+        p = realloc(*array, room_for(n + 1) * elem);
         if (!p)
                 return -ENOMEM;
         *array = p;

@@ -392,15 +392,27 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
         return 0;
 }
 
-/* reconcile_place() with the moves' array, whose handles the caller
- * releases: a move's handle serves its cookie too. */
-static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n, CgroupMove *moves,
-                       ReconcileReport **ret) {
+/* A batch's per-item arrays (reconcile_place()). */
+typedef struct PlaceScratch {
+        CgroupMove *moves; /* its handles released by the caller: a move's serves its cookie too */
+        size_t *move_of;
+        bool *recorded, *done;
+        const PidRef **pins;
+} PlaceScratch;
+
+/* On the stack up to this many items (what a placer's wake-up brings),
+ * else allocated: a placement is then none of these allocations. */
+#define RECONCILE_PLACE_STACK 8u
+
+static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
+                       const PlaceScratch *sc, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
-        _cleanup_free_ size_t *move_of = NULL;
-        _cleanup_free_ bool *recorded = NULL, *done = NULL;
-        _cleanup_free_ const PidRef **pins = NULL;
+        _cleanup_(cgroup_report_clear) CgroupReport crs = {};
+        CgroupReport *cr = &crs;
+        CgroupMove *moves = sc->moves;
+        size_t *move_of = sc->move_of;
+        bool *recorded = sc->recorded, *done = sc->done;
+        const PidRef **pins = sc->pins;
         bool cgroups = rc->caps->cgroup2_mount != NULL;
         CgroupEnv env = cgroup_env(rc, true);
         size_t n_moves = 0;
@@ -409,12 +421,6 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
         if ((k = new_report(&r)) < 0)
                 return k;
         r->failures_only = true;
-        move_of = calloc(MAX(n, (size_t) 1), sizeof(size_t));
-        recorded = calloc(MAX(n, (size_t) 1), sizeof(bool));
-        done = calloc(MAX(n, (size_t) 1), sizeof(bool));
-        pins = calloc(MAX(n, (size_t) 1), sizeof(PidRef *));
-        if (!move_of || !recorded || !done || !pins || (k = cgroup_report_new(&cr)) < 0)
-                return -ENOMEM;
 
         for (size_t i = 0; i < n; i++) {
                 ReconcilePlacement *it = &items[i];
@@ -539,15 +545,30 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
 
 int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
                     ReconcileReport **ret) {
-        _cleanup_free_ CgroupMove *moves = calloc(MAX(n, (size_t) 1), sizeof(CgroupMove));
+        CgroupMove moves_s[RECONCILE_PLACE_STACK];
+        size_t move_of_s[RECONCILE_PLACE_STACK];
+        bool recorded_s[RECONCILE_PLACE_STACK] = {}, done_s[RECONCILE_PLACE_STACK] = {};
+        const PidRef *pins_s[RECONCILE_PLACE_STACK] = {};
+        _cleanup_free_ CgroupMove *moves_h = NULL;
+        _cleanup_free_ size_t *move_of_h = NULL;
+        _cleanup_free_ bool *recorded_h = NULL, *done_h = NULL;
+        _cleanup_free_ const PidRef **pins_h = NULL;
+        PlaceScratch sc = { moves_s, move_of_s, recorded_s, done_s, pins_s };
         int k;
 
-        if (!moves)
-                return -ENOMEM;
+        if (n > RECONCILE_PLACE_STACK) {
+                sc.moves = moves_h = calloc(n, sizeof(CgroupMove));
+                sc.move_of = move_of_h = calloc(n, sizeof(size_t));
+                sc.recorded = recorded_h = calloc(n, sizeof(bool));
+                sc.done = done_h = calloc(n, sizeof(bool));
+                sc.pins = pins_h = calloc(n, sizeof(PidRef *));
+                if (!moves_h || !move_of_h || !recorded_h || !done_h || !pins_h)
+                        return -ENOMEM;
+        }
         for (size_t i = 0; i < n; i++)
-                moves[i].ref = PIDREF_NULL;
-        k = place_batch(rc, plan, items, n, moves, ret);
-        cgroup_moves_release(moves, n);
+                sc.moves[i] = (CgroupMove) { .ref = PIDREF_NULL };
+        k = place_batch(rc, plan, items, n, &sc, ret);
+        cgroup_moves_release(sc.moves, n);
         return k;
 }
 
