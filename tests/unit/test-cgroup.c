@@ -1588,6 +1588,47 @@ static void test_journal_prune(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* Many entries, most of them gone (an exec storm's): one listing of /proc
+ * drops those without a handle on each; the living are checked as ever. */
+static void test_journal_prune_lists(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        CgroupEnv env = env_for(root);
+
+        env.pidref = &fake_pidfs;
+        ASSERT_OK(journal_new(NULL, &j));
+        for (pid_t t = 400; t < 440; t++) {
+                uint64_t ino = PIDREF_IDENT_PIDFS | (0x10000u + (uint64_t) t * 1000u + 7u);
+
+                if (t < 405)
+                        add_task(t, t, 7, "/topod.slice/node0/llc0");
+                ASSERT_EQ(journal_record_task(j, t, ino, "/user.slice"), 1);
+        }
+        /* By start time: a process that exited and waits for its parent
+         * (Z, one thread), and one whose leader exited before its other
+         * thread (Z, two): the first has nothing left to restore. */
+        for (pid_t t = 450; t < 452; t++) {
+                char rel[64], text[256];
+
+                add_task(t, t, 8, "/topod.slice/node0/llc0");
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t, (int) t);
+                snprintf(text, sizeof(text),
+                         "%d (t) Z 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %d 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                         (int) t, (int) t, (int) t, t == 450 ? 1 : 2);
+                fake_write(fake.root_dir, rel, text);
+                ASSERT_EQ(journal_record_task(j, t, 8, "/user.slice"), 1);
+        }
+        fake.pidfd_opens = 0;
+        ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 36);
+        ASSERT_EQ(fake.pidfd_opens, 5);
+        ASSERT_EQ(j->n_tasks, 6);
+        for (pid_t t = 400; t < 405; t++)
+                ASSERT_STREQ(journal_get_task(j, t, 7)->cgroup, "/user.slice"); /* alive: named by start time now */
+        ASSERT_NULL(journal_get_task(j, 450, 8));
+        ASSERT_TRUE(journal_get_task(j, 451, 8) != NULL);
+        teardown(TAKE_PTR(root));
+}
+
 int main(void) {
         RUN(test_parse_proc_cgroup);
         RUN(test_plan_processes);
@@ -1609,5 +1650,6 @@ int main(void) {
         RUN(test_origins_by_id);
         RUN(test_pidfs_identities);
         RUN(test_journal_prune);
+        RUN(test_journal_prune_lists);
         return 0;
 }

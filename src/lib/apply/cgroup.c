@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -1477,6 +1478,20 @@ static bool parse_procs_line(const char *line, pid_t *ret) {
         return true;
 }
 
+static int members_add(Members *m, size_t *cap, pid_t pid) {
+        if (m->n == *cap) {
+                size_t c = *cap ? *cap * 2 : 64;
+                pid_t *np = realloc(m->pids, c * sizeof(pid_t));
+
+                if (!np)
+                        return -ENOMEM;
+                m->pids = np;
+                *cap = c;
+        }
+        m->pids[m->n++] = pid;
+        return 0;
+}
+
 static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
         _cleanup_free_ char *type = NULL, *path = NULL, *text = NULL;
         size_t cap = 0;
@@ -1498,21 +1513,53 @@ static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
         for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
                 pid_t pid;
 
-                if (!parse_procs_line(tok, &pid))
-                        continue;
-                if (m->n == cap) {
-                        pid_t *np = realloc(m->pids, (cap = cap ? cap * 2 : 64) * sizeof(pid_t));
-
-                        if (!np)
-                                return -ENOMEM;
-                        m->pids = np;
-                }
-                m->pids[m->n++] = pid;
+                if (parse_procs_line(tok, &pid) && (k = members_add(m, &cap, pid)) < 0)
+                        return k;
         }
         if (m->n > 1)
                 qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
         return 0;
 }
+
+/* Every process there is now: the numbers /proc lists (a process's, while
+ * any thread of it lives: its leader stays until the last one has gone). */
+static int processes_read(const CgroupEnv *env, Members *m) {
+        _cleanup_close_ int fd = root_openat(env->root, "proc", O_RDONLY | O_DIRECTORY);
+        size_t cap = 0;
+        DIR *d;
+        int k = 0;
+
+        if (fd < 0)
+                return fd;
+        d = fdopendir(fd);
+        if (!d)
+                return negative_errno();
+        fd = -EBADF; /* the DIR's now */
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t pid;
+
+                if (parse_procs_line(de->d_name, &pid) && (k = members_add(m, &cap, pid)) < 0)
+                        break;
+        }
+        closedir(d);
+        if (k < 0)
+                return k;
+        m->read = true;
+        if (m->n > 1)
+                qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
+        return 0;
+}
+
+/* A process that has exited and waits for its parent (its leader a zombie
+ * and no thread left: one whose leader exited before its other threads
+ * still counts them), as the scanner tells them. Nothing of it to restore. */
+static bool exited_unreaped(const ProcStat *st) {
+        return (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
+}
+
+/* At least this many journal entries, and cgroup_journal_prune() lists
+ * /proc first. */
+#define CGROUP_PRUNE_LIST_MIN 32u
 
 static bool members_has(const Members *m, pid_t pid) {
         return m->n > 0 && bsearch(&pid, m->pids, m->n, sizeof(pid_t), compare_pid_t);
@@ -1927,6 +1974,8 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
         const PidRefOps *ops = env->pidref ?: &pidref_ops_host;
         _cleanup_free_ uint64_t *name = NULL;
         _cleanup_free_ bool *drop = NULL;
+        _cleanup_free_ pid_t *live_pids = NULL;
+        Members live = {};
         bool any = false, renamed = false;
         size_t n, total;
 
@@ -1937,10 +1986,22 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
         name = calloc(total, sizeof(uint64_t));
         if (!drop || !name)
                 return -ENOMEM;
+        /* Many entries (an exec storm's, most of them gone): one listing
+         * of /proc tells which are, where a handle on each cost a system
+         * call or four (a second and more of a pass in the test guest). A
+         * number not listed has no process: not the entry's, whatever
+         * comes after. Without the listing, one by one. */
+        if (total >= CGROUP_PRUNE_LIST_MIN) {
+                int k = processes_read(env, &live);
+
+                live_pids = live.pids;
+                if (k == -ENOMEM)
+                        return k;
+        }
         for (size_t i = 0; i < total; i++) {
                 const JournalTask *jt = &journal->tasks[i];
                 const PlanTask *pt = plan ? plan_find_task(plan, jt->tid) : NULL;
-                uint64_t st;
+                ProcStat st;
                 int k;
 
                 if (pt && pt->start_time == jt->start_time)
@@ -1952,26 +2013,35 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                  * go on. */
                 if (yield_known_changed(env->yield, jt->tid))
                         continue;
+                if (live.read && !members_has(&live, jt->tid)) {
+                        drop[i] = any = true;
+                        continue;
+                }
                 if (pidref_ident_is_pidfs(jt->start_time)) {
                         PidRef ref = PIDREF_NULL;
+                        int alive = -1;
 
                         /* Known by its pidfd's inode (the fast path's): pinned
                          * by it, or gone. Alive, it is named by its start time
                          * from now on, so that later passes find it planned
                          * without a pin: read through the pin. */
                         k = pidref_acquire_process(env->root, ops, jt->tid, jt->start_time, &ref);
-                        if (k >= 0 && pidref_read_start_time(env->root, -1, jt->tid, &st) >= 0 &&
-                            pidref_alive(&ref, env->root, ops) > 0) {
-                                name[i] = st;
+                        if (k >= 0 && pidref_read_stat(env->root, -1, jt->tid, &st) >= 0)
+                                alive = pidref_alive(&ref, env->root, ops);
+                        if (alive > 0) {
+                                name[i] = st.start_time;
                                 renamed = true;
                         }
                         pidref_done(&ref);
-                        drop[i] = k == -ESRCH;
+                        /* Exited since: a zombie read then is the pinned one,
+                         * or the pinned one was reaped; either way gone. */
+                        drop[i] = k == -ESRCH || (alive == 0 && exited_unreaped(&st));
                 } else {
-                        k = pidref_read_start_time(env->root, -1, jt->tid, &st);
-                        /* Gone, or its number names another process now.
-                         * Anything else (EACCES, EMFILE) keeps the entry. */
-                        drop[i] = k == -ESRCH || (k >= 0 && st != jt->start_time);
+                        k = pidref_read_stat(env->root, -1, jt->tid, &st);
+                        /* Gone, exited and waiting to be reaped, or its
+                         * number names another process now. Anything else
+                         * (EACCES, EMFILE) keeps the entry. */
+                        drop[i] = k == -ESRCH || (k >= 0 && (st.start_time != jt->start_time || exited_unreaped(&st)));
                 }
                 any = any || drop[i];
         }

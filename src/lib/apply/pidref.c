@@ -83,7 +83,7 @@ const PidRefOps pidref_ops_host = {
 };
 
 
-static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process, uint64_t *ret) {
+static int read_stat(const Root *root, int dirfd, pid_t tid, bool process, ProcStat *ret) {
         _cleanup_close_ int fd = -EBADF;
         char text[PIDREF_STAT_MAX];
         size_t len = 0;
@@ -128,12 +128,26 @@ static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process,
                 return k;
         if (st.pid != tid)
                 return -EINVAL; /* a tree that is not what it claims */
+        *ret = st;
+        return 0;
+}
+
+static int read_start_time(const Root *root, int dirfd, pid_t tid, bool process, uint64_t *ret) {
+        ProcStat st;
+        int k = read_stat(root, dirfd, tid, process, &st);
+
+        if (k < 0)
+                return k;
         *ret = st.start_time;
         return 0;
 }
 
 int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret) {
         return read_start_time(root, dirfd, tid, false, ret);
+}
+
+int pidref_read_stat(const Root *root, int dirfd, pid_t tid, ProcStat *ret) {
+        return read_stat(root, dirfd, tid, false, ret);
 }
 
 PidRef pidref_borrow(const PidRef *from) {

@@ -40,6 +40,7 @@
 
 #include "base/macro.h"
 #include "base/root.h"
+#include "observe/procfs.h"
 
 /* linux/pidfd.h, 6.13: the first version of struct pidfd_info (64 bytes),
  * which later kernels extend at the end. */
@@ -133,3 +134,5 @@ void pidref_done(PidRef *p);
  * proc/<tid>/task/<tid>/stat, or of "stat" below dirfd when dirfd >= 0.
  * -ESRCH when the task is gone. */
 int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret);
+/* The same read, whole. */
+int pidref_read_stat(const Root *root, int dirfd, pid_t tid, ProcStat *ret);
