@@ -122,6 +122,7 @@ typedef struct Daemon {
         uint64_t own_switches;   /* our context switches then */
         bool have_load;
         uint64_t last_scan_usec; /* the last timer pass that scanned */
+        uint64_t last_scan_end_usec; /* when it ended */
         unsigned idle_skips;
         unsigned fast_placed;    /* processes the fast path placed */
         uint64_t fresh_since_tick; /* new processes the fast path looked at since the last timer tick */
@@ -324,7 +325,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (machine_idle(d, now))
                 d->idle_skips++;
-        else if (storm && now - d->last_scan_usec < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+        else if (storm && now - MIN(d->last_scan_end_usec, now) < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
                 /* Processes are being started by the dozen and the fast
                  * path places them: a scan of every thread would hold the
                  * loop (and their placement) up, and learn little of
@@ -337,6 +338,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                  * by the next pass if still there). */
                 (void) pass(d, storm ? PASS_STORM : PASS_TIMER);
                 d->last_scan_usec = now;
+                /* The intervals a storm defers the next are counted
+                 * from here: a storm pass of seconds would use them up. */
+                d->last_scan_end_usec = pipeline_now_usec();
                 /* the next gate starts after our own pass */
                 if (sysload_read(d->p->root, &d->load) >= 0)
                         own_usage(&d->own_usec, &d->own_switches);
@@ -1168,6 +1172,7 @@ int topod_run(const DaemonArgs *a) {
                 log_error(&d, "cannot set up the event loop: %s", strerror(k < 0 ? -k : errno));
                 goto finish;
         }
+        d.fresh_since_usec = d.started_usec;
         if (sd_watchdog_enabled(false, &d.watchdog_usec) <= 0)
                 d.watchdog_usec = 0;
         if (d.p->events && proc_events_lazy_fd(d.p->events) < 0 &&

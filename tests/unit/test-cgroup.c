@@ -1597,35 +1597,37 @@ static void test_journal_prune_lists(void) {
 
         env.pidref = &fake_pidfs;
         ASSERT_OK(journal_new(NULL, &j));
-        for (pid_t t = 400; t < 440; t++) {
+        /* 100 entries, the living 5 last: the first 31 to check are
+         * checked one by one, then /proc is listed. */
+        for (pid_t t = 400; t < 500; t++) {
                 uint64_t ino = PIDREF_IDENT_PIDFS | (0x10000u + (uint64_t) t * 1000u + 7u);
 
-                if (t < 405)
+                if (t >= 495)
                         add_task(t, t, 7, "/topod.slice/node0/llc0");
                 ASSERT_EQ(journal_record_task(j, t, ino, "/user.slice"), 1);
         }
         /* By start time: a process that exited and waits for its parent
          * (Z, one thread), and one whose leader exited before its other
          * thread (Z, two): the first has nothing left to restore. */
-        for (pid_t t = 450; t < 452; t++) {
+        for (pid_t t = 600; t < 602; t++) {
                 char rel[64], text[256];
 
                 add_task(t, t, 8, "/topod.slice/node0/llc0");
                 snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t, (int) t);
                 snprintf(text, sizeof(text),
                          "%d (t) Z 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %d 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
-                         (int) t, (int) t, (int) t, t == 450 ? 1 : 2);
+                         (int) t, (int) t, (int) t, t == 600 ? 1 : 2);
                 fake_write(fake.root_dir, rel, text);
                 ASSERT_EQ(journal_record_task(j, t, 8, "/user.slice"), 1);
         }
         fake.pidfd_opens = 0;
-        ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 36);
-        ASSERT_EQ(fake.pidfd_opens, 5);
+        ASSERT_EQ(cgroup_journal_prune(&env, NULL, j), 96);
+        ASSERT_EQ(fake.pidfd_opens, 31 + 5); /* 100 without the listing */
         ASSERT_EQ(j->n_tasks, 6);
-        for (pid_t t = 400; t < 405; t++)
+        for (pid_t t = 495; t < 500; t++)
                 ASSERT_STREQ(journal_get_task(j, t, 7)->cgroup, "/user.slice"); /* alive: named by start time now */
-        ASSERT_NULL(journal_get_task(j, 450, 8));
-        ASSERT_TRUE(journal_get_task(j, 451, 8) != NULL);
+        ASSERT_NULL(journal_get_task(j, 600, 8));
+        ASSERT_TRUE(journal_get_task(j, 601, 8) != NULL);
         teardown(TAKE_PTR(root));
 }
 

@@ -1535,16 +1535,24 @@ static int processes_read(const CgroupEnv *env, Members *m) {
         if (!d)
                 return negative_errno();
         fd = -EBADF; /* the DIR's now */
-        for (struct dirent *de; (de = readdir(d));) {
+        for (;;) {
+                struct dirent *de;
                 pid_t pid;
 
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        k = errno ? -errno : 0; /* a list cut short is no list */
+                        break;
+                }
                 if (parse_procs_line(de->d_name, &pid) && (k = members_add(m, &cap, pid)) < 0)
                         break;
         }
         closedir(d);
         if (k < 0)
                 return k;
-        m->read = true;
+        /* No process at all: no procfs there (an empty directory). */
+        m->read = m->n > 0;
         if (m->n > 1)
                 qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
         return 0;
@@ -1557,8 +1565,8 @@ static bool exited_unreaped(const ProcStat *st) {
         return (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
 }
 
-/* At least this many journal entries, and cgroup_journal_prune() lists
- * /proc first. */
+/* At this many journal entries to check, cgroup_journal_prune() lists
+ * /proc. */
 #define CGROUP_PRUNE_LIST_MIN 32u
 
 static bool members_has(const Members *m, pid_t pid) {
@@ -1986,19 +1994,7 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
         name = calloc(total, sizeof(uint64_t));
         if (!drop || !name)
                 return -ENOMEM;
-        /* Many entries (an exec storm's, most of them gone): one listing
-         * of /proc tells which are, where a handle on each cost a system
-         * call or four (a second and more of a pass in the test guest). A
-         * number not listed has no process: not the entry's, whatever
-         * comes after. Without the listing, one by one. */
-        if (total >= CGROUP_PRUNE_LIST_MIN) {
-                int k = processes_read(env, &live);
-
-                live_pids = live.pids;
-                if (k == -ENOMEM)
-                        return k;
-        }
-        for (size_t i = 0; i < total; i++) {
+        for (size_t i = 0, checked = 0; i < total; i++) {
                 const JournalTask *jt = &journal->tasks[i];
                 const PlanTask *pt = plan ? plan_find_task(plan, jt->tid) : NULL;
                 ProcStat st;
@@ -2013,6 +2009,18 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                  * go on. */
                 if (yield_known_changed(env->yield, jt->tid))
                         continue;
+                /* Many to check (an exec storm's, most of them gone): one
+                 * listing of /proc tells which are, where a handle on each
+                 * costs a system call or four (a second and more of a
+                 * pass in the test guest). A number not listed has no
+                 * process: not the entry's, whatever comes after. Without
+                 * the listing (an error, no procfs), one by one. */
+                if (++checked == CGROUP_PRUNE_LIST_MIN) {
+                        k = processes_read(env, &live);
+                        live_pids = live.pids;
+                        if (k == -ENOMEM)
+                                return k;
+                }
                 if (live.read && !members_has(&live, jt->tid)) {
                         drop[i] = any = true;
                         continue;

@@ -346,7 +346,10 @@ void cgroup_moves_release(CgroupMove *moves, size_t n);
  * journal (rewritten whole on each commit) holds the living and does not
  * grow with every process that ever passed through topod's groups. A
  * process the plan places with the same main-thread start time lives; for
- * the others proc/<tgid>/task/<tgid>/stat is read. An entry known by its
+ * the others proc/<tgid>/task/<tgid>/stat is read (past 32 of them, a
+ * listing of /proc first: a number not listed is gone, unread). One that
+ * has exited and waits for its parent (a zombie, no thread left) is gone
+ * too. An entry known by its
  * pidfd's inode (the fast path's, pidref.h) is pinned by it: gone, it is
  * forgotten; alive, it is named by its start time from then on, so that it
  * is found planned by the next prune. An entry of a process the yield
