@@ -31,7 +31,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         place_state_free(p->place);
         free(p->fresh);
         free(p->changed);
-        free(p->placed);
+        free(p->defer_next);
         free(p->deferred);
         free(p->kept_sources);
         free(p->quick);
@@ -334,6 +334,8 @@ size_t pipeline_drain_lazy_events(Pipeline *p) {
         return drain(p, proc_events_read_lazy);
 }
 
+static void defer_next_add(Pipeline *p, pid_t tgid);
+
 /* What the events tell, for the scan, the fast path and the groups' loads. */
 static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
         for (size_t i = 0; i < n; i++) {
@@ -361,6 +363,11 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
                 case TASK_EVENT_EXIT:
                         if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                 p->rescan = true;
+                        /* Its main thread ended: an exec storm's scan may
+                         * leave it to the next (gone by then, or a zombie;
+                         * one that lives on in other threads is read then). */
+                        if (ev[i].pid == ev[i].tgid)
+                                defer_next_add(p, ev[i].tgid);
                         if (p->place)
                                 place_note_exit(p->place, ev[i].tgid, ev[i].pid);
                         /* Its main thread ended: the process is gone (or
@@ -461,33 +468,36 @@ void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
         }
 }
 
-/* One more process the fast path placed, for pipeline_sample_deferring().
- * Past PIPELINE_CHANGED_MAX, or without memory, the rest are read as
- * usual. */
-static void placed_add(Pipeline *p, pid_t tgid) {
-        if (p->n_placed == p->placed_cap) {
-                size_t n = p->placed_cap ? p->placed_cap * 2 : 64;
-                pid_t *np = n <= PIPELINE_CHANGED_MAX ? realloc(p->placed, n * sizeof(pid_t)) : NULL;
+/* One more process the fast path placed, or whose main thread exited, for
+ * pipeline_sample_deferring(). Past PIPELINE_CHANGED_MAX, or without
+ * memory, the rest are read as usual. */
+static void defer_next_add(Pipeline *p, pid_t tgid) {
+        if (p->n_defer_next == p->defer_next_cap) {
+                size_t n = p->defer_next_cap ? p->defer_next_cap * 2 : 64;
+                pid_t *np = n <= PIPELINE_CHANGED_MAX ? realloc(p->defer_next, n * sizeof(pid_t)) : NULL;
 
                 if (!np)
                         return;
-                p->placed = np;
-                p->placed_cap = n;
+                p->defer_next = np;
+                p->defer_next_cap = n;
         }
-        p->placed[p->n_placed++] = tgid;
+        p->defer_next[p->n_defer_next++] = tgid;
 }
 
 static int sample(Pipeline *p, bool full, bool defer) {
         TaskSnapshot *snap = NULL;
         /* The list so far, the scan's: the fast path placing during the
          * scan's yields starts a new one for the next. */
-        pid_t *placed = TAKE_PTR(p->placed);
-        size_t n_defer = 0, n_placed = p->n_placed;
+        pid_t *placed;
+        size_t n_defer = 0, n_placed;
         uint64_t now;
         int k;
 
-        p->n_placed = p->placed_cap = 0;
+        /* The exits queued until now count for this scan. */
         pipeline_drain_events(p);
+        placed = TAKE_PTR(p->defer_next);
+        n_placed = p->n_defer_next;
+        p->n_defer_next = p->defer_next_cap = 0;
         /* The scan sees the new processes: the pass places them. */
         p->n_fresh = 0;
         p->fresh_dropped = 0;
@@ -495,8 +505,8 @@ static int sample(Pipeline *p, bool full, bool defer) {
         p->n_changed = p->n_changed_sorted = 0;
         p->changed_lost = false;
         if (defer) {
-                /* Left to the next scan: the placed processes the last one
-                 * did not see. They count as changed (pipeline_changed())
+                /* Left to the next scan: the placed and the exited processes
+                 * the last one did not see. They count as changed (pipeline_changed())
                  * until the next scan: the pass leaves them alone. */
                 if (n_placed > 0)
                         qsort(placed, n_placed, sizeof(pid_t), compare_pid);
@@ -883,7 +893,7 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                 if (!moved) /* not in the group after all */
                         place_note_exit(p->place, b->tgid, b->tgid);
                 else
-                        placed_add(p, b->tgid);
+                        defer_next_add(p, b->tgid);
                 /* It has the group's cookie: a source for the next. */
                 if (b->cookie == PLACE_COOKIE_JOIN && cookied)
                         place_note_cookie(p->place, b->policy, b->tgid, b->start_time);

@@ -113,11 +113,13 @@ typedef struct Pipeline {
         size_t n_changed, changed_cap, n_changed_sorted;
         bool changed_lost;
 
-        /* The processes the fast path placed since the last scan began,
-         * which pipeline_sample_deferring() leaves to the next scan, and
-         * those the last scan left (sorted; the pass leaves them alone). */
-        pid_t *placed;
-        size_t n_placed, placed_cap;
+        /* The processes the fast path placed, or whose main thread
+         * exited, since the last scan began, which
+         * pipeline_sample_deferring() leaves to the next scan if new since
+         * the last, and those the last scan left (sorted; the pass leaves
+         * them alone). */
+        pid_t *defer_next;
+        size_t n_defer_next, defer_next_cap;
         pid_t *deferred;
         size_t n_deferred;
         /* The fast path's last cookie source of each policy (PlaceState),
@@ -173,8 +175,9 @@ bool pipeline_changed(Pipeline *p, pid_t tgid);
 /* Scan /proc and feed the classifier. Everything is read on the first scan,
  * after lost events, every rescan_interval, or when full is asked. */
 int pipeline_sample(Pipeline *p, bool full);
-/* The same, but the processes the fast path placed since the last scan
- * began, new since it, are not read: this scan's plan does not have them,
+/* The same, but the processes the fast path placed, or whose main thread
+ * exited (an EXIT event), since the last scan began, new since it, are not
+ * read: this scan's plan does not have them,
  * and the pass leaves them where the fast path put them, as it does what
  * changed during it (pipeline_changed()). The next scan reads those still
  * there. For a pass during an exec storm: most of them have gone by the
