@@ -1558,13 +1558,6 @@ static int processes_read(const CgroupEnv *env, Members *m) {
         return 0;
 }
 
-/* A process that has exited and waits for its parent (its leader a zombie
- * and no thread left: one whose leader exited before its other threads
- * still counts them), as the scanner tells them. Nothing of it to restore. */
-static bool exited_unreaped(const ProcStat *st) {
-        return (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
-}
-
 /* At this many journal entries to check, cgroup_journal_prune() lists
  * /proc. */
 #define CGROUP_PRUNE_LIST_MIN 32u
@@ -2042,14 +2035,15 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         }
                         pidref_done(&ref);
                         /* Exited since: a zombie read then is the pinned one,
-                         * or the pinned one was reaped; either way gone. */
-                        drop[i] = k == -ESRCH || (alive == 0 && exited_unreaped(&st));
+                         * or the pinned one was reaped; either way gone
+                         * (nothing of an exited process to restore). */
+                        drop[i] = k == -ESRCH || (alive == 0 && procfs_stat_exited(&st));
                 } else {
                         k = pidref_read_stat(env->root, -1, jt->tid, &st);
                         /* Gone, exited and waiting to be reaped, or its
                          * number names another process now. Anything else
                          * (EACCES, EMFILE) keeps the entry. */
-                        drop[i] = k == -ESRCH || (k >= 0 && (st.start_time != jt->start_time || exited_unreaped(&st)));
+                        drop[i] = k == -ESRCH || (k >= 0 && (st.start_time != jt->start_time || procfs_stat_exited(&st)));
                 }
                 any = any || drop[i];
         }

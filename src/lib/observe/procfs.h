@@ -52,6 +52,12 @@ typedef enum ProcAvx {
 } ProcAvx;
 
 int procfs_parse_stat(const char *text, size_t len, ProcStat *ret);
+/* A process (its leader's stat) that has exited and waits for its parent:
+ * a zombie with no thread left. A leader that exited before its other
+ * threads shows Z too, but counts them: that process lives on. */
+static inline bool procfs_stat_exited(const ProcStat *st) {
+        return (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
+}
 int procfs_parse_status(const char *text, size_t len, ProcStatus *ret);
 int procfs_parse_schedstat(const char *text, size_t len, ProcSchedstat *ret);
 /* ret_ms is set for PROC_AVX_ELAPSED only. */

@@ -465,7 +465,7 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                  * for their parent so, by the hundred in the test guest).
                  * A leader that exited before its other threads shows Z
                  * too: counted with them, it is read. */
-                if ((leader.state == 'Z' || leader.state == 'X') && leader.num_threads <= 1) {
+                if (procfs_stat_exited(&leader)) {
                         b->snap->vanished++;
                         return 0;
                 }
