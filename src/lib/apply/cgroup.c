@@ -357,8 +357,13 @@ static int cg_parent(const char *path, char **ret) {
 
 /* The file's path relative to the Root: <mount><cgroup>/<file>. file NULL:
  * the directory. */
+/* cg as it follows the mount in a path: the root cgroup ("/") adds nothing. */
+static const char *cg_below_mount(const char *cg) {
+        return streq(cg, "/") ? "" : cg;
+}
+
 static int fs_path(const CgroupEnv *env, const char *cg, const char *file, char **ret) {
-        const char *c = streq(cg, "/") ? "" : cg;
+        const char *c = cg_below_mount(cg);
 
         *ret = file ? strjoin(env->mount, c, "/", file) : strjoin(env->mount, *c ? c : "/");
         return *ret ? 0 : -ENOMEM;
@@ -437,7 +442,7 @@ static int write_procs(const CgroupEnv *env, const char *cg, const char *num) {
         ssize_t i, n;
         int k;
 
-        k = snprintf(buf, sizeof(buf), "%s%s/cgroup.procs", env->mount, streq(cg, "/") ? "" : cg);
+        k = snprintf(buf, sizeof(buf), "%s%s/cgroup.procs", env->mount, cg_below_mount(cg));
         if (k < 0 || (size_t) k >= sizeof(buf)) {
                 k = fs_path(env, cg, "cgroup.procs", &long_path);
                 if (k < 0)
