@@ -224,6 +224,10 @@ static bool glob_has_magic(const char *g) {
         return strpbrk(g, "*?[") != NULL;
 }
 
+bool policy_glob_is_literal(const char *glob) {
+        return !strpbrk(glob, "*?[\\");
+}
+
 /* ── The parser ── */
 
 typedef enum Section {
@@ -614,7 +618,7 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
                 return -ENOMEM;
         }
         pp->items = n;
-        pp->items[pp->n++] = (PolicyPattern) { .glob = g, .line = line };
+        pp->items[pp->n++] = (PolicyPattern) { .glob = g, .line = line, .literal = policy_glob_is_literal(g) };
         ps->n_rules++;
         return 0;
 }
@@ -1258,7 +1262,7 @@ static bool patterns_match(const PolicyPatterns *pp, const char *s) {
         if (!s)
                 return false;
         for (size_t i = 0; i < pp->n; i++)
-                if (fnmatch(pp->items[i].glob, s, 0) == 0)
+                if (pp->items[i].literal ? streq(pp->items[i].glob, s) : fnmatch(pp->items[i].glob, s, 0) == 0)
                         return true;
         return false;
 }

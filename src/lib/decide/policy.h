@@ -107,9 +107,14 @@ typedef enum PolicyMatchField {
 } PolicyMatchField;
 
 typedef struct PolicyPattern {
-        char *glob; /* fnmatch(3) pattern */
+        char *glob;   /* fnmatch(3) pattern */
         unsigned line;
+        bool literal; /* policy_glob_is_literal(glob): compared, not fnmatch()ed */
 } PolicyPattern;
+
+/* A pattern without '*', '?', '[' or a backslash matches exactly the string it is:
+ * a plain name, as most rules give (comm = postgres). */
+bool policy_glob_is_literal(const char *glob);
 
 typedef struct PolicyPatterns {
         PolicyPattern *items; /* any one may match (a repeated key is OR) */

@@ -234,6 +234,40 @@ TEST(match_task) {
         ASSERT_FALSE(policy_match_task(&p->match, &t));
 }
 
+/* Plain names are compared, not fnmatch()ed; the result is the same. */
+TEST(match_literal) {
+        static const char TEXT[] = "[policy]\nname = lit\n[match]\ncomm = postgres\ncomm = pg_*\n"
+                                   "comm = a\\*b\ncomm = x[yz]\ncomm = k\\9\n[place]\ncpus = all\n";
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_freep) Policy *p = parse_ok(TEXT, "lit.ini", d);
+        const PolicyPatterns *comm = &p->match.fields[POLICY_MATCH_COMM];
+        static const char *const yes[] = { "postgres", "pg_ctl", "a*b", "xy", "k9" };
+        static const char *const no[] = { "postgre", "postgres2", "Postgres", "a\\*b", "ab", "xx", "k\\9", "" };
+
+        ASSERT_EQ(comm->n, 5);
+        ASSERT_TRUE(comm->items[0].literal);
+        ASSERT_FALSE(comm->items[1].literal);
+        ASSERT_FALSE(comm->items[2].literal); /* a backslash escapes in fnmatch() */
+        ASSERT_FALSE(comm->items[3].literal);
+        ASSERT_FALSE(comm->items[4].literal); /* "k\\9" is "k9" to fnmatch() */
+        ASSERT_TRUE(policy_glob_is_literal("nginx: worker"));
+        ASSERT_FALSE(policy_glob_is_literal("w?rker"));
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+                PolicyTask t = { .class = POLICY_CLASS_OTHER, .comm = yes[i] };
+
+                if (!policy_match_task(&p->match, &t))
+                        fprintf(stderr, "'%s' should match\n", yes[i]);
+                ASSERT_TRUE(policy_match_task(&p->match, &t));
+        }
+        for (size_t i = 0; i < ELEMENTSOF(no); i++) {
+                PolicyTask t = { .class = POLICY_CLASS_OTHER, .comm = no[i] };
+
+                if (policy_match_task(&p->match, &t))
+                        fprintf(stderr, "'%s' should not match\n", no[i]);
+                ASSERT_FALSE(policy_match_task(&p->match, &t));
+        }
+}
+
 static PolicySet *set_of(const char *const *files, const char *const *texts, size_t n, Diagnostics *d, int expect) {
         IniSource src[16];
         PolicySet *s = NULL;
@@ -645,6 +679,7 @@ int main(void) {
         RUN(kernel_versions);
         RUN(when_holds);
         RUN(match_task);
+        RUN(match_literal);
         RUN(precedence);
         RUN(duplicate_names);
         RUN(conflicts);
