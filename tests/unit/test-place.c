@@ -415,6 +415,62 @@ static void test_kernel_only(void) {
         world_done(&w);
 }
 
+static int policy_index(const World *w, const char *name) {
+        for (size_t i = 0; i < w->policies->n; i++)
+                if (streq(w->policies->policies[i]->name, name))
+                        return (int) i;
+        TEST_FAIL("no policy %s", name);
+        return -1;
+}
+
+/* Policies naming their programs are looked up by comm, the others looked
+ * at for every process; the first in set order still wins, as the
+ * planner's walk (one_new() checks each pick against it). */
+static void test_comm_index(void) {
+        static const char *const pol[] = {
+                "[policy]\nname = a\npriority = 800\n[match]\ncomm = alpha\n[place]\ncpus = all\n",
+                "[policy]\nname = b\npriority = 700\n[match]\ncomm = be*\n[place]\ncpus = all\n",
+                "[policy]\nname = c\npriority = 600\n[match]\ncomm = gamma\ncomm = alpha\n[place]\ncpus = all\n",
+                "[policy]\nname = d\npriority = 500\n[match]\ncomm = delta\n[features]\nHRTICK = on\n",
+                "[policy]\nname = e\npriority = 450\n[match]\ncomm = d?lta\n[place]\ncpus = all\n",
+                "[policy]\nname = f\npriority = 300\n[match]\ncomm = delta\ncomm = zeta\n[place]\ncpus = all\n",
+                "[policy]\nname = g\npriority = 200\n[match]\ncomm = \\zeta\n[place]\ncpus = all\n",
+                "[policy]\nname = h\npriority = 100\n[match]\ncomm = omega\n[place]\ncpus = all\n",
+        };
+        static const struct {
+                const char *comm, *policy;
+                bool kernel;
+        } cases[] = {
+                { "alpha", "a", false }, { "beta", "b", false },  { "gamma", "c", false }, { "delta", "e", true },
+                { "zeta", "f", false },  { "omega", "h", false }, { "other", NULL, false }, { "alph", NULL, false },
+        };
+        World w;
+
+        world_init(&w, "pack:1 l3:1 core:2 pu:2", true, pol, ELEMENTSOF(pol));
+        add_process(&w, "gamma", 1, POLICY_CLASS_OTHER); /* groups for every policy but a, b, e, f, h */
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PlacePick pick = one_new(&w, cases[i].comm);
+
+                if (!cases[i].policy)
+                        ASSERT_EQ(pick.verdict, PLACE_NONE);
+                else
+                        ASSERT_EQ(pick.policy, policy_index(&w, cases[i].policy));
+                ASSERT_EQ(pick.kernel, cases[i].kernel);
+        }
+        /* Without its comm known, every policy is looked at. */
+        {
+                _cleanup_(plan_freep) Plan *plan = world_plan(&w);
+                _cleanup_(place_state_freep) PlaceState *s = world_state(&w, plan);
+                PlaceProcess pp = { .tgid = w.next_pid, .n_threads = 1, .have = 0, .match = { .comm = "omega" } };
+                PlacePick pick;
+
+                place_pick(s, &pp, &pick);
+                ASSERT_EQ(pick.verdict, PLACE_NEED_FACTS);
+                ASSERT_EQ(pick.need, PLACE_FACT_COMM);
+        }
+        world_done(&w);
+}
+
 /* Loads follow the fast path's placements, exits and new threads. */
 static void test_loads(void) {
         const char *const pol[] = { PACK_LLC };
@@ -569,6 +625,7 @@ int main(void) {
         RUN(test_classes);
         RUN(test_facts_on_demand);
         RUN(test_kernel_only);
+        RUN(test_comm_index);
         RUN(test_loads);
         RUN(test_domains_counted);
         RUN(test_random);

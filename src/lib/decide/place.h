@@ -25,7 +25,10 @@
  *     parent are read only when a policy that is still a candidate (its
  *     comm patterns, if any, took the process) matches on them
  *     (PLACE_NEED_FACTS tells which). Most execs on a machine match
- *     nothing and cost one read of comm.
+ *     nothing and cost one read of comm. The policies whose comm
+ *     patterns are all plain names are found by the comm (an index made
+ *     with the state), the others walked in set order: a pick costs what
+ *     the policies that could take the process cost, not the whole set.
  *   - group: one of the last plan's leaf groups of that policy. The planner
  *     places processes in tgid order; a new process has the highest tgid
  *     (outside pid wrap-around), so it is placed last, onto the loads of
