@@ -579,7 +579,7 @@ static int key_when(Parser *ps, const char *key, PolicyCmp cmp, bool has_cmp, co
 
 static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsigned line) {
         PolicyPatterns *pp = &ps->p->match.fields[f];
-        const char *fname = fname;
+        const char *fname = policy_match_field_to_string(f);
         PolicyPattern *n;
         char *g;
         int k;
