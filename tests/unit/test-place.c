@@ -22,7 +22,7 @@ typedef struct World {
         KernelCaps caps;
         Config *config;
         PolicySet *policies;
-        bool in_force[8];
+        bool in_force[16];
         PlanTaskInput tasks[TASKS_MAX_TEST];
         size_t n_tasks;
         pid_t next_pid;
@@ -31,8 +31,8 @@ typedef struct World {
 static void world_init(World *w, const char *topology, bool smt, const char *const *policy_texts, size_t n) {
         TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = topology };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        IniSource ini[8];
-        char names[8][16];
+        IniSource ini[16];
+        char names[16][16];
 
         *w = (World) { .next_pid = 1000 };
         ASSERT_OK(topology_load(&src, &w->topology));
@@ -428,36 +428,47 @@ static int policy_index(const World *w, const char *name) {
  * planner's walk (one_new() checks each pick against it). */
 static void test_comm_index(void) {
         static const char *const pol[] = {
+                "[policy]\nname = top\npriority = 900\n[match]\ncomm = zzz\nexe = /opt/*\n[place]\ncpus = all\n",
                 "[policy]\nname = a\npriority = 800\n[match]\ncomm = alpha\n[place]\ncpus = all\n",
                 "[policy]\nname = b\npriority = 700\n[match]\ncomm = be*\n[place]\ncpus = all\n",
                 "[policy]\nname = c\npriority = 600\n[match]\ncomm = gamma\ncomm = alpha\n[place]\ncpus = all\n",
+                "[policy]\nname = mixed\npriority = 550\n[match]\ncomm = mu\ncomm = ps*\n[place]\ncpus = all\n",
                 "[policy]\nname = d\npriority = 500\n[match]\ncomm = delta\n[features]\nHRTICK = on\n",
                 "[policy]\nname = e\npriority = 450\n[match]\ncomm = d?lta\n[place]\ncpus = all\n",
                 "[policy]\nname = f\npriority = 300\n[match]\ncomm = delta\ncomm = zeta\n[place]\ncpus = all\n",
                 "[policy]\nname = g\npriority = 200\n[match]\ncomm = \\zeta\n[place]\ncpus = all\n",
                 "[policy]\nname = h\npriority = 100\n[match]\ncomm = omega\n[place]\ncpus = all\n",
+                "[policy]\nname = nocomm\npriority = 50\n[match]\nclass = other latency\n[place]\ncpus = all\n",
         };
         static const struct {
                 const char *comm, *policy;
+                PlaceVerdict verdict;
                 bool kernel;
         } cases[] = {
-                { "alpha", "a", false }, { "beta", "b", false },  { "gamma", "c", false }, { "delta", "e", true },
-                { "zeta", "f", false },  { "omega", "h", false }, { "other", NULL, false }, { "alph", NULL, false },
+                { "alpha", "a", PLACE_GROUP, false },      { "beta", "b", PLACE_GROUP, false },
+                { "gamma", "c", PLACE_GROUP, false },      { "mu", "mixed", PLACE_GROUP, false },
+                { "psi", "mixed", PLACE_GROUP, false },    { "delta", "e", PLACE_GROUP, true },
+                { "zeta", "f", PLACE_GROUP, false },       { "omega", "h", PLACE_GROUP, false },
+                { "other", "nocomm", PLACE_WAIT_CLASS, false }, { "alph", "nocomm", PLACE_WAIT_CLASS, false },
         };
+        static const char *const seeds[] = { "alpha", "beta", "gamma", "mu", "dalta", "zeta", "omega", "zzz" };
         World w;
 
         world_init(&w, "pack:1 l3:1 core:2 pu:2", true, pol, ELEMENTSOF(pol));
-        add_process(&w, "gamma", 1, POLICY_CLASS_OTHER); /* groups for every policy but a, b, e, f, h */
+        /* Groups for the policies picked below (no pass needed); none
+         * named "delta" yet, so that d still only could set its feature. */
+        for (size_t i = 0; i < ELEMENTSOF(seeds); i++)
+                add_process(&w, seeds[i], 1, POLICY_CLASS_OTHER);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 PlacePick pick = one_new(&w, cases[i].comm);
 
-                if (!cases[i].policy)
-                        ASSERT_EQ(pick.verdict, PLACE_NONE);
-                else
-                        ASSERT_EQ(pick.policy, policy_index(&w, cases[i].policy));
+                ASSERT_EQ(pick.verdict, cases[i].verdict);
+                ASSERT_EQ(pick.policy, policy_index(&w, cases[i].policy));
                 ASSERT_EQ(pick.kernel, cases[i].kernel);
         }
-        /* Without its comm known, every policy is looked at. */
+        /* Without its comm known, every policy is looked at: the first
+         * asks for its comm and exe (looked up by "omega", it would not
+         * be a candidate). */
         {
                 _cleanup_(plan_freep) Plan *plan = world_plan(&w);
                 _cleanup_(place_state_freep) PlaceState *s = world_state(&w, plan);
@@ -466,7 +477,7 @@ static void test_comm_index(void) {
 
                 place_pick(s, &pp, &pick);
                 ASSERT_EQ(pick.verdict, PLACE_NEED_FACTS);
-                ASSERT_EQ(pick.need, PLACE_FACT_COMM);
+                ASSERT_EQ(pick.need, PLACE_FACT_COMM | PLACE_FACT(POLICY_MATCH_EXE));
         }
         world_done(&w);
 }

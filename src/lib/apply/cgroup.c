@@ -355,13 +355,13 @@ static int cg_parent(const char *path, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* The file's path relative to the Root: <mount><cgroup>/<file>. file NULL:
- * the directory. */
 /* cg as it follows the mount in a path: the root cgroup ("/") adds nothing. */
 static const char *cg_below_mount(const char *cg) {
         return streq(cg, "/") ? "" : cg;
 }
 
+/* The file's path relative to the Root: <mount><cgroup>/<file>. file NULL:
+ * the directory. */
 static int fs_path(const CgroupEnv *env, const char *cg, const char *file, char **ret) {
         const char *c = cg_below_mount(cg);
 

@@ -325,10 +325,12 @@ static int index_by_comm(PlaceState *s) {
         for (size_t i = 0; i < s->n_pol; i++) {
                 const PolicyPatterns *comm = &s->policies->policies[i]->match.fields[POLICY_MATCH_COMM];
 
-                if (s->pol[i].active || s->pol[i].kernel_only) {
-                        n_named += named_by_comm(comm) ? comm->n : 0;
-                        n_unnamed += !named_by_comm(comm);
-                }
+                if (!s->pol[i].active && !s->pol[i].kernel_only)
+                        continue;
+                if (named_by_comm(comm))
+                        n_named += comm->n;
+                else
+                        n_unnamed++;
         }
         s->named = calloc(MAX(n_named, (size_t) 1), sizeof(PlaceNamed));
         s->unnamed = calloc(MAX(n_unnamed, (size_t) 1), sizeof(size_t));

@@ -224,6 +224,8 @@ static bool glob_has_magic(const char *g) {
         return strpbrk(g, "*?[") != NULL;
 }
 
+/* Unlike glob_has_magic() (may the pattern match a longer name?), a
+ * backslash counts: fnmatch() takes it as an escape (k\9 matches "k9"). */
 bool policy_glob_is_literal(const char *glob) {
         return !strpbrk(glob, "*?[\\");
 }

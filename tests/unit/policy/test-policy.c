@@ -2,6 +2,7 @@
 /* The policy parser and model: values, precedence, conflicts, fall-through,
  * limits and every error class. Pure: compiled with decide/ sources only. */
 
+#include <fnmatch.h>
 #include "decide/policy.h"
 #include "policy-tests.h"
 
@@ -252,6 +253,21 @@ TEST(match_literal) {
         ASSERT_FALSE(comm->items[4].literal); /* "k\\9" is "k9" to fnmatch() */
         ASSERT_TRUE(policy_glob_is_literal("nginx: worker"));
         ASSERT_FALSE(policy_glob_is_literal("w?rker"));
+        /* What fnmatch() without flags takes as plain text, compared the same. */
+        {
+                static const char *const plain[] = { "a]b", "!x", ".x", "a/b", "x-y", "^z", "{a,b}", "~" };
+
+                for (size_t i = 0; i < ELEMENTSOF(plain); i++) {
+                        char longer[16], other[16];
+
+                        ASSERT_TRUE(policy_glob_is_literal(plain[i]));
+                        snprintf(longer, sizeof(longer), "%sx", plain[i]);
+                        snprintf(other, sizeof(other), "x%s", plain[i]);
+                        ASSERT_EQ(fnmatch(plain[i], plain[i], 0), 0);
+                        ASSERT_TRUE(fnmatch(plain[i], longer, 0) != 0);
+                        ASSERT_TRUE(fnmatch(plain[i], other, 0) != 0);
+                }
+        }
         for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
                 PolicyTask t = { .class = POLICY_CLASS_OTHER, .comm = yes[i] };
 
