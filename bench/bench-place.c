@@ -5,9 +5,11 @@
  * where most of them match nothing. Prints the time of one pick for a
  * process the last policy takes and for one no policy takes, warm (a loop
  * of N picks): the pure decision, without the reads and writes around it.
+ * With -t, also the planner's pass over TASKS threads (plan_build(), in
+ * processes of 10 threads, none of them taken by the other policies).
  * Asserts nothing.
  *
- *   bench-place [-p POLICIES] [-n PICKS] [-g] */
+ *   bench-place [-p POLICIES] [-n PICKS] [-g] [-t TASKS] */
 
 #include <getopt.h>
 #include <stdio.h>
@@ -52,7 +54,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(policy_set_freep) PolicySet *ps = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(place_state_freep) PlaceState *s = NULL;
-        unsigned n_pol = 100, n = 200000;
+        unsigned n_pol = 100, n = 200000, n_tasks = 0;
         bool glob = false;
         IniSource *ini;
         char **texts, **names;
@@ -65,8 +67,11 @@ int main(int argc, char *argv[]) {
         double last, none;
         int c, k;
 
-        while ((c = getopt(argc, argv, "p:n:g")) >= 0)
+        while ((c = getopt(argc, argv, "p:n:gt:")) >= 0)
                 switch (c) {
+                case 't':
+                        n_tasks = (unsigned) strtoul(optarg, NULL, 10);
+                        break;
                 case 'p':
                         n_pol = (unsigned) strtoul(optarg, NULL, 10);
                         break;
@@ -77,7 +82,7 @@ int main(int argc, char *argv[]) {
                         glob = true;
                         break;
                 default:
-                        fprintf(stderr, "usage: bench-place [-p POLICIES] [-n PICKS] [-g]\n");
+                        fprintf(stderr, "usage: bench-place [-p POLICIES] [-n PICKS] [-g] [-t TASKS]\n");
                         return 2;
                 }
         if (n == 0 || n_pol > POLICY_COUNT_MAX - 1) {
@@ -124,6 +129,32 @@ int main(int argc, char *argv[]) {
                glob ? "each a glob of other programs" : "each naming another program", n);
         printf("  taken by the last policy: %.0f ns a pick (%s)\n", last, place_verdict_to_string(v1));
         printf("  taken by none:            %.0f ns a pick (%s)\n", none, place_verdict_to_string(v2));
+        if (n_tasks > 0) {
+                _cleanup_free_ PlanTaskInput *tasks = calloc(n_tasks, sizeof(PlanTaskInput));
+                double t0, best = 0;
+
+                if (!tasks)
+                        return 1;
+                for (unsigned i = 0; i < n_tasks; i++)
+                        tasks[i] = (PlanTaskInput) { .tid = 10000 + (pid_t) i, .tgid = 10000 + (pid_t) (i - i % 10),
+                                                     .start_time = 1 + i, .runnable = true,
+                                                     .match = { .class = POLICY_CLASS_OTHER,
+                                                                .comm = i % 100 == 0 ? "topod-probe" : "bash" } };
+                in.tasks = tasks;
+                in.n_tasks = n_tasks;
+                for (int r = 0; r < 5; r++) {
+                        _cleanup_(plan_freep) Plan *p2 = NULL;
+
+                        t0 = now();
+                        if ((k = plan_build(&in, &p2)) < 0) {
+                                fprintf(stderr, "bench-place: planning: %s\n", strerror(-k));
+                                return 1;
+                        }
+                        if (r == 0 || now() - t0 < best)
+                                best = now() - t0;
+                }
+                printf("  the planner over %u threads: %.2f ms (best of 5)\n", n_tasks, best * 1e3);
+        }
         for (unsigned i = 0; i <= n_pol; i++) {
                 free(texts[i]);
                 free(names[i]);

@@ -482,6 +482,55 @@ static void test_comm_index(void) {
         world_done(&w);
 }
 
+/* The planner takes for each task the policy policy_set_select() takes
+ * (the plain walk), with its comm index over names, starts and globs. */
+static void test_plan_selects(void) {
+        static const char *const pats[] = { "ab", "abc", "ab*", "a*", "*", "b*", "a?c", "*c", "x\\y", "*b*" };
+        static const char *const comms[] = { "ab", "abc", "abcd", "a", "b", "bc", "xy", "c" };
+        static const char *const classes[] = { "other", "latency", "avx", "other latency" };
+        unsigned seed = getenv("TOPOD_TEST_SEED") ? (unsigned) strtoul(getenv("TOPOD_TEST_SEED"), NULL, 10)
+                                                  : (unsigned) time(NULL);
+
+        printf("   seed %u (TOPOD_TEST_SEED=%u repeats it)\n", seed, seed);
+        srand(seed);
+        for (int round = 0; round < 100; round++) {
+                char texts[16][256];
+                const char *pol[16];
+                size_t n = 1 + (size_t) (rand() % 16);
+                _cleanup_(plan_freep) Plan *plan = NULL;
+                World w;
+
+                for (size_t i = 0; i < n; i++) {
+                        int len = snprintf(texts[i], sizeof(texts[i]), "[policy]\nname = p%zu\npriority = %d\n[match]\n",
+                                           i, rand() % 5);
+                        int k = rand() % 3;
+
+                        for (int j = 0; j < k; j++)
+                                len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "comm = %s\n",
+                                                pats[rand() % ELEMENTSOF(pats)]);
+                        if (k == 0 || rand() % 3 == 0)
+                                len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "class = %s\n",
+                                                classes[rand() % ELEMENTSOF(classes)]);
+                        snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "[place]\ncpus = all\n");
+                        pol[i] = texts[i];
+                }
+                world_init(&w, "pack:1 l3:2 core:2 pu:2", false, pol, n);
+                for (int t = 0; t < 20; t++)
+                        add_process(&w, comms[rand() % ELEMENTSOF(comms)], 1, (PolicyClass) (rand() % 3));
+                plan = world_plan(&w);
+                for (size_t t = 0; t < w.n_tasks; t++) {
+                        const PlanTask *pt = plan_find_task(plan, w.tasks[t].tid);
+                        int want = policy_set_select(w.policies, w.in_force, &w.tasks[t].match);
+
+                        if ((pt ? pt->policy : -1) != want)
+                                TEST_FAIL("round %d: task %s (class %d): planner %d, select %d", round,
+                                          w.tasks[t].match.comm, (int) w.tasks[t].match.class, pt ? pt->policy : -1,
+                                          want);
+                }
+                world_done(&w);
+        }
+}
+
 /* Loads follow the fast path's placements, exits and new threads. */
 static void test_loads(void) {
         const char *const pol[] = { PACK_LLC };
@@ -637,6 +686,7 @@ int main(void) {
         RUN(test_facts_on_demand);
         RUN(test_kernel_only);
         RUN(test_comm_index);
+        RUN(test_plan_selects);
         RUN(test_loads);
         RUN(test_domains_counted);
         RUN(test_random);

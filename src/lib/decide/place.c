@@ -31,13 +31,6 @@ typedef struct PlaceProc {
         bool fresh;       /* placed by the fast path */
 } PlaceProc;
 
-/* A policy under one of the names its comm patterns give, when every one
- * of them is a plain name (policy_glob_is_literal()). */
-typedef struct PlaceNamed {
-        const char *comm; /* the policy's pattern */
-        size_t policy;
-} PlaceNamed;
-
 /* Processes tracked beyond the plan's, at most (then the loads may drift
  * until the next plan). */
 #define PLACE_TRACKED_MAX 65536u
@@ -54,15 +47,7 @@ struct PlaceState {
         unsigned facts;
         PlaceProc *procs;   /* sorted by tgid */
         size_t n_procs, procs_cap, procs_limit;
-        /* The policies a pick looks at (active or kernel_only), by comm:
-         * those whose comm patterns are all plain names under each name,
-         * sorted by name then policy; the others (a glob, or no comm
-         * pattern) in set order. A policy in neither cannot take the
-         * process whatever its comm. */
-        PlaceNamed *named;
-        size_t n_named;
-        size_t *unnamed;
-        size_t n_unnamed;
+        PolicyIndex *index; /* of the policies a pick looks at (active or kernel_only) */
 };
 
 const char *place_verdict_to_string(PlaceVerdict v) {
@@ -92,8 +77,7 @@ PlaceState *place_state_free(PlaceState *s) {
         free(s->capacity);
         free(s->sources);
         free(s->procs);
-        free(s->named);
-        free(s->unnamed);
+        policy_index_free(s->index);
         free(s);
         return NULL;
 }
@@ -298,119 +282,6 @@ static int find_cursors(PlaceState *s) {
         return 0;
 }
 
-static int compare_named(const void *a, const void *b) {
-        const PlaceNamed *x = a, *y = b;
-        int c = strcmp(x->comm, y->comm);
-
-        if (c != 0)
-                return c;
-        return (x->policy > y->policy) - (x->policy < y->policy);
-}
-
-static bool named_by_comm(const PolicyPatterns *comm) {
-        for (size_t j = 0; j < comm->n; j++)
-                if (!comm->items[j].literal)
-                        return false;
-        return comm->n > 0;
-}
-
-/* A fleet's policies name most of their programs (comm = postgres): each
- * exec then looks at the few policies that name its comm, and at those
- * that match otherwise, not at every policy (bench/bench-place: a pick
- * behind 1,000 policies naming other programs, 30 us walking them all,
- * 0.3 us through the index). */
-static int index_by_comm(PlaceState *s) {
-        size_t n_named = 0, n_unnamed = 0;
-
-        for (size_t i = 0; i < s->n_pol; i++) {
-                const PolicyPatterns *comm = &s->policies->policies[i]->match.fields[POLICY_MATCH_COMM];
-
-                if (!s->pol[i].active && !s->pol[i].kernel_only)
-                        continue;
-                if (named_by_comm(comm))
-                        n_named += comm->n;
-                else
-                        n_unnamed++;
-        }
-        s->named = calloc(MAX(n_named, (size_t) 1), sizeof(PlaceNamed));
-        s->unnamed = calloc(MAX(n_unnamed, (size_t) 1), sizeof(size_t));
-        if (!s->named || !s->unnamed)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->n_pol; i++) {
-                const PolicyPatterns *comm = &s->policies->policies[i]->match.fields[POLICY_MATCH_COMM];
-
-                if (!s->pol[i].active && !s->pol[i].kernel_only)
-                        continue;
-                if (!named_by_comm(comm))
-                        s->unnamed[s->n_unnamed++] = i;
-                else
-                        for (size_t j = 0; j < comm->n; j++)
-                                s->named[s->n_named++] = (PlaceNamed) { comm->items[j].glob, i };
-        }
-        qsort(s->named, s->n_named, sizeof(PlaceNamed), compare_named);
-        return 0;
-}
-
-/* The policies that may take a process, in set order: those naming its
- * comm merged with the unnamed ones. Without a comm (not read), every
- * policy the pick looks at. */
-typedef struct Candidates {
-        const PlaceNamed *named;
-        size_t n_named;
-        const size_t *unnamed;
-        size_t n_unnamed;
-        size_t all, n_all; /* without a comm: all up to n_all */
-        size_t last;       /* the last given, SIZE_MAX before the first */
-} Candidates;
-
-static Candidates candidates(const PlaceState *s, const PlaceProcess *p) {
-        Candidates c = { .unnamed = s->unnamed, .n_unnamed = s->n_unnamed, .last = SIZE_MAX };
-        size_t lo = 0, hi = s->n_named;
-
-        if (!(p->have & PLACE_FACT_COMM) || !p->match.comm)
-                return (Candidates) { .n_all = s->n_pol, .last = SIZE_MAX };
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (strcmp(s->named[mid].comm, p->match.comm) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        c.named = s->named + lo;
-        while (lo + c.n_named < s->n_named && streq(c.named[c.n_named].comm, p->match.comm))
-                c.n_named++;
-        return c;
-}
-
-static bool candidates_next(Candidates *c, size_t *ret) {
-        size_t i;
-
-        if (c->n_all > 0) {
-                if (c->all >= c->n_all)
-                        return false;
-                *ret = c->all++;
-                return true;
-        }
-        /* A policy naming the comm twice comes once. */
-        while (c->n_named > 0 && c->named->policy == c->last) {
-                c->named++;
-                c->n_named--;
-        }
-        if (c->n_named > 0 && (c->n_unnamed == 0 || c->named->policy < *c->unnamed)) {
-                i = c->named->policy;
-                c->named++;
-                c->n_named--;
-        } else if (c->n_unnamed > 0) {
-                i = *c->unnamed;
-                c->unnamed++;
-                c->n_unnamed--;
-        } else
-                return false;
-        *ret = c->last = i;
-        return true;
-}
-
 int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force, const Topology *t, PlaceState **ret) {
         _cleanup_(place_state_freep) PlaceState *s = calloc(1, sizeof(PlaceState));
         _cleanup_free_ KeyedGroup *keyed = NULL;
@@ -470,8 +341,16 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                         pp->n_groups = n;
                 }
         }
-        if ((k = index_by_comm(s)) < 0)
-                return k;
+        {
+                _cleanup_free_ bool *take = calloc(MAX(s->n_pol, (size_t) 1), sizeof(bool));
+
+                if (!take)
+                        return -ENOMEM;
+                for (size_t i = 0; i < s->n_pol; i++)
+                        take[i] = s->pol[i].active || s->pol[i].kernel_only;
+                if ((k = policy_index_new(ps, take, &s->index)) < 0)
+                        return k;
+        }
         for (size_t g = 0; g < plan->n_groups; g++)
                 s->load[g] = plan->groups[g].n_tasks;
 
@@ -553,6 +432,12 @@ static bool known_facts_match(const Policy *pol, unsigned facts, const PlaceProc
         return true;
 }
 
+/* The policies that may take the process, in set order (comm is always
+ * known to the fast path; without it, all). */
+static PolicyWalk walk(const PlaceState *s, const PlaceProcess *p) {
+        return policy_index_walk(s->index, p->have & PLACE_FACT_COMM ? p->match.comm : NULL);
+}
+
 /* Does a policy with [match] and no [place] that sets nothing in the plan
  * yet take the process (then the kernel-wide settings may change)? As the
  * planner matches it: an unsampled task counts as class other. 1 yes, 0
@@ -560,7 +445,7 @@ static bool known_facts_match(const Policy *pol, unsigned facts, const PlaceProc
 static int kernel_match(const PlaceState *s, const PlaceProcess *p, unsigned *ret_need) {
         size_t i;
 
-        for (Candidates c = candidates(s, p); candidates_next(&c, &i);) {
+        for (PolicyWalk w = walk(s, p); policy_walk_next(&w, &i);) {
                 const PlacePolicy *pp = &s->pol[i];
                 const Policy *pol = s->policies->policies[i];
 
@@ -580,7 +465,7 @@ static int kernel_match(const PlaceState *s, const PlaceProcess *p, unsigned *re
 static void select_policy(const PlaceState *s, const PlaceProcess *p, PlacePick *ret) {
         size_t i;
 
-        for (Candidates c = candidates(s, p); candidates_next(&c, &i);) {
+        for (PolicyWalk w = walk(s, p); policy_walk_next(&w, &i);) {
                 const PlacePolicy *pp = &s->pol[i];
                 const Policy *pol = s->policies->policies[i];
                 unsigned missing;

@@ -450,6 +450,11 @@ static int ensure_domains(Plan *p, const Topology *t, const Policy *policy, Doma
         return 0;
 }
 
+static void indexes_free(PolicyIndex *(*x)[_POLICY_CLASS_MAX]) {
+        for (size_t c = 0; c < _POLICY_CLASS_MAX; c++)
+                policy_index_free((*x)[c]);
+}
+
 int plan_build(const PlanInputs *in, Plan **ret) {
         _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         const Topology *t = in->topology;
@@ -458,8 +463,8 @@ int plan_build(const PlanInputs *in, Plan **ret) {
         Builder b = { .in = in };
         Member *members = NULL;
         size_t n_members = 0;
-        _cleanup_free_ size_t *candidates = NULL; /* per class: policy indexes that can take it */
-        size_t n_candidates[_POLICY_CLASS_MAX] = {};
+        _cleanup_(indexes_free) PolicyIndex *index[_POLICY_CLASS_MAX] = {}; /* per class: the policies that can take it */
+        _cleanup_free_ bool *take = NULL;
         Domain **domains = NULL;
         size_t *n_domains = NULL, *cursor = NULL;
         int *remap = NULL;
@@ -516,33 +521,39 @@ int plan_build(const PlanInputs *in, Plan **ret) {
         p->cookies_allowed = caps->core_sched.available && caps->smt_active && !caps->sched_ext_active;
 
         /* Which policy places each task: the first in precedence order that
-         * is in force, places, and matches. Done per class over only the
-         * policies that can take that class, so a thousand policies cost a
-         * thread only the ones that could apply to it. */
-        candidates = calloc(MAX(ps->n, (size_t) 1) * _POLICY_CLASS_MAX, sizeof(size_t));
+         * is in force, places, and matches. Per class, over only the
+         * policies that can take that class, and of those the ones that
+         * name the task's comm and the ones that match otherwise
+         * (policy_index_new()): a thousand policies cost a thread only the
+         * few that could apply to it. */
+        take = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
         members = calloc(MAX(in->n_tasks, (size_t) 1), sizeof(Member));
-        if (!members || !candidates)
-                return -ENOMEM;
-        for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++)
+        if (!members || !take) {
+                k = -ENOMEM;
+                goto finish;
+        }
+        for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++) {
                 for (size_t i = 0; i < ps->n; i++) {
                         const Policy *pol = ps->policies[i];
 
-                        if (in->in_force[i] && pol->enabled && pol->place.present &&
-                            (!pol->match.classes || (pol->match.classes & (1u << c))))
-                                candidates[c * ps->n + n_candidates[c]++] = i;
+                        take[i] = in->in_force[i] && pol->enabled && pol->place.present &&
+                                  (!pol->match.classes || (pol->match.classes & (1u << c)));
                 }
+                if ((k = policy_index_new(ps, take, &index[c])) < 0)
+                        goto finish;
+        }
         for (size_t i = 0; i < in->n_tasks; i++) {
                 const PolicyTask *task = &in->tasks[i].match;
                 int pol = -1;
+                size_t c;
 
                 if (in->tasks[i].kernel_thread || task->class < 0 || task->class >= _POLICY_CLASS_MAX)
                         continue;
-                for (size_t j = 0; j < n_candidates[task->class] && pol < 0; j++) {
-                        size_t c = candidates[task->class * ps->n + j];
-
+                /* Without a comm no policy naming one takes it: "" finds none. */
+                for (PolicyWalk w = policy_index_walk(index[task->class], task->comm ?: "");
+                     pol < 0 && policy_walk_next(&w, &c);)
                         if (policy_match_task(&ps->policies[c]->match, task))
                                 pol = (int) c;
-                }
                 if (pol < 0)
                         continue;
                 members[n_members++] = (Member) { .task = i, .policy = pol };

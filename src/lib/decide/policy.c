@@ -1323,6 +1323,205 @@ int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask
         return -1;
 }
 
+struct PolicyIndex {
+        size_t n_policies;
+        PolicyKey *names;  /* sorted by name, then policy */
+        size_t n_names;
+        PolicyKey *starts; /* sorted by start, then policy */
+        size_t n_starts;
+        uint64_t start_lens; /* bit n: a start of n bytes (n < 64) */
+        bool long_starts;    /* a start of 64 bytes or more */
+        size_t *unnamed;     /* ascending */
+        size_t n_unnamed;
+};
+
+PolicyIndex *policy_index_free(PolicyIndex *x) {
+        if (!x)
+                return NULL;
+        free(x->names);
+        free(x->starts);
+        free(x->unnamed);
+        free(x);
+        return NULL;
+}
+
+/* A plain name (*ret_len: its length, *ret_start false), or a plain start
+ * and a final '*' (*ret_start true, *ret_len without the '*'), or neither. */
+static bool keyed_pattern(const PolicyPattern *pat, size_t *ret_len, bool *ret_start) {
+        size_t n = strlen(pat->glob);
+
+        if (pat->literal) {
+                *ret_len = n;
+                *ret_start = false;
+                return true;
+        }
+        if (n == 0 || pat->glob[n - 1] != '*' || strcspn(pat->glob, "*?[\\") != n - 1)
+                return false;
+        *ret_len = n - 1;
+        *ret_start = true;
+        return true;
+}
+
+static bool keyed_by_comm(const PolicyPatterns *comm) {
+        size_t len;
+        bool start;
+
+        for (size_t j = 0; j < comm->n; j++)
+                if (!keyed_pattern(&comm->items[j], &len, &start))
+                        return false;
+        return comm->n > 0;
+}
+
+static int compare_bytes(const char *a, size_t na, const char *b, size_t nb) {
+        int c = memcmp(a, b, MIN(na, nb));
+
+        return c != 0 ? c : (na > nb) - (na < nb);
+}
+
+static int compare_keys(const void *a, const void *b) {
+        const PolicyKey *x = a, *y = b;
+        int c = compare_bytes(x->key, x->len, y->key, y->len);
+
+        return c != 0 ? c : (x->policy > y->policy) - (x->policy < y->policy);
+}
+
+int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret) {
+        _cleanup_(policy_index_freep) PolicyIndex *x = calloc(1, sizeof(PolicyIndex));
+        size_t n_keys = 0, n_unnamed = 0;
+
+        if (!x)
+                return -ENOMEM;
+        x->n_policies = s->n;
+        for (size_t i = 0; i < s->n; i++) {
+                const PolicyPatterns *comm = &s->policies[i]->match.fields[POLICY_MATCH_COMM];
+
+                if (take && !take[i])
+                        continue;
+                if (keyed_by_comm(comm))
+                        n_keys += comm->n;
+                else
+                        n_unnamed++;
+        }
+        x->names = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyKey));
+        x->starts = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyKey));
+        x->unnamed = calloc(MAX(n_unnamed, (size_t) 1), sizeof(size_t));
+        if (!x->names || !x->starts || !x->unnamed)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n; i++) {
+                const PolicyPatterns *comm = &s->policies[i]->match.fields[POLICY_MATCH_COMM];
+
+                if (take && !take[i])
+                        continue;
+                if (!keyed_by_comm(comm)) {
+                        x->unnamed[x->n_unnamed++] = i;
+                        continue;
+                }
+                for (size_t j = 0; j < comm->n; j++) {
+                        PolicyKey k = { comm->items[j].glob, 0, i };
+                        bool start = false;
+
+                        (void) keyed_pattern(&comm->items[j], &k.len, &start);
+                        if (!start) {
+                                x->names[x->n_names++] = k;
+                                continue;
+                        }
+                        x->starts[x->n_starts++] = k;
+                        if (k.len < 64)
+                                x->start_lens |= UINT64_C(1) << k.len;
+                        else
+                                x->long_starts = true;
+                }
+        }
+        qsort(x->names, x->n_names, sizeof(PolicyKey), compare_keys);
+        qsort(x->starts, x->n_starts, sizeof(PolicyKey), compare_keys);
+        *ret = TAKE_PTR(x);
+        return 0;
+}
+
+/* The keys equal to the first len bytes of s (a range sorted by policy). */
+static size_t find_keys(const PolicyKey *keys, size_t n, const char *s, size_t len, const PolicyKey **ret) {
+        size_t lo = 0, hi = n, m = 0;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (compare_bytes(keys[mid].key, keys[mid].len, s, len) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        while (lo + m < n && compare_bytes(keys[lo + m].key, keys[lo + m].len, s, len) == 0)
+                m++;
+        *ret = keys + lo;
+        return m;
+}
+
+static bool walk_add(PolicyWalk *w, const PolicyKey *at, size_t n) {
+        if (n == 0)
+                return true;
+        if (w->n_ranges >= POLICY_WALK_RANGES)
+                return false;
+        w->range[w->n_ranges].at = at;
+        w->range[w->n_ranges++].n = n;
+        return true;
+}
+
+PolicyWalk policy_index_walk(const PolicyIndex *x, const char *comm) {
+        PolicyWalk w = { .unnamed = x->unnamed, .n_unnamed = x->n_unnamed, .last = SIZE_MAX };
+        const PolicyWalk all = { .n_all = x->n_policies, .last = SIZE_MAX };
+        const PolicyKey *at;
+        size_t len, n;
+
+        if (!comm)
+                return all;
+        len = strlen(comm);
+        n = find_keys(x->names, x->n_names, comm, len, &at);
+        if (!walk_add(&w, at, n))
+                return all;
+        for (size_t k = 0; k <= len && x->n_starts > 0; k++) {
+                if (k < 64 ? !(x->start_lens & (UINT64_C(1) << k)) : !x->long_starts)
+                        continue;
+                n = find_keys(x->starts, x->n_starts, comm, k, &at);
+                if (!walk_add(&w, at, n))
+                        return all; /* more than a comm can hit: every policy, then */
+        }
+        return w;
+}
+
+bool policy_walk_next(PolicyWalk *w, size_t *ret) {
+        size_t best = SIZE_MAX, from = SIZE_MAX;
+
+        if (w->n_all > 0) {
+                if (w->all >= w->n_all)
+                        return false;
+                *ret = w->all++;
+                return true;
+        }
+        /* The lowest policy at the head of a range, or of the unnamed; a
+         * policy in several ranges (two of its patterns hit) comes once. */
+        for (size_t r = 0; r < w->n_ranges; r++) {
+                while (w->range[r].n > 0 && w->range[r].at->policy == w->last) {
+                        w->range[r].at++;
+                        w->range[r].n--;
+                }
+                if (w->range[r].n > 0 && w->range[r].at->policy < best) {
+                        best = w->range[r].at->policy;
+                        from = r;
+                }
+        }
+        if (w->n_unnamed > 0 && *w->unnamed < best) {
+                best = *w->unnamed;
+                w->unnamed++;
+                w->n_unnamed--;
+        } else if (from != SIZE_MAX) {
+                w->range[from].at++;
+                w->range[from].n--;
+        } else
+                return false;
+        *ret = w->last = best;
+        return true;
+}
+
 static int add_conflict(PolicyKernelPlan *plan, const char *what, const char *name, size_t winner, size_t loser) {
         PolicyConflict *n;
         char *w;

@@ -275,6 +275,48 @@ bool policy_match_task(const PolicyMatch *m, const PolicyTask *t);
  * has a [place] and matches the task; -1 when none. */
 int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask *t);
 
+/* The policies of a set that may match a task of a given comm, in set
+ * order, without a look at the others: those whose comm patterns are all
+ * plain names or a plain start and a final '*' ("postgres", "java*") are
+ * found by the comm (sorted indexes), the rest (another glob, or no comm
+ * pattern) come in order between them. A fleet's rule set names most of
+ * its programs, most of which a given host does not run: a task then
+ * costs what the few policies that could take it cost. Made over the
+ * policies take[i] says (NULL: all), for as long as the set lives. */
+typedef struct PolicyIndex PolicyIndex;
+
+int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret);
+PolicyIndex *policy_index_free(PolicyIndex *x);
+DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyIndex *, policy_index_free);
+
+typedef struct PolicyKey {
+        const char *key; /* the policy's pattern: a name, or a start (len bytes, then '*') */
+        size_t len;
+        size_t policy;
+} PolicyKey;
+
+/* The names (one range) and the starts (one range per length) that a comm
+ * hits, at most: a comm has 15 characters, so 16 starts and the name. */
+#define POLICY_WALK_RANGES 17u
+
+/* A walk over the candidates (policy_index_walk(), then
+ * policy_walk_next() until false). Plain data: no cleanup. */
+typedef struct PolicyWalk {
+        struct {
+                const PolicyKey *at; /* sorted by policy */
+                size_t n;
+        } range[POLICY_WALK_RANGES];
+        size_t n_ranges;
+        const size_t *unnamed;
+        size_t n_unnamed;
+        size_t all, n_all; /* every policy up to n_all instead */
+        size_t last;       /* the last given, SIZE_MAX before the first */
+} PolicyWalk;
+
+/* comm NULL (not known): every policy of the set, taken or not. */
+PolicyWalk policy_index_walk(const PolicyIndex *x, const char *comm);
+bool policy_walk_next(PolicyWalk *w, size_t *ret);
+
 /* The kernel-wide outcome of the in-force policies. */
 typedef struct PolicyKernelPlan {
         const char *cgroup_mode;    /* NULL = keep; points into the winning policy */

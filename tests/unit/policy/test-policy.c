@@ -3,6 +3,7 @@
  * limits and every error class. Pure: compiled with decide/ sources only. */
 
 #include <fnmatch.h>
+#include <time.h>
 #include "decide/policy.h"
 #include "policy-tests.h"
 
@@ -281,6 +282,101 @@ TEST(match_literal) {
                 if (policy_match_task(&p->match, &t))
                         fprintf(stderr, "'%s' should not match\n", no[i]);
                 ASSERT_FALSE(policy_match_task(&p->match, &t));
+        }
+}
+
+/* The index's walk is exactly: the taken policies, in set order, less
+ * those whose comm patterns are all names or starts ("x", "x*") and none
+ * of which matches the comm. Random sets of such patterns and others,
+ * against that rule with fnmatch() as the judge. */
+TEST(index_walk) {
+        static const char *const pats[] = { "ab", "abc", "a", "b", "ab*", "a*", "*", "abcd*", "b*", "a?c", "*c",
+                                            "a[bc]", "x\\y", "abc*", "*b*", "a?*" };
+        static const char *const comms[] = { "ab", "abc", "abcd", "abcde", "a", "b", "bc", "xy", "x\\y", "c", "" };
+        unsigned seed = getenv("TOPOD_TEST_SEED") ? (unsigned) strtoul(getenv("TOPOD_TEST_SEED"), NULL, 10)
+                                                  : (unsigned) time(NULL);
+
+        printf("   seed %u (TOPOD_TEST_SEED=%u repeats it)\n", seed, seed);
+        srand(seed);
+        for (int round = 0; round < 300; round++) {
+                _cleanup_(diag_freep) Diagnostics *d = diag_new();
+                _cleanup_(policy_set_freep) PolicySet *set = NULL;
+                _cleanup_(policy_index_freep) PolicyIndex *x = NULL;
+                char texts[16][256], names[16][32];
+                IniSource src[16];
+                bool take[16];
+                size_t n = 1 + (size_t) (rand() % 16);
+
+                for (size_t i = 0; i < n; i++) {
+                        int len = snprintf(texts[i], sizeof(texts[i]), "[policy]\nname = p%zu\npriority = %d\n[match]\n",
+                                           i, rand() % 5);
+                        int k = rand() % 4; /* patterns; 0: none (a class only) */
+
+                        for (int j = 0; j < k; j++)
+                                len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "comm = %s\n",
+                                                pats[rand() % ELEMENTSOF(pats)]);
+                        if (k == 0)
+                                len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "class = other\n");
+                        snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "[place]\n");
+                        snprintf(names[i], sizeof(names[i]), "%02zu.ini", i);
+                        src[i] = (IniSource) { .file = names[i], .text = texts[i], .len = strlen(texts[i]) };
+                }
+                ASSERT_OK(policy_set_parse(src, n, d, &set)); /* repeated patterns only warn */
+                ASSERT_EQ(set->n, n);
+                for (size_t i = 0; i < n; i++)
+                        take[i] = rand() % 4 != 0;
+                ASSERT_OK(policy_index_new(set, take, &x));
+                for (size_t c = 0; c < ELEMENTSOF(comms); c++) {
+                        PolicyWalk w = policy_index_walk(x, comms[c]);
+                        size_t want = 0, got;
+
+                        for (;; want++) {
+                                bool more;
+
+                                /* The next policy the rule keeps. */
+                                for (; want < n; want++) {
+                                        const PolicyPatterns *pp = &set->policies[want]->match.fields[POLICY_MATCH_COMM];
+                                        bool keyed = pp->n > 0, hit = false;
+
+                                        if (!take[want])
+                                                continue;
+                                        for (size_t j = 0; j < pp->n; j++) {
+                                                const char *g = pp->items[j].glob;
+                                                size_t gl = strlen(g);
+
+                                                hit = hit || fnmatch(g, comms[c], 0) == 0;
+                                                keyed = keyed && (pp->items[j].literal ||
+                                                                  (g[gl - 1] == '*' && strcspn(g, "*?[\\") == gl - 1));
+                                        }
+                                        if (!keyed || hit)
+                                                break;
+                                }
+                                more = policy_walk_next(&w, &got);
+                                if (want == n) {
+                                        if (more)
+                                                fprintf(stderr, "round %d, comm '%s': walk gives %zu, rule none\n",
+                                                        round, comms[c], got);
+                                        ASSERT_FALSE(more);
+                                        break;
+                                }
+                                if (!more || got != want)
+                                        fprintf(stderr, "round %d, comm '%s': walk gives %zd, rule %zu\n", round,
+                                                comms[c], more ? (ssize_t) got : (ssize_t) -1, want);
+                                ASSERT_TRUE(more);
+                                ASSERT_EQ(got, want);
+                        }
+                }
+                /* Without a comm: every policy, taken or not. */
+                {
+                        PolicyWalk w = policy_index_walk(x, NULL);
+                        size_t got;
+
+                        for (size_t i = 0; i < n; i++) {
+                                ASSERT_TRUE(policy_walk_next(&w, &got));
+                                ASSERT_EQ(got, i);
+                        }
+                        ASSERT_FALSE(policy_walk_next(&w, &got));
+                }
         }
 }
 
@@ -696,6 +792,7 @@ int main(void) {
         RUN(when_holds);
         RUN(match_task);
         RUN(match_literal);
+        RUN(index_walk);
         RUN(precedence);
         RUN(duplicate_names);
         RUN(conflicts);
