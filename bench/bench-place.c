@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The fast path's decision (decide/place.h) against the size of the rule
- * set: P policies ahead of the probe's, each naming another program (or,
- * with -g, a glob of other programs), as a fleet's rule files are on a host
- * where most of them match nothing. Prints the time of one pick for a
+ * set: P policies ahead of the probe's, each naming another program (-g:
+ * the start of other programs' names, "other-N-*"; -G: a glob that is not
+ * a start, "*-other-N", which every task is matched against), as a fleet's
+ * rule files are on a host where most of them match nothing. Prints the time of one pick for a
  * process the last policy takes and for one no policy takes, warm (a loop
  * of N picks): the pure decision, without the reads and writes around it.
  * With -t, also the planner's pass over TASKS threads (plan_build(), in
  * processes of 10 threads, none of them taken by the other policies).
  * Asserts nothing.
  *
- *   bench-place [-p POLICIES] [-n PICKS] [-g] [-t TASKS] */
+ *   bench-place [-p POLICIES] [-n PICKS] [-g | -G] [-t TASKS] */
 
 #include <getopt.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(place_state_freep) PlaceState *s = NULL;
         unsigned n_pol = 100, n = 200000, n_tasks = 0;
-        bool glob = false;
+        int glob = 0; /* 'g' starts, 'G' other globs */
         IniSource *ini;
         char **texts, **names;
         bool *in_force;
@@ -67,7 +68,7 @@ int main(int argc, char *argv[]) {
         double last, none;
         int c, k;
 
-        while ((c = getopt(argc, argv, "p:n:gt:")) >= 0)
+        while ((c = getopt(argc, argv, "p:n:gGt:")) >= 0)
                 switch (c) {
                 case 't':
                         n_tasks = (unsigned) strtoul(optarg, NULL, 10);
@@ -79,10 +80,11 @@ int main(int argc, char *argv[]) {
                         n = (unsigned) strtoul(optarg, NULL, 10);
                         break;
                 case 'g':
-                        glob = true;
+                case 'G':
+                        glob = c;
                         break;
                 default:
-                        fprintf(stderr, "usage: bench-place [-p POLICIES] [-n PICKS] [-g] [-t TASKS]\n");
+                        fprintf(stderr, "usage: bench-place [-p POLICIES] [-n PICKS] [-g | -G] [-t TASKS]\n");
                         return 2;
                 }
         if (n == 0 || n_pol > POLICY_COUNT_MAX - 1) {
@@ -98,9 +100,9 @@ int main(int argc, char *argv[]) {
         for (unsigned i = 0; i <= n_pol; i++) {
                 if (i < n_pol)
                         k = asprintf(&texts[i],
-                                     "[policy]\nname = other-%u\npriority = 600\n[match]\ncomm = other-%u%s\n"
+                                     "[policy]\nname = other-%u\npriority = 600\n[match]\ncomm = %sother-%u%s\n"
                                      "[place]\ncpus = llc\n",
-                                     i, i, glob ? "-*" : "");
+                                     i, glob == 'G' ? "*-" : "", i, glob == 'g' ? "-*" : "");
                 else
                         k = asprintf(&texts[i], "[policy]\nname = probe\npriority = 500\n[match]\ncomm = topod-probe\n"
                                                 "[place]\ncpus = llc\n");
@@ -126,7 +128,10 @@ int main(int argc, char *argv[]) {
         last = time_picks(s, "topod-probe", n, &v1);
         none = time_picks(s, "bash", n, &v2);
         printf("bench-place: %u policies ahead of the probe's (%s), %u picks each\n", n_pol,
-               glob ? "each a glob of other programs" : "each naming another program", n);
+               glob == 'g' ? "each the start of other programs' names"
+               : glob == 'G' ? "each a glob matched against every task"
+                             : "each naming another program",
+               n);
         printf("  taken by the last policy: %.0f ns a pick (%s)\n", last, place_verdict_to_string(v1));
         printf("  taken by none:            %.0f ns a pick (%s)\n", none, place_verdict_to_string(v2));
         if (n_tasks > 0) {

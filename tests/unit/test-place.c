@@ -501,8 +501,9 @@ static void test_plan_selects(void) {
                 World w;
 
                 for (size_t i = 0; i < n; i++) {
-                        int len = snprintf(texts[i], sizeof(texts[i]), "[policy]\nname = p%zu\npriority = %d\n[match]\n",
-                                           i, rand() % 5);
+                        /* Some disabled, some without [place]. */
+                        int len = snprintf(texts[i], sizeof(texts[i]), "[policy]\nname = p%zu\npriority = %d\n%s[match]\n",
+                                           i, rand() % 5, rand() % 8 == 0 ? "enabled = no\n" : "");
                         int k = rand() % 3;
 
                         for (int j = 0; j < k; j++)
@@ -511,12 +512,16 @@ static void test_plan_selects(void) {
                         if (k == 0 || rand() % 3 == 0)
                                 len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "class = %s\n",
                                                 classes[rand() % ELEMENTSOF(classes)]);
-                        snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "[place]\ncpus = all\n");
+                        snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "%s",
+                                 rand() % 8 == 0 ? "[features]\nHRTICK = on\n" : "[place]\ncpus = all\n");
                         pol[i] = texts[i];
                 }
                 world_init(&w, "pack:1 l3:2 core:2 pu:2", false, pol, n);
+                for (size_t i = 0; i < n; i++)
+                        w.in_force[i] = rand() % 6 != 0;
                 for (int t = 0; t < 20; t++)
-                        add_process(&w, comms[rand() % ELEMENTSOF(comms)], 1, (PolicyClass) (rand() % 3));
+                        add_process(&w, rand() % 10 == 0 ? NULL : comms[rand() % ELEMENTSOF(comms)], 1,
+                                    (PolicyClass) (rand() % _POLICY_CLASS_MAX));
                 plan = world_plan(&w);
                 for (size_t t = 0; t < w.n_tasks; t++) {
                         const PlanTask *pt = plan_find_task(plan, w.tasks[t].tid);
@@ -524,8 +529,8 @@ static void test_plan_selects(void) {
 
                         if ((pt ? pt->policy : -1) != want)
                                 TEST_FAIL("round %d: task %s (class %d): planner %d, select %d", round,
-                                          w.tasks[t].match.comm, (int) w.tasks[t].match.class, pt ? pt->policy : -1,
-                                          want);
+                                          w.tasks[t].match.comm ?: "(none)", (int) w.tasks[t].match.class,
+                                          pt ? pt->policy : -1, want);
                 }
                 world_done(&w);
         }

@@ -433,7 +433,7 @@ static bool known_facts_match(const Policy *pol, unsigned facts, const PlaceProc
 }
 
 /* The policies that may take the process, in set order (comm is always
- * known to the fast path; without it, all). */
+ * known to the fast path; without it, every one a pick looks at). */
 static PolicyWalk walk(const PlaceState *s, const PlaceProcess *p) {
         return policy_index_walk(s->index, p->have & PLACE_FACT_COMM ? p->match.comm : NULL);
 }

@@ -549,7 +549,8 @@ int plan_build(const PlanInputs *in, Plan **ret) {
 
                 if (in->tasks[i].kernel_thread || task->class < 0 || task->class >= _POLICY_CLASS_MAX)
                         continue;
-                /* Without a comm no policy naming one takes it: "" finds none. */
+                /* Without a comm no keyed policy takes it: "" finds at most
+                 * the "comm = *" ones, which turn it down as before. */
                 for (PolicyWalk w = policy_index_walk(index[task->class], task->comm ?: "");
                      pol < 0 && policy_walk_next(&w, &c);)
                         if (policy_match_task(&ps->policies[c]->match, task))

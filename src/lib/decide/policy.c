@@ -1324,15 +1324,16 @@ int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask
 }
 
 struct PolicyIndex {
-        size_t n_policies;
-        PolicyKey *names;  /* sorted by name, then policy */
+        PolicyIndexKey *names;  /* sorted by name, then policy */
         size_t n_names;
-        PolicyKey *starts; /* sorted by start, then policy */
+        PolicyIndexKey *starts; /* sorted by start, then policy */
         size_t n_starts;
         uint64_t start_lens; /* bit n: a start of n bytes (n < 64) */
         bool long_starts;    /* a start of 64 bytes or more */
         size_t *unnamed;     /* ascending */
         size_t n_unnamed;
+        size_t *taken;       /* every policy made over, ascending */
+        size_t n_taken;
 };
 
 PolicyIndex *policy_index_free(PolicyIndex *x) {
@@ -1341,6 +1342,7 @@ PolicyIndex *policy_index_free(PolicyIndex *x) {
         free(x->names);
         free(x->starts);
         free(x->unnamed);
+        free(x->taken);
         free(x);
         return NULL;
 }
@@ -1379,7 +1381,7 @@ static int compare_bytes(const char *a, size_t na, const char *b, size_t nb) {
 }
 
 static int compare_keys(const void *a, const void *b) {
-        const PolicyKey *x = a, *y = b;
+        const PolicyIndexKey *x = a, *y = b;
         int c = compare_bytes(x->key, x->len, y->key, y->len);
 
         return c != 0 ? c : (x->policy > y->policy) - (x->policy < y->policy);
@@ -1391,7 +1393,6 @@ int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret) {
 
         if (!x)
                 return -ENOMEM;
-        x->n_policies = s->n;
         for (size_t i = 0; i < s->n; i++) {
                 const PolicyPatterns *comm = &s->policies[i]->match.fields[POLICY_MATCH_COMM];
 
@@ -1402,22 +1403,24 @@ int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret) {
                 else
                         n_unnamed++;
         }
-        x->names = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyKey));
-        x->starts = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyKey));
+        x->names = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyIndexKey));
+        x->starts = calloc(MAX(n_keys, (size_t) 1), sizeof(PolicyIndexKey));
         x->unnamed = calloc(MAX(n_unnamed, (size_t) 1), sizeof(size_t));
-        if (!x->names || !x->starts || !x->unnamed)
+        x->taken = calloc(MAX(s->n, (size_t) 1), sizeof(size_t));
+        if (!x->names || !x->starts || !x->unnamed || !x->taken)
                 return -ENOMEM;
         for (size_t i = 0; i < s->n; i++) {
                 const PolicyPatterns *comm = &s->policies[i]->match.fields[POLICY_MATCH_COMM];
 
                 if (take && !take[i])
                         continue;
+                x->taken[x->n_taken++] = i;
                 if (!keyed_by_comm(comm)) {
                         x->unnamed[x->n_unnamed++] = i;
                         continue;
                 }
                 for (size_t j = 0; j < comm->n; j++) {
-                        PolicyKey k = { comm->items[j].glob, 0, i };
+                        PolicyIndexKey k = { comm->items[j].glob, 0, i };
                         bool start = false;
 
                         (void) keyed_pattern(&comm->items[j], &k.len, &start);
@@ -1432,14 +1435,14 @@ int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret) {
                                 x->long_starts = true;
                 }
         }
-        qsort(x->names, x->n_names, sizeof(PolicyKey), compare_keys);
-        qsort(x->starts, x->n_starts, sizeof(PolicyKey), compare_keys);
+        qsort(x->names, x->n_names, sizeof(PolicyIndexKey), compare_keys);
+        qsort(x->starts, x->n_starts, sizeof(PolicyIndexKey), compare_keys);
         *ret = TAKE_PTR(x);
         return 0;
 }
 
 /* The keys equal to the first len bytes of s (a range sorted by policy). */
-static size_t find_keys(const PolicyKey *keys, size_t n, const char *s, size_t len, const PolicyKey **ret) {
+static size_t find_keys(const PolicyIndexKey *keys, size_t n, const char *s, size_t len, const PolicyIndexKey **ret) {
         size_t lo = 0, hi = n, m = 0;
 
         while (lo < hi) {
@@ -1456,7 +1459,7 @@ static size_t find_keys(const PolicyKey *keys, size_t n, const char *s, size_t l
         return m;
 }
 
-static bool walk_add(PolicyWalk *w, const PolicyKey *at, size_t n) {
+static bool walk_add(PolicyWalk *w, const PolicyIndexKey *at, size_t n) {
         if (n == 0)
                 return true;
         if (w->n_ranges >= POLICY_WALK_RANGES)
@@ -1468,8 +1471,8 @@ static bool walk_add(PolicyWalk *w, const PolicyKey *at, size_t n) {
 
 PolicyWalk policy_index_walk(const PolicyIndex *x, const char *comm) {
         PolicyWalk w = { .unnamed = x->unnamed, .n_unnamed = x->n_unnamed, .last = SIZE_MAX };
-        const PolicyWalk all = { .n_all = x->n_policies, .last = SIZE_MAX };
-        const PolicyKey *at;
+        const PolicyWalk all = { .unnamed = x->taken, .n_unnamed = x->n_taken, .last = SIZE_MAX };
+        const PolicyIndexKey *at;
         size_t len, n;
 
         if (!comm)
@@ -1491,12 +1494,6 @@ PolicyWalk policy_index_walk(const PolicyIndex *x, const char *comm) {
 bool policy_walk_next(PolicyWalk *w, size_t *ret) {
         size_t best = SIZE_MAX, from = SIZE_MAX;
 
-        if (w->n_all > 0) {
-                if (w->all >= w->n_all)
-                        return false;
-                *ret = w->all++;
-                return true;
-        }
         /* The lowest policy at the head of a range, or of the unnamed; a
          * policy in several ranges (two of its patterns hit) comes once. */
         for (size_t r = 0; r < w->n_ranges; r++) {

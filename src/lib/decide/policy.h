@@ -289,31 +289,32 @@ int policy_index_new(const PolicySet *s, const bool *take, PolicyIndex **ret);
 PolicyIndex *policy_index_free(PolicyIndex *x);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PolicyIndex *, policy_index_free);
 
-typedef struct PolicyKey {
+typedef struct PolicyIndexKey {
         const char *key; /* the policy's pattern: a name, or a start (len bytes, then '*') */
         size_t len;
         size_t policy;
-} PolicyKey;
+} PolicyIndexKey;
 
-/* The names (one range) and the starts (one range per length) that a comm
- * hits, at most: a comm has 15 characters, so 16 starts and the name. */
+/* The names (one range) and the starts (one range per length) a walk
+ * follows: a kernel's comm has 15 characters, so 16 starts and the name.
+ * A longer string that hits more walks every policy the index was made
+ * over instead. */
 #define POLICY_WALK_RANGES 17u
 
 /* A walk over the candidates (policy_index_walk(), then
  * policy_walk_next() until false). Plain data: no cleanup. */
 typedef struct PolicyWalk {
         struct {
-                const PolicyKey *at; /* sorted by policy */
+                const PolicyIndexKey *at; /* sorted by policy */
                 size_t n;
         } range[POLICY_WALK_RANGES];
         size_t n_ranges;
-        const size_t *unnamed;
+        const size_t *unnamed; /* ascending */
         size_t n_unnamed;
-        size_t all, n_all; /* every policy up to n_all instead */
-        size_t last;       /* the last given, SIZE_MAX before the first */
+        size_t last; /* the last given, SIZE_MAX before the first */
 } PolicyWalk;
 
-/* comm NULL (not known): every policy of the set, taken or not. */
+/* comm NULL (not known): every policy the index was made over. */
 PolicyWalk policy_index_walk(const PolicyIndex *x, const char *comm);
 bool policy_walk_next(PolicyWalk *w, size_t *ret);
 

@@ -366,18 +366,64 @@ TEST(index_walk) {
                                 ASSERT_EQ(got, want);
                         }
                 }
-                /* Without a comm: every policy, taken or not. */
+                /* Without a comm: every policy taken. */
                 {
                         PolicyWalk w = policy_index_walk(x, NULL);
                         size_t got;
 
                         for (size_t i = 0; i < n; i++) {
+                                if (!take[i])
+                                        continue;
                                 ASSERT_TRUE(policy_walk_next(&w, &got));
                                 ASSERT_EQ(got, i);
                         }
                         ASSERT_FALSE(policy_walk_next(&w, &got));
                 }
         }
+}
+
+/* A string hitting more starts than a walk follows (a kernel's comm
+ * cannot, a test tree's may): every policy taken, still in order, and no
+ * other. */
+TEST(index_walk_many_starts) {
+        static const char LONG[] = "abcdefghijklmnopqrstuvwxyz";
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *set = NULL;
+        _cleanup_(policy_index_freep) PolicyIndex *x = NULL;
+        char texts[16][256], names[16][32];
+        IniSource src[16];
+        bool take[16];
+        PolicyWalk w;
+        size_t got, want = 0;
+
+        /* p0..p12: the starts of 2i and 2i+1 characters; p13: another name;
+         * p14: not taken; p15: a glob. */
+        for (size_t i = 0; i < 16; i++) {
+                if (i < 13)
+                        snprintf(texts[i], sizeof(texts[i]),
+                                 "[policy]\nname = p%zu\npriority = %zu\n[match]\ncomm = %.*s*\ncomm = %.*s*\n[place]\n",
+                                 i, 100 - i, (int) (2 * i), LONG, (int) (2 * i + 1), LONG);
+                else
+                        snprintf(texts[i], sizeof(texts[i]), "[policy]\nname = p%zu\npriority = %zu\n[match]\ncomm = %s\n[place]\n",
+                                 i, 100 - i, i == 15 ? "*q*" : "other");
+                snprintf(names[i], sizeof(names[i]), "%02zu.ini", i);
+                src[i] = (IniSource) { .file = names[i], .text = texts[i], .len = strlen(texts[i]) };
+                take[i] = i != 14;
+        }
+        ASSERT_OK(policy_set_parse(src, 16, d, &set));
+        ASSERT_OK(policy_index_new(set, take, &x));
+        w = policy_index_walk(x, LONG); /* 26 starts hit */
+        while (policy_walk_next(&w, &got)) {
+                ASSERT_EQ(got, want);
+                want += want == 13 ? 2 : 1; /* every one taken: p13 too, not p14 */
+        }
+        ASSERT_EQ(want, 16);
+        w = policy_index_walk(x, "abcdef"); /* 7 starts: p0..p3, and the glob */
+        for (size_t i = 0; i < 5; i++) {
+                ASSERT_TRUE(policy_walk_next(&w, &got));
+                ASSERT_EQ(got, i < 4 ? i : 15);
+        }
+        ASSERT_FALSE(policy_walk_next(&w, &got));
 }
 
 static PolicySet *set_of(const char *const *files, const char *const *texts, size_t n, Diagnostics *d, int expect) {
@@ -793,6 +839,7 @@ int main(void) {
         RUN(match_task);
         RUN(match_literal);
         RUN(index_walk);
+        RUN(index_walk_many_starts);
         RUN(precedence);
         RUN(duplicate_names);
         RUN(conflicts);
