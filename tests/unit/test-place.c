@@ -488,6 +488,8 @@ static void test_plan_selects(void) {
         static const char *const pats[] = { "ab", "abc", "ab*", "a*", "*", "b*", "a?c", "*c", "x\\y", "*b*" };
         static const char *const comms[] = { "ab", "abc", "abcd", "a", "b", "bc", "xy", "c" };
         static const char *const classes[] = { "other", "latency", "avx", "other latency" };
+        static const char *const features[] = { "[features]\nHRTICK = on\n", "[features]\nTTWU_QUEUE = off\n",
+                                                 "[features]\nHRTICK = off\nTTWU_QUEUE = on\n" };
         unsigned seed = getenv("TOPOD_TEST_SEED") ? (unsigned) strtoul(getenv("TOPOD_TEST_SEED"), NULL, 10)
                                                   : (unsigned) time(NULL);
 
@@ -513,7 +515,7 @@ static void test_plan_selects(void) {
                                 len += snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "class = %s\n",
                                                 classes[rand() % ELEMENTSOF(classes)]);
                         snprintf(texts[i] + len, sizeof(texts[i]) - (size_t) len, "%s",
-                                 rand() % 8 == 0 ? "[features]\nHRTICK = on\n" : "[place]\ncpus = all\n");
+                                 rand() % 4 == 0 ? features[rand() % ELEMENTSOF(features)] : "[place]\ncpus = all\n");
                         pol[i] = texts[i];
                 }
                 world_init(&w, "pack:1 l3:2 core:2 pu:2", false, pol, n);
@@ -531,6 +533,28 @@ static void test_plan_selects(void) {
                                 TEST_FAIL("round %d: task %s (class %d): planner %d, select %d", round,
                                           w.tasks[t].match.comm ?: "(none)", (int) w.tasks[t].match.class,
                                           pt ? pt->policy : -1, want);
+                }
+                /* The kernel-wide settings: those of the policies without
+                 * [place] that some task matches, as policy by policy. */
+                {
+                        _cleanup_(policy_kernel_plan_freep) PolicyKernelPlan *want = NULL;
+                        bool kernel[16];
+
+                        for (size_t i = 0; i < n; i++) {
+                                const Policy *p = w.policies->policies[i];
+
+                                kernel[i] = w.in_force[i];
+                                if (!kernel[i] || !p->has_match || p->place.present)
+                                        continue;
+                                kernel[i] = false;
+                                for (size_t t = 0; t < w.n_tasks; t++)
+                                        kernel[i] = kernel[i] || policy_match_task(&p->match, &w.tasks[t].match);
+                        }
+                        ASSERT_OK(policy_set_resolve_kernel(w.policies, kernel, &want));
+                        ASSERT_EQ(plan->kernel->n_features, want->n_features);
+                        for (size_t f = 0; f < want->n_features; f++)
+                                ASSERT_EQ(plan->kernel->feature_policy[f], want->feature_policy[f]);
+                        ASSERT_EQ(plan->kernel->n_conflicts, want->n_conflicts);
                 }
                 world_done(&w);
         }

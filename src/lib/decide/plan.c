@@ -486,19 +486,37 @@ int plan_build(const PlanInputs *in, Plan **ret) {
          * [place] sets them only while a task it matches is there. */
         {
                 _cleanup_free_ bool *kernel_in_force = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
+                _cleanup_free_ bool *waiting = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
+                _cleanup_(policy_index_freep) PolicyIndex *x = NULL;
+                size_t n_waiting = 0;
 
-                if (!kernel_in_force)
+                if (!kernel_in_force || !waiting)
                         return -ENOMEM;
                 for (size_t i = 0; i < ps->n; i++) {
                         const Policy *pol = ps->policies[i];
 
                         kernel_in_force[i] = in->in_force[i];
-                        if (!kernel_in_force[i] || !pol->has_match || pol->place.present)
+                        waiting[i] = kernel_in_force[i] && pol->has_match && !pol->place.present;
+                        if (waiting[i])
+                                kernel_in_force[i] = false;
+                        n_waiting += waiting[i];
+                }
+                /* Which of them a task matches: each task against the ones
+                 * that could take it (by its comm), not each of them
+                 * against every task. */
+                if (n_waiting > 0 && (k = policy_index_new(ps, waiting, &x)) < 0)
+                        return k;
+                for (size_t t_ = 0; t_ < in->n_tasks && n_waiting > 0; t_++) {
+                        const PolicyTask *task = &in->tasks[t_].match;
+                        size_t c;
+
+                        if (in->tasks[t_].kernel_thread)
                                 continue;
-                        kernel_in_force[i] = false;
-                        for (size_t t_ = 0; t_ < in->n_tasks && !kernel_in_force[i]; t_++)
-                                kernel_in_force[i] = !in->tasks[t_].kernel_thread &&
-                                                     policy_match_task(&pol->match, &in->tasks[t_].match);
+                        for (PolicyWalk w = policy_index_walk(x, task->comm ?: ""); policy_walk_next(&w, &c);)
+                                if (!kernel_in_force[c] && policy_match_task(&ps->policies[c]->match, task)) {
+                                        kernel_in_force[c] = true;
+                                        n_waiting--;
+                                }
                 }
                 k = policy_set_resolve_kernel(ps, kernel_in_force, &p->kernel);
                 if (k < 0)
