@@ -40,6 +40,7 @@ typedef struct Fake {
         bool any_cookie;   /* some live thread has a cookie */
         unsigned toggles_off; /* times the last cookie went away */
         pid_t create_caller; /* gettid() of the last create's caller */
+        unsigned alive_checks; /* pidfd_alive() calls */
         char log[4096];
 } Fake;
 
@@ -204,6 +205,7 @@ static int fake_pidfd_alive(int pidfd, pid_t tid, void *userdata) {
         FakeTask *t = fake_find(f, tid);
 
         ASSERT_TRUE(pidfd >= 0);
+        f->alive_checks++;
         return t && t->alive;
 }
 
@@ -366,6 +368,42 @@ static void test_assign_single(void) {
 
         /* Nothing to do. */
         ASSERT_EQ(cookie_assign(s.a, NULL, 0, NULL), 0);
+        teardown(&s);
+}
+
+/* The fast path's pin: checked before the act unless the caller just
+ * found it alive after its own (its move), and always after. */
+static void test_assign_pinned(void) {
+        Setup s = setup();
+        CookieTask t = add_task(101), u = add_task(102), v = add_task(103);
+        _cleanup_(pidref_done) PidRef rt = PIDREF_NULL, ru = PIDREF_NULL, rv = PIDREF_NULL;
+        CookieResult r;
+
+        ASSERT_OK(pidref_acquire(s.root, &fake_pidref_ops, t.tid, t.start_time, &rt));
+        ASSERT_OK(pidref_acquire(s.root, &fake_pidref_ops, u.tid, u.start_time, &ru));
+        ASSERT_OK(pidref_acquire(s.root, &fake_pidref_ops, v.tid, v.start_time, &rv));
+        ASSERT_EQ(cookie_assign(s.a, &t, 1, &r), 1); /* the worker takes its keep-alive */
+        t.pinned = &rt;
+        fake.alive_checks = 0;
+        fake.log[0] = '\0';
+        ASSERT_EQ(cookie_assign(s.a, &t, 1, &r), 1);
+        ASSERT_EQ(fake.alive_checks, 2); /* before and after */
+        u.pinned = &ru;
+        u.pinned_checked = true;
+        fake.alive_checks = 0;
+        ASSERT_EQ(cookie_assign(s.a, &u, 1, &r), 1);
+        ASSERT_EQ(fake.alive_checks, 1); /* after only */
+        expect(&r, 102, COOKIE_DONE, 0);
+        ASSERT_EQ(r.cookie, cookie_of(102));
+        /* Gone since the caller's check: the act does not reach it, and
+         * the check after says so. */
+        v.pinned = &rv;
+        v.pinned_checked = true;
+        task(103)->alive = false;
+        fake.alive_checks = 0;
+        ASSERT_EQ(cookie_assign(s.a, &v, 1, &r), 0); /* none done */
+        ASSERT_TRUE(r.outcome != COOKIE_DONE);
+        ASSERT_EQ(cookie_of(103), 0);
         teardown(&s);
 }
 
@@ -764,6 +802,7 @@ int main(void) {
         RUN(test_strings);
         RUN(test_assign_order);
         RUN(test_assign_single);
+        RUN(test_assign_pinned);
         RUN(test_vanished);
         RUN(test_proc_fallback);
         RUN(test_errors);

@@ -319,8 +319,11 @@ static int ref_take(CookieApplier *a, const CookieTask *t, PidRef *ret) {
             (t->pinned->pidfd >= 0 ? a->ops.pidref && a->ops.pidref->pidfd_alive : t->pinned->procfd >= 0)) {
                 /* Taken a while ago (before the journal's commit and the
                  * move): still the same thread now? (One check, no
-                 * stat read: the pin holds its identity.) */
-                int k = pidref_alive(t->pinned, a->root, a->ops.pidref);
+                 * stat read: the pin holds its identity.) Not again when
+                 * the caller's check after its move just said so: a
+                 * system call less a placement, the dear kind in an
+                 * emulated guest. */
+                int k = t->pinned_checked ? 1 : pidref_alive(t->pinned, a->root, a->ops.pidref);
 
                 if (k < 0)
                         return k;

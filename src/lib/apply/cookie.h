@@ -117,6 +117,9 @@ typedef struct CookieTask {
         const PidRef *pinned; /* NULL, or the caller's handle on this very thread (same
                                * tid and start time), used in place of a new one: the
                                * fast path's move took it a moment before */
+        bool pinned_checked;  /* pinned was found alive after the caller's own act on it,
+                               * a moment ago: not checked again before this one (the
+                               * check after it tells whether it reached the thread) */
 } CookieTask;
 
 typedef struct CookieResult {

@@ -362,8 +362,11 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                 for (size_t j = i; j < n; j++)
                         if (!done[j] && items[j].cookie == items[i].cookie &&
                             (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
+                                /* A move done was checked alive right after. */
                                 tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
-                                                          .pinned = pins[j] };
+                                                          .pinned = pins[j],
+                                                          .pinned_checked = pins[j] &&
+                                                                            items[j].moved == RECONCILE_DONE };
                                 which[m++] = j;
                                 done[j] = true;
                         }
