@@ -224,10 +224,15 @@ static bool glob_has_magic(const char *g) {
         return strpbrk(g, "*?[") != NULL;
 }
 
-/* Unlike glob_has_magic() (may the pattern match a longer name?), a
+/* How many bytes a pattern starts with that fnmatch() takes as they are.
+ * Unlike glob_has_magic() (may the pattern match a longer name?), a
  * backslash counts: fnmatch() takes it as an escape (k\9 matches "k9"). */
+static size_t glob_plain_prefix(const char *glob) {
+        return strcspn(glob, "*?[\\");
+}
+
 bool policy_glob_is_literal(const char *glob) {
-        return !strpbrk(glob, "*?[\\");
+        return glob[glob_plain_prefix(glob)] == '\0';
 }
 
 /* ── The parser ── */
@@ -1357,7 +1362,7 @@ static bool keyed_pattern(const PolicyPattern *pat, size_t *ret_len, bool *ret_s
                 *ret_start = false;
                 return true;
         }
-        if (n == 0 || pat->glob[n - 1] != '*' || strcspn(pat->glob, "*?[\\") != n - 1)
+        if (n == 0 || pat->glob[n - 1] != '*' || glob_plain_prefix(pat->glob) != n - 1)
                 return false;
         *ret_len = n - 1;
         *ret_start = true;
