@@ -115,6 +115,7 @@ typedef struct Daemon {
         unsigned last_failed;
         bool ready;
         bool paused;             /* topoctl reset: observe, apply nothing, until a reload */
+        bool in_pass;            /* a pass runs (the placer places in its yields) */
 
         SysLoad load;            /* /proc/stat at the last timer pass */
         uint64_t own_usec;       /* our CPU time then */
@@ -162,9 +163,11 @@ static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
         [PASS_RELOAD] = "reload", [PASS_EXPLAIN] = "explain",
 };
 
+static void arm_soon(Daemon *d);
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
-static int pass(Daemon *d, PassCause cause) {
+static int pass_run(Daemon *d, PassCause cause) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         Reconciler rc = reconciler(d);
@@ -220,6 +223,12 @@ static int pass(Daemon *d, PassCause cause) {
         cgroup_held_close_files(d->held);
         if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
+        /* What waited for a group during the pass (a policy's first, in
+         * an exec storm: dozens), placed from this plan now, not by
+         * another pass and its scan. */
+        d->in_pass = false;
+        if (!d->paused && d->p->place && fast_place(d))
+                arm_soon(d);
         /* the groups' concurrency, for the next plan's emulated concur */
         if (!d->paused && (k = pipeline_measure(d->p, d->plan)) < 0)
                 log_warning(d, "cannot measure the groups' concurrency: %s", strerror(-k));
@@ -250,6 +259,17 @@ static int pass(Daemon *d, PassCause cause) {
                 log_info(d, "ready: %zu tasks managed in %zu groups", d->plan->n_tasks, d->plan->n_groups);
         }
         return 0;
+}
+
+static int pass(Daemon *d, PassCause cause) {
+        int k;
+
+        /* The placer, placing in its yields, leaves to it what waits
+         * for a group (fast_place()). */
+        d->in_pass = true;
+        k = pass_run(d, cause);
+        d->in_pass = false;
+        return k;
 }
 
 static void own_usage(uint64_t *ret_usec, uint64_t *ret_switches) {
@@ -385,13 +405,14 @@ static bool fast_place(Daemon *d) {
                 if (r->items[i].status == RECONCILE_FAILED)
                         log_warning(d, "%s: %s%s%s", r->items[i].what, r->items[i].reason ?: "",
                                     r->items[i].reason ? " " : "", r->items[i].error ? strerror(-r->items[i].error) : "");
-        return st.left > 0 || st.kernel > 0;
+        /* What waits for a group during a pass is placed from its plan
+         * (pass_run()): no pass after it for that. */
+        return st.left > (d->in_pass ? st.waiting : 0) || st.kernel > 0;
 }
 
 static void arm_soon(Daemon *d) {
         uint64_t now = pipeline_now_usec();
         int enabled;
-
         if (!d->soon)
                 return;
         /* A burst's requests push it back, to one pass after the burst;

@@ -888,6 +888,74 @@ static void test_storm_pass_defers_exited(void) {
         world_free(&w);
 }
 
+/* At the pass's first yield: a process of a policy without a group yet
+ * execs, and the fast path finds no group for it. */
+static void waiting_yield(void *userdata) {
+        Interleave *il = userdata;
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        Reconciler rc = il->w->rc;
+
+        if (il->calls++ > 0)
+                return;
+        fake_process(1011, "plain-c", "/user.slice");
+        note_changed(il->w, 1011);
+        rc.yield = NULL;
+        ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 0);
+        ASSERT_EQ(il->st.left, 1);
+        ASSERT_EQ(il->st.waiting, 1);
+}
+
+/* A process whose policy has no group yet waits for the pass that makes
+ * it. One that came before the pass began is its scan's: the pass places
+ * it. One that came during the pass, which leaves it alone, is placed from
+ * that pass's plan once it is in use: not left for another pass. */
+static void test_waiting_for_group(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+        Plan *plan1, *plan2;
+        PipelineFreshStats st;
+        Interleave il = {};
+        World w;
+
+        world_new(&w);
+        fake_process(400, "other-a", "/user.slice"); /* no plain process: no plain group */
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(400), "/user.slice");
+
+        fake_process(1010, "plain-b", "/user.slice");
+        event(&w, 1010);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 0);
+        ASSERT_EQ(st.seen, 1);
+        ASSERT_EQ(st.left, 1);
+        ASSERT_EQ(st.waiting, 1);
+        ASSERT_STREQ(process_cgroup(1010), "/user.slice");
+
+        il.w = &w;
+        pipeline_set_yield(w.p, waiting_yield, &il);
+        w.rc.yield = pipeline_yield_hooks(w.p);
+        plan2 = pass(&w, &r3);
+        ASSERT_TRUE(il.calls > 0);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(1010), "/topod.slice/plain");
+        ASSERT_STREQ(process_cgroup(1011), "/user.slice");
+
+        /* The caller places at once what waited: 1011 alone (1010 was the
+         * scan's), into the group the pass made. */
+        pipeline_set_yield(w.p, NULL, NULL);
+        w.rc.yield = NULL;
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r4), 1);
+        ASSERT_EQ(st.seen, 1);
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_EQ(st.left, 0);
+        ASSERT_EQ(r4->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(1011), "/topod.slice/plain");
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* A storm pass's plan without a member of a group's cookie (all gone, or
  * left to the next scan): the next process the fast path places there
  * joins the one it placed last, not a cookie of its own. */
@@ -1408,6 +1476,7 @@ int main(void) {
         RUN(test_storm_pass_defers);
         RUN(test_storm_pass_defers_exited);
         RUN(test_storm_keeps_cookie_source);
+        RUN(test_waiting_for_group);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_measure);

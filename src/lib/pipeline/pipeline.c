@@ -30,6 +30,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         free(p->usage);
         place_state_free(p->place);
         free(p->fresh);
+        free(p->waiting);
         free(p->changed);
         free(p->defer_next);
         free(p->deferred);
@@ -501,6 +502,7 @@ static int sample(Pipeline *p, bool full, bool defer) {
         /* The scan sees the new processes: the pass places them. */
         p->n_fresh = 0;
         p->fresh_dropped = 0;
+        p->n_waiting = 0;
         /* What changes from here on, the scan may have read before. */
         p->n_changed = p->n_changed_sorted = 0;
         p->changed_lost = false;
@@ -733,18 +735,24 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
         /* Looks under another plan tell nothing about this one. */
         memset(p->looked, 0, sizeof(p->looked));
         if (!plan)
-                return 0;
+                return 0; /* the waiting wait for the next plan */
         /* The buffers, once. */
         if (!p->fresh)
                 p->fresh = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
+        if (!p->waiting)
+                p->waiting = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
         if (!p->quick)
                 p->quick = calloc(1, sizeof(TaskQuick));
         if (!p->batch)
                 p->batch = calloc(PIPELINE_FRESH_MAX, sizeof(ReconcilePlacement));
         if (!p->sources)
                 p->sources = calloc(PIPELINE_FRESH_MAX * (PLACE_COOKIE_SOURCES_MAX + 1), sizeof(CookieTask));
-        if (!p->fresh || !p->quick || !p->batch || !p->sources)
+        if (!p->fresh || !p->waiting || !p->quick || !p->batch || !p->sources)
                 return -ENOMEM;
+        /* Those that waited for a group: this plan may have it. */
+        memcpy(p->fresh, p->waiting, p->n_waiting * sizeof(pid_t));
+        p->n_fresh = p->n_waiting;
+        p->n_waiting = 0;
         k = place_state_new(plan, p->policies, p->in_force, p->topology, &p->place);
         if (k < 0)
                 return k;
@@ -850,8 +858,14 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                 case PLACE_PLANNED:
                         st.planned++;
                         continue;
-                case PLACE_WAIT_CLASS:
                 case PLACE_NEED_PASS:
+                        if (p->waiting && p->n_waiting < PIPELINE_FRESH_MAX) {
+                                p->waiting[p->n_waiting++] = pp.tgid;
+                                st.waiting++;
+                        }
+                        st.left++;
+                        continue;
+                case PLACE_WAIT_CLASS:
                         st.left++;
                         continue;
                 default:

@@ -92,6 +92,13 @@ typedef struct Pipeline {
         pid_t *fresh;
         size_t n_fresh;
         unsigned fresh_dropped;
+        /* Those whose policy had no group in the plan in force
+         * (PLACE_NEED_PASS) since the last scan began: placed again from
+         * the next plan (pipeline_use_plan()), not left for the scan of
+         * the pass after it. At most PIPELINE_FRESH_MAX; more wait for a
+         * scan. */
+        pid_t *waiting;
+        size_t n_waiting;
         /* When the fast path last read each process (by pid, a slot each:
          * the newest wins): an event older than that read (the fork or exec
          * an exec storm's lazier socket brings late) was seen by it. */
@@ -241,15 +248,21 @@ typedef struct PipelineFreshStats {
         unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
         unsigned left;      /* for the normal pass: no group yet, class needed, failed,
                              * or more than PIPELINE_FRESH_MAX */
+        unsigned waiting;   /* of left: no group yet, and remembered to be placed from
+                             * the next plan (pipeline_use_plan()) */
         unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
                              * kernel-wide settings may change (the normal pass's job) */
 } PipelineFreshStats;
 
 /* Place new processes from this plan from now on: the plan the last
  * reconcile_apply() applied. Borrowed: it must stay valid and unchanged
- * until the next call (NULL: no fast path). Returns 0, or -ENOMEM when the
- * fast path's view of it could not be built (then there is no fast path
- * until the next call). */
+ * until the next call (NULL: no fast path). The processes that waited for
+ * a group since the scan began (PipelineFreshStats.waiting) are
+ * remembered for the next pipeline_place_fresh(), which the caller makes
+ * at once: a pass that makes a policy's first group places the processes
+ * that came meanwhile, not the pass after it. Returns 0, or -ENOMEM when
+ * the fast path's view of it could not be built (then there is no fast
+ * path until the next call). */
 int pipeline_use_plan(Pipeline *p, const Plan *applied);
 
 /* Place the processes remembered since the last call. Cheap when none
