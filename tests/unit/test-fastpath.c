@@ -33,12 +33,12 @@ static char *root_dir;
 
 /* A one-thread process: the files the scan, the fast reader and the
  * handles read. */
-static void fake_process(pid_t pid, const char *comm, const char *cgroup) {
+static void fake_process_started(pid_t pid, const char *comm, const char *cgroup, unsigned start_time) {
         char rel[128], text[512];
 
         snprintf(text, sizeof(text),
-                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
-                 (int) pid, comm, (int) pid, (int) pid, 5000 + (int) pid);
+                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %u 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) pid, comm, (int) pid, (int) pid, start_time);
         snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
         fake_write(root_dir, rel, text);
         snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) pid, (int) pid);
@@ -57,6 +57,11 @@ static void fake_process(pid_t pid, const char *comm, const char *cgroup) {
         snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) pid);
         snprintf(text, sizeof(text), "0::%s\n", cgroup);
         fake_write(root_dir, rel, text);
+}
+
+/* Started 5000 + pid ticks after boot. */
+static void fake_process(pid_t pid, const char *comm, const char *cgroup) {
+        fake_process_started(pid, comm, cgroup, 5000u + (unsigned) pid);
 }
 
 static const char *process_cgroup(pid_t pid) {
@@ -281,9 +286,17 @@ static int fp_alive(int pidfd, pid_t tid, void *userdata) {
         return access(path, F_OK) == 0;
 }
 
+/* Its start time + 1e6: a process that takes a gone one's pid has
+ * another (fake_process_started()). */
 static int fp_ino(int pidfd, void *userdata, uint64_t *ret) {
+        _cleanup_(root_freep) Root *r = NULL;
+        uint64_t st;
+
         (void) userdata;
-        *ret = 1000000u + 5000u + (uint64_t) pidfd_pid[pidfd]; /* fake_process()'s start time + 1e6 */
+        ASSERT_OK(root_open(root_dir, &r));
+        if (pidref_read_start_time(r, -1, pidfd_pid[pidfd], &st) < 0)
+                st = 0;
+        *ret = 1000000u + st;
         return 0;
 }
 
@@ -433,10 +446,17 @@ static const ReconcileItem *find_item(const ReconcileReport *r, const char *pref
 static void event(World *w, pid_t pid);
 
 /* Where pidfds are pidfs inodes the fast path journals a process it moves
- * by its pidfd's inode, but one it also gives a cookie by its start time,
- * which its cookie's entry and the pass compare with the observer's: the
- * next pass keeps that cookie, and names the other entry by its start time
- * too. */
+ * by its pidfd's inode; one it also gives a cookie, by its start time where
+ * the cookie applier cannot check such names (test_pidfs_cookie_names() has
+ * one that can): the next pass keeps that cookie, and names the other entry
+ * by its start time too. */
+static bool journal_has_cookie(const Journal *j, pid_t tid, uint64_t start_time) {
+        for (size_t i = 0; i < j->n_cookies; i++)
+                if (j->cookies[i].tid == tid && j->cookies[i].start_time == start_time)
+                        return true;
+        return false;
+}
+
 /* A process starts in /user.slice and its exec is told to the fast path. */
 static void exec_process(World *w, pid_t pid, const char *comm) {
         fake_process(pid, comm, "/user.slice");
@@ -757,6 +777,7 @@ static void storm_yield(void *userdata) {
 static void test_storm_pass_defers(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         const uint64_t plain_b = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1003u); /* fp_ino() */
+        const uint64_t batch_b_ino = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1000u);
         Plan *plan1, *plan2 = NULL, *plan3 = NULL;
         PipelineFreshStats st;
         const ReconcileItem *it;
@@ -766,8 +787,8 @@ static void test_storm_pass_defers(void) {
         World w;
 
         world_new(&w);
-        /* pidfds as pidfs inodes: a process moved without a cookie is
-         * journaled by its pidfd's inode, which a pass that looks at it
+        /* pidfds as pidfs inodes: a process moved is journaled by its
+         * pidfd's inode (its cookie too), which a pass that looks at it
          * (the journal's upkeep) renames to its start time. */
         world_use_pidfs(&w);
         plan1 = pass(&w, &r1);
@@ -815,8 +836,9 @@ static void test_storm_pass_defers(void) {
         ASSERT_EQ(cookie_of(1001), cookie_of(200));
         ASSERT_NULL(find_item(r2, "cookie cleared", 1000));
         ASSERT_NULL(find_item(r2, "cookie cleared", 1001));
-        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
-        /* The journal's upkeep left its entry alone too (no pin, no read). */
+        /* The journal's upkeep left their entries alone too (no pin, no read). */
+        ASSERT_TRUE(journal_get_task(w.journal, 1000, batch_b_ino) != NULL);
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1000, batch_b_ino));
         ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
         ASSERT_OK(pipeline_use_plan(w.p, plan2));
 
@@ -839,6 +861,11 @@ static void test_storm_pass_defers(void) {
         ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
         ASSERT_EQ(cookie_of(1000), batch_b);
         ASSERT_EQ(cookie_of(1001), cookie_of(200));
+        /* Read now: named by their start times, the cookie with its task. */
+        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+        ASSERT_NULL(journal_get_task(w.journal, 1000, batch_b_ino));
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1000, 6000));
+        ASSERT_FALSE(journal_has_cookie(w.journal, 1000, batch_b_ino));
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan3);
@@ -949,6 +976,84 @@ static void test_waiting_for_group(void) {
         ASSERT_EQ(st.left, 0);
         ASSERT_EQ(r4->counts[RECONCILE_FAILED], 0);
         ASSERT_STREQ(process_cgroup(1011), "/topod.slice/plain");
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
+/* Where the cookie applier checks pidfs identities, the fast path names a
+ * process it gives a cookie by its pidfd's inode, as its move: no read of
+ * /proc/PID/stat. The next pass names the cookie entry by the start time:
+ * with the task entry where there is one (the prune's), alone where the
+ * process was in its group already (no move, no task entry). An entry whose
+ * process has gone (its pid taken by another since) is forgotten, and the
+ * cookie of the one the plan has is kept. */
+static void test_pidfs_cookie_names(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        const uint64_t ino_1000 = PIDREF_IDENT_PIDFS | (1000000u + 6000u);
+        const uint64_t ino_1010 = PIDREF_IDENT_PIDFS | (1000000u + 6010u);
+        const uint64_t ino_1011 = PIDREF_IDENT_PIDFS | (1000000u + 6011u);
+        const ReconcileItem *it;
+        PipelineFreshStats st;
+        unsigned opens;
+        uint64_t c1000, c1010;
+        Plan *plan1, *plan2;
+        World w;
+
+        world_new(&w);
+        world_use_pidfs(&w);
+        ASSERT_TRUE(cookie_applier_checks_pidfs(w.cookies));
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+
+        exec_process(&w, 1000, "batch-b");
+        /* The services' groups by spread: node0, then node1. */
+        fake_process(1010, "svc-c", "/topod.slice/svc-node0");
+        fake_process(1011, "svc-d", "/topod.slice/svc-node1");
+        event(&w, 1010);
+        event(&w, 1011);
+        opens = n_pidfd_opens;
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        dump(r2);
+        ASSERT_EQ(st.placed, 3);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(n_pidfd_opens - opens, 4); /* one pin each, for move and cookie; the source joined */
+        c1000 = cookie_of(1000);
+        c1010 = cookie_of(1010);
+        ASSERT_TRUE(c1000 != 0 && c1000 != cookie_of(100));
+        ASSERT_TRUE(c1010 == cookie_of(200) && cookie_of(1011) == c1010);
+        ASSERT_STREQ(process_cgroup(1010), "/topod.slice/svc-node0");
+        ASSERT_STREQ(process_cgroup(1011), "/topod.slice/svc-node1");
+        ASSERT_NULL(journal_get_task(w.journal, 1011, ino_1011));
+        /* Moved: task and cookie entries by the inode; there already: the cookie's alone. */
+        ASSERT_TRUE(journal_get_task(w.journal, 1000, ino_1000) != NULL);
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1000, ino_1000));
+        ASSERT_NULL(journal_get_task(w.journal, 1010, ino_1010));
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1010, ino_1010));
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1011, ino_1011));
+        ASSERT_EQ(w.journal->n_cookies, 6); /* and the first pass's three */
+
+        /* 1011 exits; another process takes its pid. */
+        fake_process_started(1011, "svc-d", "/topod.slice/svc-node1", 7777u);
+
+        plan2 = pass(&w, &r3);
+        ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(cookie_of(1000), c1000);
+        ASSERT_EQ(cookie_of(1010), c1010);
+        ASSERT_NULL(find_item(r3, "cookie cleared", 1000));
+        ASSERT_NULL(find_item(r3, "cookie cleared", 1010));
+        ASSERT_NULL(find_item(r3, "cookie cleared", 1011));
+        it = find_item(r3, "cookie group", 1010);
+        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1000, 6000));
+        ASSERT_FALSE(journal_has_cookie(w.journal, 1000, ino_1000));
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1010, 6010));
+        ASSERT_FALSE(journal_has_cookie(w.journal, 1010, ino_1010));
+        ASSERT_FALSE(journal_has_cookie(w.journal, 1011, ino_1011));
+        ASSERT_TRUE(journal_has_cookie(w.journal, 1011, 7777)); /* the plan's */
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan2);
@@ -1477,6 +1582,7 @@ int main(void) {
         RUN(test_storm_pass_defers_exited);
         RUN(test_storm_keeps_cookie_source);
         RUN(test_waiting_for_group);
+        RUN(test_pidfs_cookie_names);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_measure);

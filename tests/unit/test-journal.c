@@ -227,6 +227,67 @@ static void test_forget_many(void) {
         }
 }
 
+static bool has_cookie(const Journal *j, pid_t tid, uint64_t start_time) {
+        for (size_t i = 0; i < j->n_cookies; i++)
+                if (j->cookies[i].tid == tid && j->cookies[i].start_time == start_time)
+                        return true;
+        return false;
+}
+
+/* Entries named by pidfd inodes, renamed to start times: a task's cookie
+ * entry under the same old name goes with it; one of the same tid under
+ * another name does not; a rename onto a name already there drops the
+ * later entry (first original wins); the index finds the new names. */
+static void test_rename(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        const uint64_t a = PIDREF_IDENT_PIDFS | 11u, b = PIDREF_IDENT_PIDFS | 12u, c = PIDREF_IDENT_PIDFS | 13u;
+        uint64_t tn[3] = {}, cn[4] = {};
+
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_EQ(journal_record_task(j, 10, a, "/a"), 1);
+        ASSERT_EQ(journal_record_task(j, 20, 500, "/b"), 1);
+        ASSERT_EQ(journal_record_task(j, 20, b, "/b2"), 1);
+        ASSERT_EQ(journal_record_cookie(j, 10, a), 1);
+        ASSERT_EQ(journal_record_cookie(j, 10, c), 1); /* another thread of tid 10 */
+        ASSERT_EQ(journal_record_cookie(j, 20, b), 1);
+        ASSERT_EQ(journal_record_cookie(j, 30, c), 1);
+        j->dirty = false;
+
+        /* Task 10 is 400; task 20's pidfs entry is the same thread as its
+         * entry by start time 500: it goes, with its cookie renamed. */
+        tn[0] = 400;
+        tn[2] = 500;
+        ASSERT_EQ(journal_name_tasks(j, tn), 4u);
+        ASSERT_TRUE(j->dirty && j->need_rewrite);
+        ASSERT_EQ(j->n_tasks, 2);
+        ASSERT_STREQ(journal_get_task(j, 10, 400)->cgroup, "/a");
+        ASSERT_NULL(journal_get_task(j, 10, a));
+        ASSERT_STREQ(journal_get_task(j, 20, 500)->cgroup, "/b"); /* the first original */
+        ASSERT_NULL(journal_get_task(j, 20, b));
+        ASSERT_EQ(j->n_cookies, 4);
+        ASSERT_TRUE(has_cookie(j, 10, 400) && !has_cookie(j, 10, a));
+        ASSERT_TRUE(has_cookie(j, 10, c)); /* not the renamed task's name */
+        ASSERT_TRUE(has_cookie(j, 20, 500) && !has_cookie(j, 20, b));
+        ASSERT_TRUE(has_cookie(j, 30, c));
+        ASSERT_EQ(journal_record_cookie(j, 10, 400), 0);
+        ASSERT_EQ(journal_record_task(j, 10, 400, "/x"), 0);
+
+        /* Cookies alone: 10's other entry onto 400 (there: dropped), 30's to 700. */
+        for (size_t i = 0; i < j->n_cookies; i++) {
+                if (j->cookies[i].start_time != c)
+                        continue;
+                cn[i] = j->cookies[i].tid == 10 ? 400 : 700;
+        }
+        ASSERT_EQ(journal_name_cookies(j, cn), 2u);
+        ASSERT_EQ(j->n_cookies, 3);
+        ASSERT_TRUE(has_cookie(j, 10, 400) && has_cookie(j, 20, 500) && has_cookie(j, 30, 700));
+        ASSERT_EQ(journal_forget_cookie(j, 30, 700), 1);
+        ASSERT_EQ(journal_forget_cookie(j, 30, c), 0);
+        ASSERT_EQ(j->n_tasks, 2); /* tasks untouched */
+        memset(cn, 0, sizeof(cn));
+        ASSERT_EQ(journal_name_cookies(j, cn), 0u);
+}
+
 static void test_record_rejects(void) {
         _cleanup_(journal_freep) Journal *j = NULL;
 
@@ -500,6 +561,7 @@ int main(void) {
         RUN(test_escapes);
         RUN(test_first_original_wins);
         RUN(test_forget_many);
+        RUN(test_rename);
         RUN(test_record_rejects);
         RUN(test_entry_limit);
         RUN(test_malformed);

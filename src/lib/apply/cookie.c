@@ -276,6 +276,12 @@ pid_t cookie_applier_keepalive_tid(const CookieApplier *a) {
         return a->holding ? a->worker.tid : 0;
 }
 
+bool cookie_applier_checks_pidfs(const CookieApplier *a) {
+        const PidRefOps *o = a->ops.pidref;
+
+        return o && o->pidfd_open && o->pidfd_alive && o->pidfd_ino;
+}
+
 int cookie_get(const CookieApplier *a, pid_t tid, uint64_t *ret_cookie) {
         uint64_t c;
         int k;

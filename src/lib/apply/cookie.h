@@ -110,7 +110,8 @@ const char *cookie_outcome_to_string(CookieOutcome o);
 /* One thread as the observer saw it. */
 typedef struct CookieTask {
         pid_t tid;
-        uint64_t start_time; /* field 22 of proc/<tid>/stat */
+        uint64_t start_time; /* field 22 of proc/<tid>/stat, or PIDREF_IDENT_PIDFS | its
+                              * pidfd's inode (cookie_applier_checks_pidfs()) */
         bool leader;         /* tid is a new process's (main) thread, which the fast path
                               * has just read: checked through proc/<tid>/stat, see
                               * pidref_acquire_process() */
@@ -188,6 +189,10 @@ int cookie_applier_release(CookieApplier *a);
 /* The worker's tid while it holds the keep-alive cookie, else 0 (status,
  * tests). */
 pid_t cookie_applier_keepalive_tid(const CookieApplier *a);
+
+/* Whether its identity checks take a thread named by its pidfd's inode
+ * (PIDREF_IDENT_PIDFS) as CookieTask.start_time: pidfds, and their inodes. */
+bool cookie_applier_checks_pidfs(const CookieApplier *a);
 
 /* PR_SCHED_CORE_GET through the applier's ops. */
 int cookie_get(const CookieApplier *a, pid_t tid, uint64_t *ret_cookie);

@@ -467,26 +467,33 @@ size_t journal_forget_tasks(Journal *j, const bool *drop) {
         return n - u;
 }
 
-size_t journal_name_tasks(Journal *j, const uint64_t *start_time) {
-        size_t changed = 0, u = 0, n = j->n_tasks;
+/* Name the task entries by task_names[i] and the cookie entries by
+ * cookie_names[i] where not 0 (either array may be NULL: that kind stays
+ * as it is). The index is made again, entry by entry in the file's order:
+ * one that names a thread an earlier one of its kind names goes (first
+ * original wins). Without an index (out of memory) find_any() scans. */
+static size_t rename_threads(Journal *j, const uint64_t *task_names, const uint64_t *cookie_names) {
+        size_t changed = 0, n_tasks = j->n_tasks, n_cookies = j->n_cookies;
 
-        for (size_t i = 0; i < n; i++)
-                changed += start_time[i] != 0 && start_time[i] != j->tasks[i].start_time;
+        for (size_t i = 0; task_names && i < n_tasks; i++)
+                changed += task_names[i] != 0 && task_names[i] != j->tasks[i].start_time;
+        for (size_t i = 0; cookie_names && i < n_cookies; i++)
+                changed += cookie_names[i] != 0 && cookie_names[i] != j->cookies[i].start_time;
         if (changed == 0)
                 return 0;
-        /* The index again, entry by entry in the file's order: one that
-         * names a thread an earlier one names goes (first original wins).
-         * Without an index (out of memory) find_any() scans. */
-        j->n_tasks = 0;
-        if (index_rebuild(j, n_indexed(j) + n) < 0) {
+        if (task_names)
+                j->n_tasks = 0;
+        if (cookie_names)
+                j->n_cookies = 0;
+        if (index_rebuild(j, n_indexed(j) + (task_names ? n_tasks : 0) + (cookie_names ? n_cookies : 0)) < 0) {
                 j->index = mfree(j->index);
                 j->index_size = 0;
         }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0, u = 0; task_names && i < n_tasks; i++) {
                 JournalTask t = j->tasks[i];
 
-                if (start_time[i] != 0)
-                        t.start_time = start_time[i];
+                if (task_names[i] != 0)
+                        t.start_time = task_names[i];
                 if (find_any(j, INDEX_TASK, NULL, t.tid, t.start_time) >= 0) {
                         free(t.cgroup);
                         continue;
@@ -496,9 +503,45 @@ size_t journal_name_tasks(Journal *j, const uint64_t *start_time) {
                         index_put(j->index, j->index_size, INDEX_TASK, hash_task(INDEX_TASK, t.tid, t.start_time), u);
                 j->n_tasks = ++u;
         }
+        for (size_t i = 0, u = 0; cookie_names && i < n_cookies; i++) {
+                JournalCookie c = j->cookies[i];
+
+                if (cookie_names[i] != 0)
+                        c.start_time = cookie_names[i];
+                if (find_any(j, INDEX_COOKIE, NULL, c.tid, c.start_time) >= 0)
+                        continue;
+                j->cookies[u] = c;
+                if (j->index_size > 0)
+                        index_put(j->index, j->index_size, INDEX_COOKIE, hash_task(INDEX_COOKIE, c.tid, c.start_time),
+                                  u);
+                j->n_cookies = ++u;
+        }
         j->dirty = true;
         j->need_rewrite = true; /* a log can only add */
         return changed;
+}
+
+size_t journal_name_tasks(Journal *j, const uint64_t *start_time) {
+        _cleanup_free_ uint64_t *cookie_names = NULL;
+
+        /* A cookie entry under a renamed task's old name is the same
+         * thread's: renamed with it (by a lookup under the old names,
+         * before anything changes). */
+        if (j->n_cookies > 0 && (cookie_names = calloc(j->n_cookies, sizeof(uint64_t))))
+                for (size_t i = 0; i < j->n_tasks; i++) {
+                        ssize_t c;
+
+                        if (start_time[i] == 0 || start_time[i] == j->tasks[i].start_time)
+                                continue;
+                        c = find_any(j, INDEX_COOKIE, NULL, j->tasks[i].tid, j->tasks[i].start_time);
+                        if (c >= 0)
+                                cookie_names[c] = start_time[i];
+                }
+        return rename_threads(j, start_time, cookie_names);
+}
+
+size_t journal_name_cookies(Journal *j, const uint64_t *start_time) {
+        return rename_threads(j, NULL, start_time);
 }
 
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {

@@ -170,8 +170,12 @@ size_t journal_forget_tasks(Journal *j, const bool *drop);
 /* Name task entry i by start_time[i] from now on where that is not 0 (an
  * entry known by its pidfd's inode, once its start time is known). An
  * entry that then names the same thread as an earlier one is dropped: the
- * earlier original wins. The number renamed. */
+ * earlier original wins. A cookie entry under a renamed task entry's old
+ * name is renamed with it (the same thread). The number renamed (task
+ * entries and cookie entries). */
 size_t journal_name_tasks(Journal *j, const uint64_t *start_time);
+/* The same for cookie entry i (n_cookies elements): cookies alone. */
+size_t journal_name_cookies(Journal *j, const uint64_t *start_time);
 
 /* Lookups; NULL when not recorded. */
 const JournalFeature *journal_get_feature(const Journal *j, const char *name);

@@ -160,6 +160,58 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
         return 0;
 }
 
+/* The fast path names a process it gives a cookie by its pidfd's inode
+ * (PIDREF_IDENT_PIDFS), the plan by its start time. A cookie entry of the
+ * first kind whose tid the plan gives a cookie group, and which the prune
+ * did not rename with its task entry (the process was in its group
+ * already: no move, no task entry), is pinned by that inode: the process
+ * the plan means (its start time read through the pin), it is named so
+ * from now on; gone, it is forgotten (nothing to clear). One pin and one
+ * read a process, once. */
+static int name_fast_cookies(const Reconciler *rc, const Plan *plan) {
+        const PidRefOps *ops = rc->pidref ?: &pidref_ops_host;
+        size_t n = rc->journal->n_cookies;
+        _cleanup_free_ uint64_t *name = NULL;
+        _cleanup_free_ JournalCookie *gone = NULL;
+        size_t n_gone = 0;
+        bool renamed = false;
+        int k;
+
+        for (size_t i = 0; i < n; i++) {
+                const JournalCookie *jc = &rc->journal->cookies[i];
+                const PlanTask *pt;
+                PidRef ref = PIDREF_NULL;
+                ProcStat st;
+                int alive = -1;
+
+                if (!pidref_ident_is_pidfs(jc->start_time))
+                        continue;
+                pt = plan_find_task(plan, jc->tid);
+                if (!pt || pt->cookie_group < 0 || yield_changed(rc->yield, pt->tgid))
+                        continue;
+                if ((!name && !(name = calloc(n, sizeof(uint64_t)))) || (!gone && !(gone = calloc(n, sizeof(JournalCookie)))))
+                        return -ENOMEM;
+                k = pidref_acquire_process(rc->root, ops, jc->tid, jc->start_time, &ref);
+                if (k == -ESRCH) {
+                        gone[n_gone++] = *jc;
+                        continue;
+                }
+                if (k >= 0 && pidref_read_stat(rc->root, -1, jc->tid, &st) >= 0)
+                        alive = pidref_alive(&ref, rc->root, ops);
+                pidref_done(&ref);
+                /* Anything else (EMFILE, a read that failed): the next pass. */
+                if (alive > 0 && st.start_time == pt->start_time) {
+                        name[i] = st.start_time;
+                        renamed = true;
+                }
+        }
+        if (renamed)
+                (void) journal_name_cookies(rc->journal, name);
+        for (size_t i = 0; i < n_gone; i++)
+                (void) journal_forget_cookie(rc->journal, gone[i].tid, gone[i].start_time);
+        return 0;
+}
+
 static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         size_t n = MIN(rc->journal->n_cookies, (size_t) COOKIE_TASKS_MAX), m = 0;
         _cleanup_free_ CookieTask *tasks = calloc(MAX(n, (size_t) 1), sizeof(CookieTask));
@@ -173,8 +225,11 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
                 const PlanTask *pt = plan_find_task(plan, jc->tid);
 
                 /* A process the fast path gave a cookie while this pass ran
-                 * is not in its plan: it keeps it. */
-                if ((pt && pt->start_time == jc->start_time && pt->cookie_group >= 0) ||
+                 * is not in its plan: it keeps it. One the plan gives a
+                 * cookie group and the fast path named by its pidfd's inode
+                 * (name_fast_cookies() could not tell yet) keeps it too. */
+                if ((pt && pt->cookie_group >= 0 &&
+                     (pt->start_time == jc->start_time || pidref_ident_is_pidfs(jc->start_time))) ||
                     yield_changed(rc->yield, pt ? pt->tgid : jc->tid))
                         continue;
                 tasks[m++] = (CookieTask) { jc->tid, jc->start_time };
@@ -210,6 +265,10 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
         results = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieResult));
         if (!tasks || !results)
                 return -ENOMEM;
+        /* Before the groups record their members: an entry of the fast
+         * path's under another name would be a second one. */
+        if (rc->journal && (k = name_fast_cookies(rc, plan)) < 0)
+                return k;
 
         for (size_t g = 0; g < plan->n_cookie_groups; g++) {
                 size_t n = 0;
@@ -437,11 +496,16 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                                 return k;
                         continue;
                 }
-                /* A cookie's journal entry and its later checks go by the
-                 * observer's start times: the move learns it for them. */
+                /* A cookie's journal entry and its later checks name the
+                 * process as the move does: by its pidfd's inode where
+                 * the cookie applier checks those (the pass names it by
+                 * its start time once it has read it: name_fast_cookies()),
+                 * else by its start time, which the move learns for them
+                 * (a read of /proc/PID/stat: three system calls more). */
                 moves[n_moves] = (CgroupMove) { .tgid = it->tgid, .start_time = it->start_time,
                                                 .group = plan->groups[it->group].path,
-                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
+                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies &&
+                                                                 !cookie_applier_checks_pidfs(rc->cookies),
                                                 .keep_ref = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
                                                 .ref = PIDREF_NULL };
                 move_of[n_moves++] = i;
