@@ -116,6 +116,7 @@ typedef struct Daemon {
         bool ready;
         bool paused;             /* topoctl reset: observe, apply nothing, until a reload */
         bool in_pass;            /* a pass runs (the placer places in its yields) */
+        bool pass_wanted;        /* the placer asked for a pass (placer_soon) since the last began */
 
         SysLoad load;            /* /proc/stat at the last timer pass */
         uint64_t own_usec;       /* our CPU time then */
@@ -264,6 +265,13 @@ static int pass_run(Daemon *d, PassCause cause) {
 static int pass(Daemon *d, PassCause cause) {
         int k;
 
+        /* What the fast path asked a pass for before this one began,
+         * this one does (its scan sees it): a pass armed 'soon' before a
+         * timer pass would follow it at once, for nothing. What it asks
+         * for during this one arms it again after. */
+        d->pass_wanted = false;
+        if (d->soon)
+                (void) sd_event_source_set_enabled(d->soon, SD_EVENT_OFF);
         /* The placer, placing in its yields, leaves to it what waits
          * for a group (fast_place()). */
         d->in_pass = true;
@@ -412,8 +420,7 @@ static bool fast_place(Daemon *d) {
 
 static void arm_soon(Daemon *d) {
         uint64_t now = pipeline_now_usec();
-        int enabled;
-        if (!d->soon)
+        int enabled;        if (!d->soon)
                 return;
         /* A burst's requests push it back, to one pass after the burst;
          * not past DAEMON_EVENT_DELAY_MAX_USEC after the first: a placer
@@ -594,15 +601,17 @@ static void *placer_main(void *userdata) {
                         /* Cannot wait: the loop takes the socket back. */
                         log_error(d, "placer: cannot read the exec events: %s; the execs are placed from the main loop",
                                   strerror(-k));
-                        d->placer_failed = true;
+                        d->placer_failed = d->pass_wanted = true;
                         (void) eventfd_write(d->placer_soon, 1);
                         lock_give(d);
                         break;
                 }
                 if (k < 0)
                         log_warning(d, "placer: reading the exec events: %s; a full scan follows", strerror(-k));
-                if (k < 0 || fast_place(d))
+                if (k < 0 || fast_place(d)) {
+                        d->pass_wanted = true;
                         (void) eventfd_write(d->placer_soon, 1);
+                }
                 lock_give(d);
         }
         return NULL;
@@ -633,7 +642,9 @@ static int on_placer_soon(sd_event_source *s, int fd, uint32_t revents, void *us
                 pipeline_set_yield(d->p, NULL, NULL);
                 (void) placer_fallback(d);
         }
-        arm_soon(d);
+        /* Not when a pass has begun since it asked: that pass did it. */
+        if (d->pass_wanted)
+                arm_soon(d);
         return 0;
 }
 
