@@ -468,7 +468,9 @@ static bool lazy_drain(Daemon *d) {
         size_t n = pipeline_drain_lazy_events(d->p);
 
         place_fresh(d);
-        return n > 0;
+        /* New processes from their forks wait for the next read (their
+         * execs are the placer's): a tick more for them. */
+        return n > 0 || pipeline_forks_waiting(d->p);
 }
 
 static void lazy_tick_in(Daemon *d) {

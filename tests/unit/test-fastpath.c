@@ -1061,6 +1061,69 @@ static void test_pidfs_cookie_names(void) {
         world_free(&w);
 }
 
+static uint64_t mono_ns(void) {
+        struct timespec ts;
+
+        ASSERT_OK(clock_gettime(CLOCK_MONOTONIC, &ts));
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Where forks come on a socket of their own, read lazily by the loop: a
+ * new process from its fork is looked at by the read after the one that
+ * brought it, not at once, and not at all when the fast path read it since
+ * its fork (its exec, the placer's) or it exited. */
+static void test_forks_wait_a_read(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        TaskEvent ev[3] = {};
+        PipelineFreshStats st;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        w.p->forks_lazy = true;
+        fake_process(1000, "batch-b", "/user.slice");
+        fake_process(1001, "svc-c", "/user.slice");
+        fake_process(1002, "plain-b", "/user.slice");
+        for (size_t i = 0; i < ELEMENTSOF(ev); i++)
+                ev[i] = (TaskEvent) { .type = TASK_EVENT_FORK, .pid = 1000 + (pid_t) i, .tgid = 1000 + (pid_t) i,
+                                      .parent_pid = 300, .parent_tgid = 300, .timestamp_ns = mono_ns() };
+        pipeline_take_urgent_events(w.p, ev, ELEMENTSOF(ev), 0);
+        ASSERT_EQ(w.p->n_fresh, 0);
+        ASSERT_TRUE(pipeline_forks_waiting(w.p));
+
+        /* 1001 execs: the placer places it; 1002 exits. */
+        event(&w, 1001);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        ASSERT_EQ(st.placed, 1);
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_EXIT, .pid = 1002, .tgid = 1002, .timestamp_ns = mono_ns() };
+        pipeline_take_urgent_events(w.p, ev, 1, 0);
+
+        /* The next read: 1000 alone, then nothing waits. */
+        (void) pipeline_drain_lazy_events(w.p);
+        ASSERT_FALSE(pipeline_forks_waiting(w.p));
+        ASSERT_EQ(w.p->n_fresh, 1);
+        ASSERT_EQ(w.p->fresh[0], 1000);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 1);
+        ASSERT_EQ(st.seen, 1);
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
+        ASSERT_STREQ(process_cgroup(1002), "/user.slice");
+
+        /* Without the split, a fork is the fast path's at once. */
+        w.p->forks_lazy = false;
+        fake_process(1003, "plain-c", "/user.slice");
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_FORK, .pid = 1003, .tgid = 1003, .parent_pid = 300,
+                              .parent_tgid = 300, .timestamp_ns = mono_ns() };
+        pipeline_take_urgent_events(w.p, ev, 1, 0);
+        ASSERT_EQ(w.p->n_fresh, 1);
+        ASSERT_FALSE(pipeline_forks_waiting(w.p));
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* A storm pass's plan without a member of a group's cookie (all gone, or
  * left to the next scan): the next process the fast path places there
  * joins the one it placed last, not a cookie of its own. */
@@ -1583,6 +1646,7 @@ int main(void) {
         RUN(test_storm_keeps_cookie_source);
         RUN(test_waiting_for_group);
         RUN(test_pidfs_cookie_names);
+        RUN(test_forks_wait_a_read);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_measure);

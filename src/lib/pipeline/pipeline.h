@@ -49,6 +49,12 @@ typedef struct PipelineOptions {
         bool keep_events;     /* and keep the events seen, for printing */
 } PipelineOptions;
 
+/* A new process as its fork told it. */
+typedef struct PipelineFork {
+        pid_t tgid;
+        uint64_t at_ns; /* the fork's timestamp (CLOCK_MONOTONIC) */
+} PipelineFork;
+
 typedef struct Pipeline {
         Root *root;
         Config *config;
@@ -99,6 +105,14 @@ typedef struct Pipeline {
          * scan. */
         pid_t *waiting;
         size_t n_waiting;
+        /* New processes from their fork, where forks come on a socket of
+         * their own (read every 200 ms in a burst): looked at by the next
+         * lazy read, not this one, unless the fast path read them since
+         * their fork (their exec: the placer's). At most PIPELINE_FRESH_MAX;
+         * more wait for a scan. */
+        PipelineFork *forked;
+        size_t n_forked;
+        bool forks_lazy; /* forks come on the lazy socket (the kernel splits the events) */
         /* When the fast path last read each process (by pid, a slot each:
          * the newest wins): an event older than that read (the fork or exec
          * an exec storm's lazier socket brings late) was seen by it. */
@@ -163,6 +177,10 @@ void pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n,
  * all): for a loop that leaves the execs to a thread of their own. Returns
  * how many events it handled (0: none were queued). */
 size_t pipeline_drain_lazy_events(Pipeline *p);
+/* New processes whose fork a lazy read brought, for the next: the caller
+ * reads again while there are (pipeline_drain_lazy_events() hands them to
+ * the fast path then). */
+bool pipeline_forks_waiting(const Pipeline *p);
 /* Sleep until the deadline (CLOCK_MONOTONIC usec), handling events. */
 void pipeline_wait_until(Pipeline *p, uint64_t deadline);
 
