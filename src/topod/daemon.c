@@ -39,6 +39,9 @@
 #define DAEMON_EVENT_DELAY_USEC 2000u
 #define DAEMON_EVENT_DELAY_MAX_USEC 20000u
 #define DAEMON_EVENT_ACCURACY_USEC 1000u
+/* A pass that failed with work left for it (what the fast path asked for,
+ * what waited for its plan) is tried again after this long. */
+#define DAEMON_PASS_RETRY_USEC 1000000u
 /* Explain of a task the last scan did not see runs a pass, at most this
  * often. */
 #define DAEMON_EXPLAIN_PASS_USEC 100000u
@@ -115,6 +118,7 @@ typedef struct Daemon {
         unsigned last_failed;
         bool ready;
         bool paused;             /* topoctl reset: observe, apply nothing, until a reload */
+        /* These two, with the lock held, as what is above the placer's. */
         bool in_pass;            /* a pass runs (the placer places in its yields) */
         bool pass_wanted;        /* the placer asked for a pass (placer_soon) since the last began */
 
@@ -165,6 +169,7 @@ static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
 };
 
 static void arm_soon(Daemon *d);
+static void arm_retry(Daemon *d);
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
@@ -222,14 +227,22 @@ static int pass_run(Daemon *d, PassCause cause) {
         /* Files of groups the new plan may not have: opened again at the
          * next move into each. */
         cgroup_held_close_files(d->held);
-        if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0)
+        if (!d->paused && (k = pipeline_use_plan(d->p, d->plan)) < 0) {
                 log_warning(d, "no fast placement until the next pass: %s", strerror(-k));
+                arm_retry(d); /* and what waited for this plan waits for that pass */
+        }
         /* What waited for a group during the pass (a policy's first, in
          * an exec storm: dozens), placed from this plan now, not by
-         * another pass and its scan. */
+         * another pass and its scan. Counted for the storm rate when they
+         * came, not again. */
         d->in_pass = false;
-        if (!d->paused && d->p->place && fast_place(d))
-                arm_soon(d);
+        if (!d->paused && d->p->place) {
+                uint64_t seen = d->fresh_since_tick;
+
+                if (fast_place(d))
+                        arm_soon(d);
+                d->fresh_since_tick = seen;
+        }
         /* the groups' concurrency, for the next plan's emulated concur */
         if (!d->paused && (k = pipeline_measure(d->p, d->plan)) < 0)
                 log_warning(d, "cannot measure the groups' concurrency: %s", strerror(-k));
@@ -262,21 +275,37 @@ static int pass_run(Daemon *d, PassCause cause) {
         return 0;
 }
 
+static bool soon_armed(Daemon *d) {
+        int enabled;
+
+        return d->soon && sd_event_source_get_enabled(d->soon, &enabled) >= 0 && enabled != SD_EVENT_OFF;
+}
+
 static int pass(Daemon *d, PassCause cause) {
+        bool asked = d->pass_wanted || soon_armed(d);
         int k;
 
         /* What the fast path asked a pass for before this one began,
          * this one does (its scan sees it): a pass armed 'soon' before a
-         * timer pass would follow it at once, for nothing. What it asks
-         * for during this one arms it again after. */
-        d->pass_wanted = false;
-        if (d->soon)
-                (void) sd_event_source_set_enabled(d->soon, SD_EVENT_OFF);
+         * timer pass would follow it at once, for nothing. Not an exec
+         * storm's pass: it leaves what the fast path placed since the last
+         * scan to the next (a process moved whose cookie failed, say).
+         * What the fast path asks for during this one arms it again after. */
+        if (cause != PASS_STORM) {
+                d->pass_wanted = false;
+                if (d->soon)
+                        (void) sd_event_source_set_enabled(d->soon, SD_EVENT_OFF);
+        }
         /* The placer, placing in its yields, leaves to it what waits
          * for a group (fast_place()). */
         d->in_pass = true;
         k = pass_run(d, cause);
         d->in_pass = false;
+        /* Failed before its plan was in use: what was asked of it, and
+         * what waited for it, are not done. Again in a while (not in 2 ms:
+         * it may fail again), whatever the idle gate or a storm say. */
+        if (k < 0 && !d->paused && (asked || d->pass_wanted || pipeline_waiting_for_plan(d->p)))
+                arm_retry(d);
         return k;
 }
 
@@ -420,7 +449,9 @@ static bool fast_place(Daemon *d) {
 
 static void arm_soon(Daemon *d) {
         uint64_t now = pipeline_now_usec();
-        int enabled;        if (!d->soon)
+        int enabled;
+
+        if (!d->soon)
                 return;
         /* A burst's requests push it back, to one pass after the burst;
          * not past DAEMON_EVENT_DELAY_MAX_USEC after the first: a placer
@@ -432,6 +463,16 @@ static void arm_soon(Daemon *d) {
                 return;
         if (sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) >= 0)
                 (void) sd_event_source_set_time_relative(d->soon, DAEMON_EVENT_DELAY_USEC);
+}
+
+/* A pass again in DAEMON_PASS_RETRY_USEC: one failed, or the fast path
+ * could not take its plan, with work left for it. */
+static void arm_retry(Daemon *d) {
+        if (!d->soon)
+                return;
+        d->soon_first_usec = pipeline_now_usec();
+        if (sd_event_source_set_enabled(d->soon, SD_EVENT_ONESHOT) >= 0)
+                (void) sd_event_source_set_time_relative(d->soon, DAEMON_PASS_RETRY_USEC);
 }
 
 /* From the loop: the fast path, and a pass soon for what it left. */

@@ -1061,6 +1061,49 @@ static void test_pidfs_cookie_names(void) {
         world_free(&w);
 }
 
+/* As test_waiting_for_group, but the pass's scan reads the process too
+ * (it was there when its listing was read): the plan has it, and the
+ * pass, which leaves it alone (changed since its scan began), did not
+ * place it. Handed back to the fast path, it is not taken as placed by
+ * that plan: a pass is asked for, and places it. */
+static void test_waiting_read_by_scan(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+        Plan *plan1, *plan2, *plan3;
+        PipelineFreshStats st;
+        Interleave il = {};
+        World w;
+
+        world_new(&w);
+        fake_process(400, "other-a", "/user.slice");
+        plan1 = pass(&w, &r1);
+        fake_process(1011, "plain-c", "/user.slice");
+
+        il.w = &w;
+        pipeline_set_yield(w.p, waiting_yield, &il);
+        w.rc.yield = pipeline_yield_hooks(w.p);
+        plan2 = pass(&w, &r2);
+        pipeline_set_yield(w.p, NULL, NULL);
+        w.rc.yield = NULL;
+        ASSERT_TRUE(plan_find_task(plan2, 1011) != NULL);
+        ASSERT_STREQ(process_cgroup(1011), "/user.slice");
+
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 0);
+        ASSERT_EQ(st.seen, 1);
+        ASSERT_EQ(st.planned, 0);
+        ASSERT_EQ(st.left, 1);
+        ASSERT_STREQ(process_cgroup(1011), "/user.slice");
+
+        plan3 = pass(&w, &r4);
+        ASSERT_EQ(r4->counts[RECONCILE_FAILED], 0);
+        ASSERT_STREQ(process_cgroup(1011), "/topod.slice/plain");
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan3);
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 static uint64_t mono_ns(void) {
         struct timespec ts;
 
@@ -1645,6 +1688,7 @@ int main(void) {
         RUN(test_storm_pass_defers_exited);
         RUN(test_storm_keeps_cookie_source);
         RUN(test_waiting_for_group);
+        RUN(test_waiting_read_by_scan);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
         RUN(test_changed_by_events);

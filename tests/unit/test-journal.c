@@ -240,17 +240,18 @@ static bool has_cookie(const Journal *j, pid_t tid, uint64_t start_time) {
  * later entry (first original wins); the index finds the new names. */
 static void test_rename(void) {
         _cleanup_(journal_freep) Journal *j = NULL;
-        const uint64_t a = PIDREF_IDENT_PIDFS | 11u, b = PIDREF_IDENT_PIDFS | 12u, c = PIDREF_IDENT_PIDFS | 13u;
-        uint64_t tn[3] = {}, cn[4] = {};
+        const uint64_t a = PIDREF_IDENT_PIDFS | 11u, b = PIDREF_IDENT_PIDFS | 12u, c = PIDREF_IDENT_PIDFS | 13u,
+                       d = PIDREF_IDENT_PIDFS | 14u;
+        uint64_t tn[3] = {};
 
         ASSERT_OK(journal_new(NULL, &j));
         ASSERT_EQ(journal_record_task(j, 10, a, "/a"), 1);
         ASSERT_EQ(journal_record_task(j, 20, 500, "/b"), 1);
         ASSERT_EQ(journal_record_task(j, 20, b, "/b2"), 1);
         ASSERT_EQ(journal_record_cookie(j, 10, a), 1);
-        ASSERT_EQ(journal_record_cookie(j, 10, c), 1); /* another thread of tid 10 */
+        ASSERT_EQ(journal_record_cookie(j, 10, c), 1); /* an earlier process that had tid 10 */
         ASSERT_EQ(journal_record_cookie(j, 20, b), 1);
-        ASSERT_EQ(journal_record_cookie(j, 30, c), 1);
+        ASSERT_EQ(journal_record_cookie(j, 30, d), 1);
         j->dirty = false;
 
         /* Task 10 is 400; task 20's pidfs entry is the same thread as its
@@ -268,24 +269,55 @@ static void test_rename(void) {
         ASSERT_TRUE(has_cookie(j, 10, 400) && !has_cookie(j, 10, a));
         ASSERT_TRUE(has_cookie(j, 10, c)); /* not the renamed task's name */
         ASSERT_TRUE(has_cookie(j, 20, 500) && !has_cookie(j, 20, b));
-        ASSERT_TRUE(has_cookie(j, 30, c));
+        ASSERT_TRUE(has_cookie(j, 30, d));
         ASSERT_EQ(journal_record_cookie(j, 10, 400), 0);
         ASSERT_EQ(journal_record_task(j, 10, 400, "/x"), 0);
 
-        /* Cookies alone: 10's other entry onto 400 (there: dropped), 30's to 700. */
-        for (size_t i = 0; i < j->n_cookies; i++) {
-                if (j->cookies[i].start_time != c)
-                        continue;
-                cn[i] = j->cookies[i].tid == 10 ? 400 : 700;
+        /* Cookies alone: the earlier process that had tid 10 onto 400 (there:
+         * dropped), 30's to 700, 20's forgotten, one not there skipped. */
+        {
+                const JournalCookie from[] = { { 10, c }, { 30, d }, { 20, 500 }, { 40, a }, { 10, 400 } };
+                const uint64_t to[] = { 400, 700, 0, 900, 400 };
+
+                ASSERT_EQ(journal_rename_cookies(j, from, to, ELEMENTSOF(from)), 3u);
         }
-        ASSERT_EQ(journal_name_cookies(j, cn), 2u);
-        ASSERT_EQ(j->n_cookies, 3);
-        ASSERT_TRUE(has_cookie(j, 10, 400) && has_cookie(j, 20, 500) && has_cookie(j, 30, 700));
+        ASSERT_EQ(j->n_cookies, 2);
+        ASSERT_TRUE(has_cookie(j, 10, 400) && has_cookie(j, 30, 700));
+        ASSERT_FALSE(has_cookie(j, 20, 500) || has_cookie(j, 10, c) || has_cookie(j, 30, d));
+        ASSERT_EQ(journal_record_cookie(j, 30, 700), 0); /* the index knows the new names */
+        {
+                /* Forgotten alone: the index made again all the same. */
+                const JournalCookie from[] = { { 10, 400 } };
+                const uint64_t to[] = { 0 };
+
+                ASSERT_EQ(journal_rename_cookies(j, from, to, 1), 1u);
+                ASSERT_EQ(journal_record_cookie(j, 30, 700), 0);
+                ASSERT_EQ(journal_record_cookie(j, 10, 400), 1);
+        }
         ASSERT_EQ(journal_forget_cookie(j, 30, 700), 1);
-        ASSERT_EQ(journal_forget_cookie(j, 30, c), 0);
+        ASSERT_EQ(journal_forget_cookie(j, 30, d), 0);
         ASSERT_EQ(j->n_tasks, 2); /* tasks untouched */
-        memset(cn, 0, sizeof(cn));
-        ASSERT_EQ(journal_name_cookies(j, cn), 0u);
+        ASSERT_STREQ(journal_get_task(j, 20, 500)->cgroup, "/b");
+
+        /* Without the index (a rebuild that ran out of memory): the same, by scans. */
+        ASSERT_EQ(journal_record_cookie(j, 50, b), 1);
+        ASSERT_EQ(journal_record_task(j, 50, b, "/e"), 1);
+        j->index = mfree(j->index);
+        j->index_size = 0;
+        memset(tn, 0, sizeof(tn));
+        tn[2] = 800; /* task 50, the third now */
+        ASSERT_EQ(j->tasks[2].tid, 50);
+        ASSERT_EQ(journal_name_tasks(j, tn), 2u);
+        ASSERT_TRUE(has_cookie(j, 50, 800) && journal_get_task(j, 50, 800) != NULL);
+        ASSERT_EQ(journal_record_cookie(j, 50, 800), 0);
+        {
+                const JournalCookie from[] = { { 50, 800 } };
+                const uint64_t to[] = { 0 };
+
+                ASSERT_EQ(journal_rename_cookies(j, from, to, 1), 1u);
+        }
+        ASSERT_FALSE(has_cookie(j, 50, 800));
+        ASSERT_TRUE(has_cookie(j, 10, 400));
 }
 
 static void test_record_rejects(void) {

@@ -113,7 +113,8 @@ typedef struct CookieTask {
         uint64_t start_time; /* field 22 of proc/<tid>/stat, or PIDREF_IDENT_PIDFS | its
                               * pidfd's inode (cookie_applier_checks_pidfs()) */
         bool leader;         /* tid is a new process's (main) thread, which the fast path
-                              * has just read: checked through proc/<tid>/stat, see
+                              * has just read: checked through proc/<tid>/stat (or its
+                              * pidfd's inode, for a pidfs name), see
                               * pidref_acquire_process() */
         const PidRef *pinned; /* NULL, or the caller's handle on this very thread (same
                                * tid and start time), used in place of a new one: the

@@ -540,8 +540,46 @@ size_t journal_name_tasks(Journal *j, const uint64_t *start_time) {
         return rename_threads(j, start_time, cookie_names);
 }
 
-size_t journal_name_cookies(Journal *j, const uint64_t *start_time) {
-        return rename_threads(j, NULL, start_time);
+size_t journal_rename_cookies(Journal *j, const JournalCookie *from, const uint64_t *to, size_t n) {
+        _cleanup_free_ uint64_t *names = NULL;
+        size_t changed = 0, u = 0, total = j->n_cookies;
+        bool dropped = false;
+
+        if (n == 0 || total == 0)
+                return 0;
+        names = calloc(total, sizeof(uint64_t));
+        if (!names)
+                return 0; /* renamed another time; nothing lost */
+        for (size_t i = 0; i < n; i++) {
+                ssize_t pos = find_any(j, INDEX_COOKIE, NULL, from[i].tid, from[i].start_time);
+
+                if (pos < 0 || to[i] == from[i].start_time)
+                        continue;
+                /* UINT64_MAX: a slot to drop (no name is that). */
+                names[pos] = to[i] != 0 ? to[i] : UINT64_MAX;
+                changed++;
+        }
+        if (changed == 0)
+                return 0;
+        /* The forgotten out, in one sweep, the names along. */
+        for (size_t i = 0; i < total; i++) {
+                if (names[i] == UINT64_MAX) {
+                        dropped = true;
+                        continue;
+                }
+                j->cookies[u] = j->cookies[i];
+                names[u++] = names[i];
+        }
+        j->n_cookies = u;
+        if (rename_threads(j, NULL, names) == 0 && dropped) {
+                j->dirty = true;
+                j->need_rewrite = true; /* a log can only add */
+                if (index_rebuild(j, n_indexed(j)) < 0) {
+                        j->index = mfree(j->index);
+                        j->index_size = 0;
+                }
+        }
+        return changed;
 }
 
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {

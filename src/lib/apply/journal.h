@@ -95,7 +95,7 @@ typedef struct JournalTask {
 
 typedef struct JournalCookie {
         pid_t tid;
-        uint64_t start_time;
+        uint64_t start_time; /* as JournalTask's: a start time, or PIDREF_IDENT_PIDFS | an inode */
 } JournalCookie;
 
 /* Read the fields; change them only through the functions below. */
@@ -174,8 +174,12 @@ size_t journal_forget_tasks(Journal *j, const bool *drop);
  * name is renamed with it (the same thread). The number renamed (task
  * entries and cookie entries). */
 size_t journal_name_tasks(Journal *j, const uint64_t *start_time);
-/* The same for cookie entry i (n_cookies elements): cookies alone. */
-size_t journal_name_cookies(Journal *j, const uint64_t *start_time);
+/* Cookie entry from[i] (tid and name) is named to[i] from now on, or
+ * forgotten where to[i] is 0; an entry not there is skipped, and one that
+ * then names the same thread as an earlier one is dropped (the earlier
+ * original wins). In one sweep, whatever n. The number renamed or
+ * forgotten. */
+size_t journal_rename_cookies(Journal *j, const JournalCookie *from, const uint64_t *to, size_t n);
 
 /* Lookups; NULL when not recorded. */
 const JournalFeature *journal_get_feature(const Journal *j, const char *name);

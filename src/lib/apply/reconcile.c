@@ -170,45 +170,50 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
  * read a process, once. */
 static int name_fast_cookies(const Reconciler *rc, const Plan *plan) {
         const PidRefOps *ops = rc->pidref ?: &pidref_ops_host;
-        size_t n = rc->journal->n_cookies;
-        _cleanup_free_ uint64_t *name = NULL;
-        _cleanup_free_ JournalCookie *gone = NULL;
-        size_t n_gone = 0;
-        bool renamed = false;
-        int k;
+        _cleanup_free_ JournalCookie *from = NULL;
+        _cleanup_free_ uint64_t *to = NULL;
+        size_t n = 0, m = 0;
 
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < rc->journal->n_cookies; i++)
+                n += pidref_ident_is_pidfs(rc->journal->cookies[i].start_time);
+        if (n == 0)
+                return 0;
+        from = calloc(n, sizeof(JournalCookie));
+        to = calloc(n, sizeof(uint64_t));
+        if (!from || !to)
+                return -ENOMEM;
+        /* Copied first: the placer, let in between the pins, adds
+         * entries and forgets some. */
+        for (size_t i = 0; i < rc->journal->n_cookies; i++) {
                 const JournalCookie *jc = &rc->journal->cookies[i];
                 const PlanTask *pt;
-                PidRef ref = PIDREF_NULL;
-                ProcStat st;
-                int alive = -1;
 
                 if (!pidref_ident_is_pidfs(jc->start_time))
                         continue;
                 pt = plan_find_task(plan, jc->tid);
-                if (!pt || pt->cookie_group < 0 || yield_changed(rc->yield, pt->tgid))
-                        continue;
-                if ((!name && !(name = calloc(n, sizeof(uint64_t)))) || (!gone && !(gone = calloc(n, sizeof(JournalCookie)))))
-                        return -ENOMEM;
-                k = pidref_acquire_process(rc->root, ops, jc->tid, jc->start_time, &ref);
-                if (k == -ESRCH) {
-                        gone[n_gone++] = *jc;
-                        continue;
-                }
-                if (k >= 0 && pidref_read_stat(rc->root, -1, jc->tid, &st) >= 0)
+                if (pt && pt->cookie_group >= 0 && !yield_changed(rc->yield, pt->tgid))
+                        from[m++] = *jc;
+        }
+        for (size_t i = 0; i < m; i++) {
+                const PlanTask *pt = plan_find_task(plan, from[i].tid);
+                PidRef ref = PIDREF_NULL;
+                ProcStat st;
+                int alive = -1, k;
+
+                /* Hundreds, after a build ran in its group: a pin and a
+                 * read each, with the placer let in between. */
+                yield_now(rc->yield);
+                k = pidref_acquire_process(rc->root, ops, from[i].tid, from[i].start_time, &ref);
+                if (k == -ESRCH)
+                        continue; /* to[i] 0: forgotten */
+                if (k >= 0 && pidref_read_stat(rc->root, -1, from[i].tid, &st) >= 0)
                         alive = pidref_alive(&ref, rc->root, ops);
                 pidref_done(&ref);
-                /* Anything else (EMFILE, a read that failed): the next pass. */
-                if (alive > 0 && st.start_time == pt->start_time) {
-                        name[i] = st.start_time;
-                        renamed = true;
-                }
+                /* The process the plan means, or, for anything else
+                 * (EMFILE, a read that failed, another process), as it is. */
+                to[i] = alive > 0 && pt && st.start_time == pt->start_time ? st.start_time : from[i].start_time;
         }
-        if (renamed)
-                (void) journal_name_cookies(rc->journal, name);
-        for (size_t i = 0; i < n_gone; i++)
-                (void) journal_forget_cookie(rc->journal, gone[i].tid, gone[i].start_time);
+        (void) journal_rename_cookies(rc->journal, from, to, m);
         return 0;
 }
 

@@ -31,6 +31,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         place_state_free(p->place);
         free(p->fresh);
         free(p->waiting);
+        free(p->retried);
         free(p->forked);
         free(p->changed);
         free(p->defer_next);
@@ -294,6 +295,10 @@ bool pipeline_forks_waiting(const Pipeline *p) {
         return p->n_forked > 0;
 }
 
+bool pipeline_waiting_for_plan(const Pipeline *p) {
+        return p->n_waiting > 0;
+}
+
 static int compare_pid(const void *a, const void *b) {
         pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
 
@@ -535,7 +540,7 @@ static int sample(Pipeline *p, bool full, bool defer) {
         /* The scan sees the new processes: the pass places them. */
         p->n_fresh = 0;
         p->fresh_dropped = 0;
-        p->n_waiting = 0;
+        p->n_waiting = p->n_retried = 0;
         p->n_forked = 0;
         /* What changes from here on, the scan may have read before. */
         p->n_changed = p->n_changed_sorted = 0;
@@ -775,6 +780,8 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
                 p->fresh = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
         if (!p->waiting)
                 p->waiting = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
+        if (!p->retried)
+                p->retried = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
         if (!p->forked)
                 p->forked = calloc(PIPELINE_FRESH_MAX, sizeof(PipelineFork));
         if (!p->quick)
@@ -783,12 +790,14 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
                 p->batch = calloc(PIPELINE_FRESH_MAX, sizeof(ReconcilePlacement));
         if (!p->sources)
                 p->sources = calloc(PIPELINE_FRESH_MAX * (PLACE_COOKIE_SOURCES_MAX + 1), sizeof(CookieTask));
-        if (!p->fresh || !p->waiting || !p->forked || !p->quick || !p->batch || !p->sources)
+        if (!p->fresh || !p->waiting || !p->retried || !p->forked || !p->quick || !p->batch || !p->sources)
                 return -ENOMEM;
         /* Those that waited for a group: this plan may have it. */
         memcpy(p->fresh, p->waiting, p->n_waiting * sizeof(pid_t));
-        p->n_fresh = p->n_waiting;
+        memcpy(p->retried, p->waiting, p->n_waiting * sizeof(pid_t));
+        p->n_fresh = p->n_retried = p->n_waiting;
         p->n_waiting = 0;
+        qsort(p->retried, p->n_retried, sizeof(pid_t), compare_pid);
         k = place_state_new(plan, p->policies, p->in_force, p->topology, &p->place);
         if (k < 0)
                 return k;
@@ -892,6 +901,11 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                 case PLACE_GROUP:
                         break;
                 case PLACE_PLANNED:
+                        if (p->n_retried > 0 &&
+                            bsearch(&pp.tgid, p->retried, p->n_retried, sizeof(pid_t), compare_pid)) {
+                                st.left++; /* the pass did not place it */
+                                continue;
+                        }
                         st.planned++;
                         continue;
                 case PLACE_NEED_PASS:

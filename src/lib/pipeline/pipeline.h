@@ -105,6 +105,14 @@ typedef struct Pipeline {
          * scan. */
         pid_t *waiting;
         size_t n_waiting;
+        /* Those handed from waiting to the fast path by the last
+         * pipeline_use_plan(), sorted, until the next scan: the plan may
+         * have them (the scan read them), but the pass left them alone
+         * (changed since its scan began), so its plan's word that they
+         * are placed (PLACE_PLANNED) is not taken: the next pass places
+         * them. */
+        pid_t *retried;
+        size_t n_retried;
         /* New processes from their fork, where forks come on a socket of
          * their own (read every 200 ms in a burst): looked at by the next
          * lazy read, not this one, unless the fast path read them since
@@ -181,6 +189,9 @@ size_t pipeline_drain_lazy_events(Pipeline *p);
  * reads again while there are (pipeline_drain_lazy_events() hands them to
  * the fast path then). */
 bool pipeline_forks_waiting(const Pipeline *p);
+/* Processes that waited for a group during the last pass, for its plan
+ * (pipeline_use_plan()), which has not come: the pass failed. */
+bool pipeline_waiting_for_plan(const Pipeline *p);
 /* Sleep until the deadline (CLOCK_MONOTONIC usec), handling events. */
 void pipeline_wait_until(Pipeline *p, uint64_t deadline);
 
