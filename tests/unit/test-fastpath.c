@@ -752,20 +752,31 @@ static void test_pass_lets_fast_path_in(void) {
         world_free(&w);
 }
 
-/* At the storm pass's first yield, in its scan: a process is born and the
- * fast path places it. */
-static void storm_yield(void *userdata) {
-        Interleave *il = userdata;
+/* At a pass's first yield (the first call): a process execs and the fast
+ * path, which does not yield, looks at it. Its return, or -1 on later calls. */
+static int exec_at_first_yield(Interleave *il, pid_t pid, const char *comm, bool mark) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         Reconciler rc = il->w->rc;
 
         if (il->calls++ > 0)
-                return;
-        fake_process(1002, "svc-d", "/user.slice");
-        note_changed(il->w, 1002);
-        ASSERT_OK(task_scanner_mark(il->w->p->scanner, 1002)); /* as the drain does */
+                return -1;
+        fake_process(pid, comm, "/user.slice");
+        note_changed(il->w, pid);
+        if (mark)
+                ASSERT_OK(task_scanner_mark(il->w->p->scanner, pid)); /* as the drain does */
         rc.yield = NULL;
-        ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 1);
+        return pipeline_place_fresh(il->w->p, &rc, &il->st, &r);
+}
+
+/* At the storm pass's first yield, in its scan: a process is born and the
+ * fast path places it. */
+static void storm_yield(void *userdata) {
+        Interleave *il = userdata;
+        int k = exec_at_first_yield(il, 1002, "svc-d", true);
+
+        if (k < 0)
+                return;
+        ASSERT_EQ(k, 1);
         ASSERT_EQ(il->st.placed, 1);
 }
 
@@ -919,15 +930,11 @@ static void test_storm_pass_defers_exited(void) {
  * execs, and the fast path finds no group for it. */
 static void waiting_yield(void *userdata) {
         Interleave *il = userdata;
-        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        Reconciler rc = il->w->rc;
+        int k = exec_at_first_yield(il, 1011, "plain-c", false);
 
-        if (il->calls++ > 0)
+        if (k < 0)
                 return;
-        fake_process(1011, "plain-c", "/user.slice");
-        note_changed(il->w, 1011);
-        rc.yield = NULL;
-        ASSERT_EQ(pipeline_place_fresh(il->w->p, &rc, &il->st, &r), 0);
+        ASSERT_EQ(k, 0);
         ASSERT_EQ(il->st.left, 1);
         ASSERT_EQ(il->st.waiting, 1);
 }
