@@ -1072,7 +1072,7 @@ static void test_pidfs_cookie_names(void) {
  * (it was there when its listing was read): the plan has it, and the
  * pass, which leaves it alone (changed since its scan began), did not
  * place it. Handed back to the fast path, it is not taken as placed by
- * that plan: a pass is asked for, and places it. */
+ * that plan: the fast path places it, and the next pass agrees. */
 static void test_waiting_read_by_scan(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
         Plan *plan1, *plan2, *plan3;
@@ -1094,14 +1094,16 @@ static void test_waiting_read_by_scan(void) {
         ASSERT_TRUE(plan_find_task(plan2, 1011) != NULL);
         ASSERT_STREQ(process_cgroup(1011), "/user.slice");
 
-        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 0);
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 1);
         ASSERT_EQ(st.seen, 1);
         ASSERT_EQ(st.planned, 0);
-        ASSERT_EQ(st.left, 1);
-        ASSERT_STREQ(process_cgroup(1011), "/user.slice");
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_EQ(st.left, 0);
+        ASSERT_STREQ(process_cgroup(1011), "/topod.slice/plain");
 
         plan3 = pass(&w, &r4);
         ASSERT_EQ(r4->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(r4->counts[RECONCILE_DONE], 0);
         ASSERT_STREQ(process_cgroup(1011), "/topod.slice/plain");
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));

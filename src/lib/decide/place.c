@@ -544,7 +544,7 @@ void place_pick(const PlaceState *s, const PlaceProcess *p, PlacePick *ret) {
         pol = s->policies->policies[r.policy];
 
         pt = plan_find_task(plan, p->tgid);
-        if (pt && (p->start_time == 0 || pt->start_time == p->start_time) && pt->policy == r.policy) {
+        if (pt && !p->unapplied && (p->start_time == 0 || pt->start_time == p->start_time) && pt->policy == r.policy) {
                 /* An exec of a process the plan places already, same policy. */
                 r.verdict = PLACE_PLANNED;
                 r.group = pt->group;

@@ -110,6 +110,8 @@ typedef struct PlaceProcess {
         unsigned n_threads;  /* 1 right after exec or fork */
         PolicyTask match;    /* class ignored; only the facts in `have` are looked at */
         unsigned have;       /* PLACE_FACT() bits filled in match; comm always */
+        bool unapplied;      /* the plan may have it, but its pass left it alone (changed
+                              * since its scan began): not PLACE_PLANNED for that */
 } PlaceProcess;
 
 typedef struct PlacePick {

@@ -843,7 +843,14 @@ static void quick_policy_task(const Pipeline *p, const TaskQuick *q, PolicyTask 
 static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick) {
         TaskQuick *q = p->quick;
 
-        *pp = (PlaceProcess) { .tgid = tgid, .n_threads = 1, .have = PLACE_FACT_COMM };
+        *pp = (PlaceProcess) {
+                .tgid = tgid,
+                .n_threads = 1,
+                .have = PLACE_FACT_COMM,
+                /* Waited for the pass that made its group, which left it
+                 * alone: placed now from its plan, not taken as placed. */
+                .unapplied = p->n_retried > 0 && bsearch(&tgid, p->retried, p->n_retried, sizeof(pid_t), compare_pid),
+        };
         *pick = (PlacePick) { .verdict = PLACE_NONE, .policy = -1, .group = -1, .cookie_group = -1 };
         task_quick_reset(q, tgid);
         /* Before the read: what happened before this moment, it sees. */
@@ -901,11 +908,6 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                 case PLACE_GROUP:
                         break;
                 case PLACE_PLANNED:
-                        if (p->n_retried > 0 &&
-                            bsearch(&pp.tgid, p->retried, p->n_retried, sizeof(pid_t), compare_pid)) {
-                                st.left++; /* the pass did not place it */
-                                continue;
-                        }
                         st.planned++;
                         continue;
                 case PLACE_NEED_PASS:

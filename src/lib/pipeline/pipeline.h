@@ -109,8 +109,8 @@ typedef struct Pipeline {
          * pipeline_use_plan(), sorted, until the next scan: the plan may
          * have them (the scan read them), but the pass left them alone
          * (changed since its scan began), so its plan's word that they
-         * are placed (PLACE_PLANNED) is not taken: the next pass places
-         * them. */
+         * are placed (PLACE_PLANNED) is not taken: the fast path places
+         * them (PlaceProcess.unapplied). */
         pid_t *retried;
         size_t n_retried;
         /* New processes from their fork, where forks come on a socket of
