@@ -1981,16 +1981,21 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
         _cleanup_free_ uint64_t *name = NULL;
         _cleanup_free_ bool *drop = NULL;
         _cleanup_free_ pid_t *live_pids = NULL;
+        _cleanup_free_ JournalCookie *moot = NULL;
+        _cleanup_free_ uint64_t *moot_to = NULL;
         Members live = {};
         bool any = false, renamed = false;
-        size_t n, total;
+        size_t n, total, n_moot = 0, n_cookies;
 
-        if (!journal || journal->n_tasks == 0)
+        if (!journal || (journal->n_tasks == 0 && journal->n_cookies == 0))
                 return 0;
         total = journal->n_tasks;
-        drop = calloc(total, sizeof(bool));
-        name = calloc(total, sizeof(uint64_t));
-        if (!drop || !name)
+        n_cookies = journal->n_cookies;
+        drop = calloc(MAX(total, (size_t) 1), sizeof(bool));
+        name = calloc(MAX(total, (size_t) 1), sizeof(uint64_t));
+        moot = calloc(total + n_cookies + 1, sizeof(JournalCookie));
+        moot_to = calloc(total + n_cookies + 1, sizeof(uint64_t)); /* all 0: forgotten */
+        if (!drop || !name || !moot || !moot_to)
                 return -ENOMEM;
         for (size_t i = 0, checked = 0; i < total; i++) {
                 const JournalTask *jt = &journal->tasks[i];
@@ -2051,7 +2056,32 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         drop[i] = k == -ESRCH || (k >= 0 && (st.start_time != jt->start_time || procfs_stat_exited(&st)));
                 }
                 any = any || drop[i];
+                /* Its cookie's entry, under the same name, is moot too. */
+                if (drop[i])
+                        moot[n_moot++] = (JournalCookie) { jt->tid, jt->start_time };
         }
+        /* The fast path's cookie entries of processes that were in their
+         * group already (no move, no task entry), named by their pidfd's
+         * inode (main threads, which /proc lists): one not listed has
+         * gone. Else clearing it (unplanned) took the cookie applier's
+         * thread a pidfd_open() each, with the lock held: after an exec
+         * storm, hundreds. */
+        if (!live.read && n_cookies >= CGROUP_PRUNE_LIST_MIN) {
+                size_t pidfs = 0;
+
+                for (size_t i = 0; i < n_cookies; i++)
+                        pidfs += pidref_ident_is_pidfs(journal->cookies[i].start_time);
+                if (pidfs >= CGROUP_PRUNE_LIST_MIN && processes_read(env, &live) == -ENOMEM)
+                        return -ENOMEM;
+                live_pids = live.pids;
+        }
+        for (size_t i = 0; live.read && i < n_cookies; i++) {
+                const JournalCookie *jc = &journal->cookies[i];
+
+                if (pidref_ident_is_pidfs(jc->start_time) && !members_has(&live, jc->tid))
+                        moot[n_moot++] = *jc;
+        }
+        (void) journal_rename_cookies(journal, moot, moot_to, n_moot);
         /* One sweep: after an exec storm most of the entries go at once. */
         n = any ? journal_forget_tasks(journal, drop) : 0;
         if (renamed) {

@@ -354,5 +354,8 @@ void cgroup_moves_release(CgroupMove *moves, size_t n);
  * forgotten; alive, it is named by its start time from then on, so that it
  * is found planned by the next prune. An entry of a process the yield
  * hooks know changed since the scan, or left by it (yield_known_changed()),
- * waits for the next prune. Not committed. Returns the number forgotten. */
+ * waits for the next prune. The cookie entries under the names of the
+ * task entries forgotten go with them, and, past 32 of them, the cookie
+ * entries named by a pidfd's inode (main threads) whose tid /proc does not
+ * list. Not committed. Returns the number of task entries forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);
