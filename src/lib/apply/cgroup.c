@@ -2029,25 +2029,19 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         continue;
                 }
                 if (pidref_ident_is_pidfs(jt->start_time)) {
-                        PidRef ref = PIDREF_NULL;
-                        int alive = -1;
-
                         /* Known by its pidfd's inode (the fast path's): pinned
                          * by it, or gone. Alive, it is named by its start time
                          * from now on, so that later passes find it planned
                          * without a pin: read through the pin. */
-                        k = pidref_acquire_process(env->root, ops, jt->tid, jt->start_time, &ref);
-                        if (k >= 0 && pidref_read_stat(env->root, -1, jt->tid, &st) >= 0)
-                                alive = pidref_alive(&ref, env->root, ops);
-                        if (alive > 0) {
+                        k = pidref_read_stat_pinned(env->root, ops, jt->tid, jt->start_time, &st);
+                        if (k > 0) {
                                 name[i] = st.start_time;
                                 renamed = true;
                         }
-                        pidref_done(&ref);
                         /* Exited since: a zombie read then is the pinned one,
                          * or the pinned one was reaped; either way gone
                          * (nothing of an exited process to restore). */
-                        drop[i] = k == -ESRCH || (alive == 0 && procfs_stat_exited(&st));
+                        drop[i] = k == -ESRCH || (k == 0 && procfs_stat_exited(&st));
                 } else {
                         k = pidref_read_stat(env->root, -1, jt->tid, &st);
                         /* Gone, exited and waiting to be reaped, or its
@@ -2056,10 +2050,11 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         drop[i] = k == -ESRCH || (k >= 0 && (st.start_time != jt->start_time || procfs_stat_exited(&st)));
                 }
                 any = any || drop[i];
-                /* Its cookie's entry, under the same name, is moot too. */
-                if (drop[i])
-                        moot[n_moot++] = (JournalCookie) { jt->tid, jt->start_time };
         }
+        /* A forgotten task's cookie entry, under the same name, is moot too. */
+        for (size_t i = 0; i < total; i++)
+                if (drop[i])
+                        moot[n_moot++] = (JournalCookie) { journal->tasks[i].tid, journal->tasks[i].start_time };
         /* The fast path's cookie entries of processes that were in their
          * group already (no move, no task entry), named by their pidfd's
          * inode (main threads, which /proc lists): one not listed has

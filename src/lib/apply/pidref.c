@@ -150,6 +150,24 @@ int pidref_read_stat(const Root *root, int dirfd, pid_t tid, ProcStat *ret) {
         return read_stat(root, dirfd, tid, false, ret);
 }
 
+int pidref_read_stat_pinned(const Root *root, const PidRefOps *ops, pid_t tgid, uint64_t start_time, ProcStat *ret) {
+        _cleanup_(pidref_done) PidRef ref = PIDREF_NULL;
+        int k;
+
+        k = pidref_acquire_process(root, ops, tgid, start_time, &ref);
+        if (k < 0)
+                return k;
+        k = pidref_read_stat(root, -1, tgid, ret);
+        if (k == -ESRCH) {
+                /* Reaped since the pin: nothing read. */
+                *ret = (ProcStat) {};
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        return pidref_alive(&ref, root, ops);
+}
+
 PidRef pidref_borrow(const PidRef *from) {
         PidRef r = *from;
 

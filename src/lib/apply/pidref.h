@@ -136,3 +136,11 @@ void pidref_done(PidRef *p);
 int pidref_read_start_time(const Root *root, int dirfd, pid_t tid, uint64_t *ret);
 /* The same read, whole. */
 int pidref_read_stat(const Root *root, int dirfd, pid_t tid, ProcStat *ret);
+/* The process that tgid and start_time (a start time, or a pidfs name)
+ * name, read through a pin on it: its stat, and whether it was still the
+ * pinned one after the read. 1: alive, *ret is its own; 0: exited since
+ * the pin (*ret is what the read found, its zombie or what took its
+ * number; zeroed when nothing was there); -ESRCH: the pin found it gone;
+ * another negative errno: not told (the pin, the read or the check
+ * failed). How an entry known by its pidfd's inode learns its start time. */
+int pidref_read_stat_pinned(const Root *root, const PidRefOps *ops, pid_t tgid, uint64_t start_time, ProcStat *ret);

@@ -196,22 +196,18 @@ static int name_fast_cookies(const Reconciler *rc, const Plan *plan) {
         }
         for (size_t i = 0; i < m; i++) {
                 const PlanTask *pt = plan_find_task(plan, from[i].tid);
-                PidRef ref = PIDREF_NULL;
                 ProcStat st;
-                int alive = -1, k;
+                int k;
 
                 /* Hundreds, after a build ran in its group: a pin and a
                  * read each, with the placer let in between. */
                 yield_now(rc->yield);
-                k = pidref_acquire_process(rc->root, ops, from[i].tid, from[i].start_time, &ref);
+                k = pidref_read_stat_pinned(rc->root, ops, from[i].tid, from[i].start_time, &st);
                 if (k == -ESRCH)
                         continue; /* to[i] 0: forgotten */
-                if (k >= 0 && pidref_read_stat(rc->root, -1, from[i].tid, &st) >= 0)
-                        alive = pidref_alive(&ref, rc->root, ops);
-                pidref_done(&ref);
                 /* The process the plan means, or, for anything else
                  * (EMFILE, a read that failed, another process), as it is. */
-                to[i] = alive > 0 && pt && st.start_time == pt->start_time ? st.start_time : from[i].start_time;
+                to[i] = k > 0 && pt && st.start_time == pt->start_time ? st.start_time : from[i].start_time;
         }
         (void) journal_rename_cookies(rc->journal, from, to, m);
         return 0;
