@@ -174,6 +174,7 @@ typedef struct FakeCookies {
         size_t n_other;
         uint64_t next;
         unsigned self_gets; /* PR_SCHED_CORE_GET of the calling thread: one per clearing job */
+        unsigned gets;      /* and of other threads */
 } FakeCookies;
 
 static FakeCookies fc = { .lock = PTHREAD_MUTEX_INITIALIZER, .next = 1 };
@@ -211,8 +212,23 @@ static bool alive(pid_t tid) {
         return access(path, F_OK) == 0;
 }
 
+/* A process that exits as its cookie is given (fk_create()), or one whose
+ * cookie the kernel refuses (EPERM): test_cookie_checks_move(). */
+static pid_t exit_at_create, refuse_create;
+
+static void fake_process_exit(pid_t pid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/proc/%d", root_dir, (int) pid);
+        fake_root_remove(strdup(path));
+}
+
 static int fk_create(pid_t tid, void *userdata) {
         (void) userdata;
+        if (tid > 0 && tid == exit_at_create)
+                fake_process_exit(tid);
+        if (tid > 0 && tid == refuse_create)
+                return -EPERM;
         if (!alive(tid))
                 return -ESRCH;
         pthread_mutex_lock(&fc.lock);
@@ -247,6 +263,7 @@ static int fk_get(pid_t tid, uint64_t *ret, void *userdata) {
                 return -ESRCH;
         pthread_mutex_lock(&fc.lock);
         fc.self_gets += tid == 0;
+        fc.gets += tid != 0;
         *ret = *cookie_slot(tid);
         pthread_mutex_unlock(&fc.lock);
         return 0;
@@ -277,10 +294,13 @@ static int fp_open(pid_t tid, void *userdata) {
         return fd;
 }
 
+static unsigned n_alive_checks;
+
 static int fp_alive(int pidfd, pid_t tid, void *userdata) {
         char path[PATH_MAX];
 
         (void) userdata;
+        n_alive_checks++;
         ASSERT_EQ(pidfd_pid[pidfd], tid);
         snprintf(path, sizeof(path), "%s/proc/%d/stat", root_dir, (int) tid);
         return access(path, F_OK) == 0;
@@ -1288,6 +1308,73 @@ static void test_cookie_uses_move_pin(void) {
         world_free(&w);
 }
 
+/* A process given a cookie is checked alive once, after the cookie (which
+ * tells for its move too), and not asked for the cookie's value: on an
+ * emulated guest each system call costs what a whole placement of the
+ * reference does. One that exits as its cookie is given has vanished, move
+ * and all; one whose cookie the kernel refuses is checked for its move. */
+static void test_cookie_checks_move(void) {
+        static const struct {
+                pid_t pid;
+                bool exits, refused;
+        } cases[] = { { 1500, false, false }, { 1501, true, false }, { 1502, false, true }, { 1503, false, false } };
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        world_use_pidfs(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                PipelineFreshStats st;
+                unsigned checks, gets;
+                pid_t pid = cases[c].pid;
+
+                if (c > 0 && !cases[c - 1].exits) {
+                        /* The last one exits (its EXIT event): room in its group. */
+                        fake_process_exit(cases[c - 1].pid);
+                        place_note_exit(w.p->place, cases[c - 1].pid, cases[c - 1].pid);
+                }
+                fake_process(pid, "batch-b", "/user.slice");
+                event(&w, pid);
+                exit_at_create = cases[c].exits ? pid : 0;
+                refuse_create = cases[c].refused ? pid : 0;
+                checks = n_alive_checks;
+                gets = fc.gets;
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                dump(r);
+                exit_at_create = refuse_create = 0;
+                ASSERT_EQ(n_alive_checks - checks, cases[c].exits ? 0u : 1u);
+                ASSERT_EQ(fc.gets - gets, 0);
+                if (cases[c].exits) {
+                        /* Moved, then gone: it lived for a moment. */
+                        ASSERT_EQ(st.vanished, 1);
+                        ASSERT_EQ(st.placed, 0);
+                        ASSERT_EQ(r->counts[RECONCILE_VANISHED], 2);
+                        ASSERT_EQ(r->counts[RECONCILE_DONE], 0);
+                        ASSERT_EQ(r->counts[RECONCILE_FAILED], 0);
+                        continue;
+                }
+                ASSERT_STREQ(process_cgroup(pid), "/topod.slice/batch-llc0");
+                if (cases[c].refused) {
+                        ASSERT_EQ(cookie_of(pid), 0);
+                        ASSERT_EQ(r->counts[RECONCILE_DONE], 1); /* the move */
+                        ASSERT_EQ(r->counts[RECONCILE_FAILED], 1);
+                        ASSERT_TRUE(find_item(r, "cookie (process)", pid) != NULL);
+                        continue;
+                }
+                ASSERT_EQ(st.placed, 1);
+                ASSERT_EQ(r->counts[RECONCILE_DONE], 2);
+                ASSERT_EQ(r->counts[RECONCILE_FAILED], 0);
+                ASSERT_TRUE(cookie_of(pid) != 0 && cookie_of(pid) != cookie_of(100));
+        }
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* The emulated concur mode's figure: Δ usage_usec / Δ wall between two
  * readings of a group's cpu.stat at least PIPELINE_MEASURE_MIN_USEC apart;
  * a reading sooner (a pass right after another) keeps the base and the
@@ -1739,6 +1826,7 @@ int main(void) {
         RUN(test_forks_wait_a_read);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
+        RUN(test_cookie_checks_move);
         RUN(test_measure);
         RUN(test_pidfs_identities);
         RUN(test_timing);

@@ -1413,12 +1413,28 @@ static int leader_start_time(const CgroupEnv *env, const PlanTask *t, uint64_t *
         return pidref_read_start_time(env->root, -1, t->tgid, ret);
 }
 
+/* A write the kernel took, by whether the thread written lived after it:
+ * alive 1, 0, or a negative errno (it could not be told). */
+static int moved_outcome(CgroupResult *it, int alive) {
+        if (alive == 0)
+                return item_ok(it, CGROUP_VANISHED);
+        if (alive < 0)
+                return item_fail(it, alive, "moved, but whether the task lives could not be told");
+        return item_ok(it, CGROUP_DONE);
+}
+
+typedef enum MoveCheck {
+        MOVE_CHECK_ALIVE,     /* the thread lived after the write: it moved */
+        MOVE_CHECK_READ_BACK, /* and proc/<tid>/cgroup names cg now */
+        MOVE_CHECK_LATER,     /* neither: the caller's check after its own act tells
+                               * (CgroupMove.check_later) */
+} MoveCheck;
+
 /* Write tid to cg's cgroup.procs and check: the item's outcome. ref is the
  * thread written. *ret_written: the kernel took the write (may be NULL).
- * read_back: also check proc/<tid>/cgroup names cg now (the fast path
- * leaves that to the next pass: a write the kernel took, to a thread alive
- * throughout, moved it). */
-static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, bool read_back,
+ * The fast path leaves the read-back to the next pass: a write the kernel
+ * took, to a thread alive throughout, moved it. */
+static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg, MoveCheck check,
                     bool *ret_written) {
         _cleanup_free_ char *after = NULL;
         char num[21];
@@ -1434,13 +1450,11 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
                 return k;
         if (k < 0)
                 return item_fail(it, k, "writing cgroup.procs: %s", errno_reason(k));
-        k = pidref_alive(ref, env->root, env->pidref);
-        if (k == 0)
-                return item_ok(it, CGROUP_VANISHED);
-        if (k < 0)
-                return item_fail(it, k, "moved, but whether the task lives could not be told");
-        if (!read_back)
+        if (check == MOVE_CHECK_LATER)
                 return item_ok(it, CGROUP_DONE);
+        k = pidref_alive(ref, env->root, env->pidref);
+        if (k <= 0 || check == MOVE_CHECK_ALIVE)
+                return moved_outcome(it, k);
         k = read_task_cgroup(env, ref->tid, &after);
         if (k == -ESRCH)
                 return item_ok(it, CGROUP_VANISHED);
@@ -1777,7 +1791,7 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
                         item_fail(it, k, "cannot take a handle on the task");
                 else {
                         it->pid = t->tid;
-                        k = move_one(&env, it, &ref, it->path, true, &written);
+                        k = move_one(&env, it, &ref, it->path, MOVE_CHECK_READ_BACK, &written);
                         pidref_done(&ref);
                         if (k == -ENOMEM)
                                 goto finish;
@@ -1838,7 +1852,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
 
         for (size_t i = 0; i < n; i++) {
                 moves[i].item = SIZE_MAX;
-                moves[i].pending = moves[i].recorded = false;
+                moves[i].pending = moves[i].recorded = moves[i].unchecked = false;
                 moves[i].ref = PIDREF_NULL;
         }
         k = env_check(env_in, NULL, &env);
@@ -1954,11 +1968,13 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
                         it->journaled = false;
                         item_fail(it, journal_error, "the journal could not be committed: not moved");
                 } else {
-                        k = move_one(&env, it, &m->ref, it->path, false, &written);
+                        k = move_one(&env, it, &m->ref, it->path,
+                                     m->check_later && m->keep_ref ? MOVE_CHECK_LATER : MOVE_CHECK_ALIVE, &written);
                         if (k == -ENOMEM) {
                                 moves_release(moves, n);
                                 return k;
                         }
+                        m->unchecked = m->check_later && m->keep_ref && written && it->outcome == CGROUP_DONE;
                 }
                 if (!m->keep_ref || !written)
                         pidref_done(&m->ref);
@@ -1974,6 +1990,22 @@ count:
                 if (moves[i].item < r->n && r->items[moves[i].item].outcome == CGROUP_FAILED)
                         failed++;
         return (int) MIN(failed, (size_t) INT32_MAX);
+}
+
+CgroupOutcome cgroup_move_settle(const CgroupEnv *env_in, CgroupMove *m, int alive, CgroupReport *r) {
+        CgroupResult *it;
+        CgroupEnv env;
+
+        if (m->item >= r->n)
+                return CGROUP_FAILED;
+        it = &r->items[m->item];
+        if (!m->unchecked)
+                return it->outcome;
+        m->unchecked = false;
+        if (alive < 0)
+                alive = env_check(env_in, NULL, &env) < 0 ? -EINVAL : pidref_alive(&m->ref, env.root, env.pidref);
+        (void) moved_outcome(it, alive);
+        return it->outcome;
 }
 
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal) {
@@ -2168,7 +2200,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
                 (void) journal_forget_task(j, tid, st);
                 return 0;
         }
-        k = move_one(env, it, &ref, dest, true, NULL);
+        k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
         pidref_done(&ref);
         if (k == -ENOMEM)
                 return k;
@@ -2240,7 +2272,7 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                         item_fail(it, k, "cannot take a handle on the task");
                         continue;
                 }
-                k = move_one(env, it, &ref, dest, true, NULL);
+                k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
                 pidref_done(&ref);
                 if (k == -ENOMEM)
                         return k;

@@ -302,7 +302,9 @@ int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report)
  *                        lets go of the handles (but those kept for the
  *                        caller: keep_ref). A move is done when the
  *                        kernel took the write and the thread lived
- *                        throughout; the read-back of proc/<pid>/cgroup is
+ *                        throughout (checked right after, or, check_later,
+ *                        by the caller after its next act on the thread:
+ *                        cgroup_move_settle()); the read-back of proc/<pid>/cgroup is
  *                        left to the next pass, which checks every process. An entry recorded for a process
  *                        that did not move is forgotten but not committed
  *                        (on disk it is harmless: restoring it finds the
@@ -318,11 +320,18 @@ typedef struct CgroupMove {
         bool by_start_time;  /* learn the start time even where pidfs identities are made */
         bool keep_ref;       /* cgroup_move_finish() leaves the handle taken (ref, if any)
                               * to the caller, who releases it (cgroup_moves_release()) */
+        bool check_later;    /* with keep_ref: the caller acts on the kept handle next and
+                              * checks it alive after that act, which tells for this move
+                              * too (one check, not two): cgroup_move_finish() reports a
+                              * write the kernel took as done, unchecked, and the caller
+                              * settles it (cgroup_move_settle()) */
 
         /* Set by cgroup_move_prepare(), for cgroup_move_finish(). */
         size_t item;         /* its result in the report */
         bool pending;        /* to be written */
         bool recorded;       /* a journal entry was made for it by this batch */
+        bool unchecked;      /* set by cgroup_move_finish(): written, not yet checked
+                              * (check_later) */
         PidRef ref;
 } CgroupMove;
 
@@ -339,6 +348,13 @@ int cgroup_move_prepare(const CgroupEnv *env, const char *cgroup_root, CgroupMov
  * that were moved or found there already. */
 int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journal *journal, int journal_error,
                        CgroupReport *report);
+/* A move cgroup_move_finish() left unchecked (CgroupMove.unchecked) settled
+ * by the caller's check after its own act on the kept handle: alive 1 (it
+ * lived then, so throughout the move), 0 (gone: the move's outcome is
+ * CGROUP_VANISHED), or negative when the caller made no such check (its act
+ * failed or never came): then the handle is checked here. Returns the move's
+ * outcome; for a move not left unchecked, the outcome it has. */
+CgroupOutcome cgroup_move_settle(const CgroupEnv *env, CgroupMove *m, int alive, CgroupReport *report);
 /* Release every handle left (keep_ref), on any path. */
 void cgroup_moves_release(CgroupMove *moves, size_t n);
 

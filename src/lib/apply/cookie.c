@@ -451,7 +451,7 @@ static int job_assign(CookieApplier *a, const CookieTask *tasks, size_t n, Cooki
                         shared = true;
                         k = a->ops.get(0, &cookie, a->ops.userdata);
                 } else
-                        k = a->ops.get(tasks[i].tid, &cookie, a->ops.userdata);
+                        k = tasks[i].no_value ? -ENODATA : a->ops.get(tasks[i].tid, &cookie, a->ops.userdata);
                 if (k < 0)
                         cookie = 0; /* reported as unknown; the assignment stands */
                 k = ref_confirm(a, &ref);

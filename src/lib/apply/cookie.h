@@ -120,15 +120,20 @@ typedef struct CookieTask {
                                * tid and start time), used in place of a new one: the
                                * fast path's move took it a moment before */
         bool pinned_checked;  /* pinned was found alive after the caller's own act on it,
-                               * a moment ago: not checked again before this one (the
-                               * check after it tells whether it reached the thread) */
+                               * or taken for that act, a moment ago: not checked again
+                               * before this one (the check after it tells whether it,
+                               * and the caller's act, reached the thread) */
+        bool no_value;        /* the caller has no use for the cookie's value: a thread
+                               * given a new cookie of its own is not asked for it after
+                               * (CookieResult.cookie 0): a system call less */
 } CookieTask;
 
 typedef struct CookieResult {
         pid_t tid;
         CookieOutcome outcome;
         int error;       /* negative errno for COOKIE_FAILED and COOKIE_REFUSED, else 0 */
-        uint64_t cookie; /* DONE/ALREADY: the cookie it has now (0 after a clear).
+        uint64_t cookie; /* DONE/ALREADY: the cookie it has now (0 after a clear, and
+                          * for a new cookie of its own the task asked no value of).
                           * Cookies are hashed pointers and a value can come back after
                           * its cookie is freed: compare live threads, never across time. */
 } CookieResult;

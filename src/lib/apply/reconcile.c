@@ -422,11 +422,16 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                 for (size_t j = i; j < n; j++)
                         if (!done[j] && items[j].cookie == items[i].cookie &&
                             (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
-                                /* A move done was checked alive right after. */
+                                /* A move done was checked alive right after it,
+                                 * or (CgroupMove.check_later) is checked after
+                                 * this act, which tells for both. The cookie's
+                                 * value is nobody's business here: no read of
+                                 * it after the act. */
                                 tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
                                                           .pinned = pins[j],
                                                           .pinned_checked = pins[j] &&
-                                                                            items[j].moved == RECONCILE_DONE };
+                                                                            items[j].moved == RECONCILE_DONE,
+                                                          .no_value = true };
                                 which[m++] = j;
                                 done[j] = true;
                         }
@@ -508,6 +513,8 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                                                 .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies &&
                                                                  !cookie_applier_checks_pidfs(rc->cookies),
                                                 .keep_ref = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
+                                                /* The cookie's check after its act tells for the move too. */
+                                                .check_later = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
                                                 .ref = PIDREF_NULL };
                 move_of[n_moves++] = i;
         }
@@ -571,8 +578,6 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                 k = cgroup_move_finish(&env, moves, n_moves, rc->journal, prepared < 0 ? prepared : committed, cr);
                 if (k == -ENOMEM)
                         return k;
-                if ((k = add_cgroup_report(r, cr)) < 0)
-                        return k;
                 for (size_t m = 0; m < n_moves; m++) {
                         if (moves[m].item < cr->n)
                                 items[move_of[m]].moved = from_cgroup(cr->items[moves[m].item].outcome);
@@ -605,6 +610,21 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
         }
         if (rc->cookies && (k = place_cookies(rc, items, n, recorded, done, pins, r)) < 0)
                 return k;
+
+        /* 5. The moves checked by their cookie's act: a cookie given was
+         *    checked alive after it, one whose thread had gone tells that;
+         *    any other (refused, failed) is checked now. */
+        if (cgroups) {
+                for (size_t m = 0; m < n_moves; m++) {
+                        ReconcilePlacement *it = &items[move_of[m]];
+                        int alive = it->cookied == RECONCILE_DONE ? 1 : it->cookied == RECONCILE_VANISHED ? 0 : -1;
+
+                        if (moves[m].unchecked)
+                                it->moved = from_cgroup(cgroup_move_settle(&env, &moves[m], alive, cr));
+                }
+                if ((k = add_cgroup_report(r, cr)) < 0)
+                        return k;
+        }
         /* Entries forgotten above stay dirty until the next commit: on disk
          * they are harmless (restoring them finds nothing to undo). */
         *ret = TAKE_PTR(r);
