@@ -212,9 +212,10 @@ static bool alive(pid_t tid) {
         return access(path, F_OK) == 0;
 }
 
-/* A process that exits as its cookie is given (fk_create()), or one whose
- * cookie the kernel refuses (EPERM): test_cookie_checks_move(). */
-static pid_t exit_at_create, refuse_create;
+/* A process that exits as its cookie is given (fk_create(): before, or
+ * right after), or one whose cookie the kernel refuses (EPERM):
+ * test_cookie_checks_move(). */
+static pid_t exit_at_create, exit_after_create, refuse_create;
 
 static void fake_process_exit(pid_t pid) {
         char path[PATH_MAX];
@@ -234,6 +235,8 @@ static int fk_create(pid_t tid, void *userdata) {
         pthread_mutex_lock(&fc.lock);
         *cookie_slot(tid) = fc.next++;
         pthread_mutex_unlock(&fc.lock);
+        if (tid > 0 && tid == exit_after_create)
+                fake_process_exit(tid);
         return 0;
 }
 
@@ -1316,8 +1319,13 @@ static void test_cookie_uses_move_pin(void) {
 static void test_cookie_checks_move(void) {
         static const struct {
                 pid_t pid;
-                bool exits, refused;
-        } cases[] = { { 1500, false, false }, { 1501, true, false }, { 1502, false, true }, { 1503, false, false } };
+                bool exits, exits_after, refused;
+        } cases[] = { { 1500, false, false, false },
+                      { 1501, true, false, false },
+                      { 1502, false, false, true },
+                      { 1503, false, false, false },
+                      { 1504, false, true, false },
+                      { 1505, false, false, false } };
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
         Plan *plan1;
         World w;
@@ -1332,7 +1340,7 @@ static void test_cookie_checks_move(void) {
                 unsigned checks, gets;
                 pid_t pid = cases[c].pid;
 
-                if (c > 0 && !cases[c - 1].exits) {
+                if (c > 0 && !cases[c - 1].exits && !cases[c - 1].exits_after) {
                         /* The last one exits (its EXIT event): room in its group. */
                         fake_process_exit(cases[c - 1].pid);
                         place_note_exit(w.p->place, cases[c - 1].pid, cases[c - 1].pid);
@@ -1340,16 +1348,18 @@ static void test_cookie_checks_move(void) {
                 fake_process(pid, "batch-b", "/user.slice");
                 event(&w, pid);
                 exit_at_create = cases[c].exits ? pid : 0;
+                exit_after_create = cases[c].exits_after ? pid : 0;
                 refuse_create = cases[c].refused ? pid : 0;
                 checks = n_alive_checks;
                 gets = fc.gets;
                 ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
                 dump(r);
-                exit_at_create = refuse_create = 0;
+                exit_at_create = exit_after_create = refuse_create = 0;
                 ASSERT_EQ(n_alive_checks - checks, cases[c].exits ? 0u : 1u);
                 ASSERT_EQ(fc.gets - gets, 0);
-                if (cases[c].exits) {
-                        /* Moved, then gone: it lived for a moment. */
+                if (cases[c].exits || cases[c].exits_after) {
+                        /* Moved, then gone (before its cookie, or found gone
+                         * right after it): it lived for a moment. */
                         ASSERT_EQ(st.vanished, 1);
                         ASSERT_EQ(st.placed, 0);
                         ASSERT_EQ(r->counts[RECONCILE_VANISHED], 2);
@@ -1369,6 +1379,22 @@ static void test_cookie_checks_move(void) {
                 ASSERT_EQ(r->counts[RECONCILE_DONE], 2);
                 ASSERT_EQ(r->counts[RECONCILE_FAILED], 0);
                 ASSERT_TRUE(cookie_of(pid) != 0 && cookie_of(pid) != cookie_of(100));
+        }
+        {
+                /* A group's cookie: the move is checked on its own, as the
+                 * cookie is (a pid taken meanwhile would get the group's
+                 * cookie: checked before it is passed on). */
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                PipelineFreshStats st;
+                unsigned checks = n_alive_checks;
+
+                fake_process(1510, "svc-x", "/user.slice");
+                event(&w, 1510);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                dump(r);
+                ASSERT_EQ(st.placed, 1);
+                ASSERT_EQ(n_alive_checks - checks, 2);
+                ASSERT_TRUE(cookie_of(1510) != 0);
         }
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);

@@ -435,6 +435,10 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                                 which[m++] = j;
                                 done[j] = true;
                         }
+                /* What a call refused as a whole (E2BIG, EINVAL) leaves:
+                 * nothing done, and nothing said of any thread. */
+                for (size_t t = 0; t < m; t++)
+                        results[t] = (CookieResult) { .tid = tasks[t].tid, .outcome = COOKIE_FAILED, .error = -EIO };
                 k = -ENODATA;
                 if (items[i].cookie == PLACE_COOKIE_JOIN)
                         for (size_t s = 0; s < items[i].n_sources && (k == -ESRCH || k == -ENODATA); s++)
@@ -444,7 +448,6 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                         k = cookie_assign(rc->cookies, tasks, m, results);
                 if (k == -ENOMEM)
                         return k;
-                /* Other call errors (E2BIG, EINVAL) left every result filled in. */
                 for (size_t t = 0; t < m; t++) {
                         ReconcilePlacement *it = &items[which[t]];
 
@@ -513,8 +516,11 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                                                 .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies &&
                                                                  !cookie_applier_checks_pidfs(rc->cookies),
                                                 .keep_ref = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
-                                                /* The cookie's check after its act tells for the move too. */
-                                                .check_later = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
+                                                /* A new cookie's check after its act tells for
+                                                 * the move too. Not a group's: a pid taken
+                                                 * meanwhile by another process would get the
+                                                 * group's cookie, which no pass would clear. */
+                                                .check_later = it->cookie == PLACE_COOKIE_NEW && rc->cookies,
                                                 .ref = PIDREF_NULL };
                 move_of[n_moves++] = i;
         }
