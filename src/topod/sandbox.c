@@ -49,7 +49,7 @@ static const char *const allow_list[] = {
          * read again on SIGHUP. glibc reaches some of these through the old
          * entry points (mkdir, rename, access, readlink, dup2, pipe on
          * x86_64). */
-        "openat", "open", "close", "read", "pread64", "readv", "write", "writev", "lseek",
+        "openat", "open", "close", "close_range", "read", "pread64", "readv", "write", "writev", "lseek",
         "getdents64", "newfstatat", "fstat", "stat", "lstat", "statx",
         "readlinkat", "readlink", "faccessat", "faccessat2", "access",
         "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat", "renameat2", "rename",

@@ -1311,6 +1311,15 @@ static void test_cookie_uses_move_pin(void) {
         world_free(&w);
 }
 
+/* Descriptors open in this process now. */
+static unsigned open_fds(void) {
+        unsigned n = 0;
+
+        for (int fd = 0; fd < 1024; fd++)
+                n += fcntl(fd, F_GETFD) >= 0;
+        return n;
+}
+
 /* A process given a cookie is checked alive once, after the cookie (which
  * tells for its move too), and not asked for the cookie's value: on an
  * emulated guest each system call costs what a whole placement of the
@@ -1337,7 +1346,7 @@ static void test_cookie_checks_move(void) {
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
                 PipelineFreshStats st;
-                unsigned checks, gets;
+                unsigned checks, gets, fds;
                 pid_t pid = cases[c].pid;
 
                 if (c > 0 && !cases[c - 1].exits && !cases[c - 1].exits_after) {
@@ -1352,7 +1361,11 @@ static void test_cookie_checks_move(void) {
                 refuse_create = cases[c].refused ? pid : 0;
                 checks = n_alive_checks;
                 gets = fc.gets;
+                fds = open_fds();
                 ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                /* comm's, the pin's: closed together after the batch */
+                ASSERT_EQ(open_fds(), fds);
+                ASSERT_EQ(w.p->fds.n, 0);
                 dump(r);
                 exit_at_create = exit_after_create = refuse_create = 0;
                 ASSERT_EQ(n_alive_checks - checks, cases[c].exits ? 0u : 1u);

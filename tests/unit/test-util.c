@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* base/util: the string helpers of the hot paths. */
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "tests.h"
@@ -31,8 +33,58 @@ static void test_format_u64(void) {
         }
 }
 
+static bool fd_open(int fd) {
+        return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* What the bin holds is closed when it is emptied, in runs of consecutive
+ * numbers (close_range()) or one by one; a number it does not hold, in the
+ * middle of a run, stays open. Without a bin, or past its room, at once. */
+static void test_fd_bin(void) {
+        FdBin bin = {};
+        int fd[8];
+
+        for (size_t i = 0; i < ELEMENTSOF(fd); i++)
+                ASSERT_TRUE((fd[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+        /* In any order: 0 1 2, not 3 (someone else's), 4 5, 7. */
+        fd_bin_put(&bin, fd[5]);
+        fd_bin_put(&bin, fd[0]);
+        fd_bin_put(&bin, fd[2]);
+        fd_bin_put(&bin, fd[1]);
+        fd_bin_put(&bin, fd[4]);
+        fd_bin_put(&bin, fd[7]);
+        fd_bin_put(&bin, -EBADF); /* nothing */
+        ASSERT_EQ(bin.n, 6);
+        for (size_t i = 0; i < ELEMENTSOF(fd); i++)
+                ASSERT_TRUE(fd_open(fd[i]));
+        fd_bin_empty(&bin);
+        ASSERT_EQ(bin.n, 0);
+        for (size_t i = 0; i < ELEMENTSOF(fd); i++)
+                ASSERT_EQ(fd_open(fd[i]), i == 3 || i == 6);
+        fd_bin_put(NULL, fd[3]);
+        ASSERT_FALSE(fd_open(fd[3]));
+        fd_bin_empty(&bin); /* empty: nothing */
+        ASSERT_TRUE(fd_open(fd[6]));
+
+        /* Full: the next is closed at once. */
+        for (size_t i = 0; i < FD_BIN_MAX; i++)
+                fd_bin_put(&bin, dup(fd[6]));
+        ASSERT_EQ(bin.n, FD_BIN_MAX);
+        {
+                int extra = dup(fd[6]);
+
+                ASSERT_TRUE(extra >= 0);
+                fd_bin_put(&bin, extra);
+                ASSERT_FALSE(fd_open(extra));
+        }
+        fd_bin_empty(&bin);
+        ASSERT_TRUE(fd_open(fd[6]));
+        ASSERT_EQ(close(fd[6]), 0);
+}
+
 int main(void) {
         RUN(test_strjoin);
         RUN(test_format_u64);
+        RUN(test_fd_bin);
         return 0;
 }

@@ -551,6 +551,7 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
                 if (k < 0)
                         return k;
         }
+        fd_bin_put(env->bin, TAKE_FD(fd)); /* the fast path's: closed with others, later */
         if (!*(text ?: buf)) /* a task that exited while we read */
                 return -ESRCH;
         return cgroup_parse_proc_cgroup(text ?: buf, ret);
@@ -1831,17 +1832,17 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
 
 /* ---- the fast path -------------------------------------------------------- */
 
-static void moves_release(CgroupMove *moves, size_t n) {
+static void moves_release(CgroupMove *moves, size_t n, FdBin *bin) {
         for (size_t i = 0; i < n; i++) {
                 if (!moves[i].keep_ref)
-                        pidref_done(&moves[i].ref);
+                        pidref_done_into(&moves[i].ref, bin);
                 moves[i].pending = false;
         }
 }
 
-void cgroup_moves_release(CgroupMove *moves, size_t n) {
+void cgroup_moves_release(CgroupMove *moves, size_t n, FdBin *bin) {
         for (size_t i = 0; moves && i < n; i++)
-                pidref_done(&moves[i].ref);
+                pidref_done_into(&moves[i].ref, bin);
 }
 
 int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
@@ -1901,7 +1902,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                 if (k == -ENOMEM)
                         return k;
                 if (k < 0) {
-                        pidref_done(&m->ref);
+                        pidref_done_into(&m->ref, env_in->bin);
                         if (k == -ESRCH)
                                 item_ok(it, CGROUP_VANISHED);
                         else
@@ -1912,7 +1913,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                 from = it->from = TAKE_PTR(now);
                 if (streq(from, it->path)) {
                         if (!m->keep_ref)
-                                pidref_done(&m->ref);
+                                pidref_done_into(&m->ref, env_in->bin);
                         item_ok(it, CGROUP_ALREADY);
                         continue;
                 }
@@ -1921,7 +1922,7 @@ int cgroup_move_prepare(const CgroupEnv *env_in, const char *cgroup_root, Cgroup
                         if (k == -ENOMEM)
                                 return k;
                         if (k < 0) {
-                                pidref_done(&m->ref);
+                                pidref_done_into(&m->ref, env_in->bin);
                                 item_fail(it, k, "the original cgroup could not be journaled: not moved");
                                 continue;
                         }
@@ -1946,7 +1947,7 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
         for (size_t i = 0; i < n; i++)
                 pending = pending || moves[i].pending;
         if (!pending) {
-                moves_release(moves, n);
+                moves_release(moves, n, env_in->bin);
                 goto count;
         }
         k = env_check(env_in, NULL, &env);
@@ -1960,7 +1961,7 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
 
                 if (!m->pending) {
                         if (!m->keep_ref)
-                                pidref_done(&m->ref);
+                                pidref_done_into(&m->ref, env_in->bin);
                         continue;
                 }
                 it = &r->items[m->item];
@@ -1971,13 +1972,13 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
                         k = move_one(&env, it, &m->ref, it->path,
                                      m->check_later && m->keep_ref ? MOVE_CHECK_LATER : MOVE_CHECK_ALIVE, &written);
                         if (k == -ENOMEM) {
-                                moves_release(moves, n);
+                                moves_release(moves, n, env_in->bin);
                                 return k;
                         }
                         m->unchecked = m->check_later && m->keep_ref && written && it->outcome == CGROUP_DONE;
                 }
                 if (!m->keep_ref || !written)
-                        pidref_done(&m->ref);
+                        pidref_done_into(&m->ref, env_in->bin);
                 m->pending = false;
                 /* Recorded for a process that did not move: moot. */
                 if (m->recorded && !written) {

@@ -171,6 +171,10 @@ typedef struct CgroupEnv {
          * leave alone those that changed since the scan (base/yield.h);
          * NULL: never. */
         const YieldHooks *yield;
+        /* NULL, or where the fast path's moves put the descriptors they are
+         * done with (the /proc/PID/cgroup read, the handles let go of), to
+         * be closed together by their caller (fd_bin_empty()) */
+        FdBin *bin;
 } CgroupEnv;
 
 typedef enum CgroupItemKind {
@@ -356,7 +360,7 @@ int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journa
  * outcome; for a move not left unchecked, the outcome it has. */
 CgroupOutcome cgroup_move_settle(const CgroupEnv *env, CgroupMove *m, int alive, CgroupReport *report);
 /* Release every handle left (keep_ref), on any path. */
-void cgroup_moves_release(CgroupMove *moves, size_t n);
+void cgroup_moves_release(CgroupMove *moves, size_t n, FdBin *bin);
 
 /* Forget the "task" entries of processes that have exited, so that the
  * journal (rewritten whole on each commit) holds the living and does not

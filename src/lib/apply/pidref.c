@@ -175,14 +175,18 @@ PidRef pidref_borrow(const PidRef *from) {
         return r;
 }
 
-void pidref_done(PidRef *p) {
+void pidref_done_into(PidRef *p, FdBin *bin) {
         if (!p)
                 return;
         if (!p->borrowed) {
-                closep(&p->pidfd);
-                closep(&p->procfd);
+                fd_bin_put(bin, TAKE_FD(p->pidfd));
+                fd_bin_put(bin, TAKE_FD(p->procfd));
         }
         *p = PIDREF_NULL;
+}
+
+void pidref_done(PidRef *p) {
+        pidref_done_into(p, NULL);
 }
 
 /* Pin tid (a pidfd, or its /proc directory where the kernel has no pidfds

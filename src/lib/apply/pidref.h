@@ -40,6 +40,7 @@
 
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/util.h"
 #include "observe/procfs.h"
 
 /* linux/pidfd.h, 6.13: the first version of struct pidfd_info (64 bytes),
@@ -129,6 +130,8 @@ PidRef pidref_borrow(const PidRef *from);
 /* Close the handle (unless borrowed); the PidRef becomes PIDREF_NULL.
  * Accepts PIDREF_NULL. */
 void pidref_done(PidRef *p);
+/* The same, its descriptors into bin (base/util.h) to be closed later. */
+void pidref_done_into(PidRef *p, FdBin *bin);
 
 /* Read the start time (clock ticks after boot, field 22) of
  * proc/<tid>/task/<tid>/stat, or of "stat" below dirfd when dirfd >= 0.

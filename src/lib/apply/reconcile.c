@@ -342,7 +342,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
 static CgroupEnv cgroup_env(const Reconciler *rc, bool held) {
         return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                              .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
-                             .held = held ? rc->held : NULL, .yield = rc->yield };
+                             .held = held ? rc->held : NULL, .yield = rc->yield, .bin = rc->fds };
 }
 
 static int new_report(ReconcileReport **ret) {
@@ -662,7 +662,7 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         for (size_t i = 0; i < n; i++)
                 sc.moves[i] = (CgroupMove) { .ref = PIDREF_NULL };
         k = place_batch(rc, plan, items, n, &sc, ret);
-        cgroup_moves_release(sc.moves, n);
+        cgroup_moves_release(sc.moves, n, rc->fds);
         return k;
 }
 

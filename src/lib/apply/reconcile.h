@@ -68,6 +68,9 @@ typedef struct Reconciler {
          * or that the scan left for the next (not in the plan: their
          * cookies and journal entries are not touched). NULL: never. */
         const YieldHooks *yield;
+        /* reconcile_place() only: NULL, or where the descriptors it is done
+         * with go, closed together by the caller (fd_bin_empty()). */
+        FdBin *fds;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a

@@ -2,9 +2,12 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 const char *errno_name(int err) {
         const char *n;
@@ -155,4 +158,41 @@ char *strstrip(char *s) {
 
 bool startswith(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void fd_bin_put(FdBin *bin, int fd) {
+        if (fd < 0)
+                return;
+        if (!bin || bin->n >= FD_BIN_MAX) {
+                closep(&fd);
+                return;
+        }
+        bin->fd[bin->n++] = fd;
+}
+
+static int compare_int(const void *a, const void *b) {
+        int x = *(const int *) a, y = *(const int *) b;
+
+        return (x > y) - (x < y);
+}
+
+void fd_bin_empty(FdBin *bin) {
+        size_t i = 0;
+
+        if (!bin || bin->n == 0)
+                return;
+        qsort(bin->fd, bin->n, sizeof(int), compare_int);
+        while (i < bin->n) {
+                size_t j = i;
+
+                while (j + 1 < bin->n && bin->fd[j + 1] == bin->fd[j] + 1)
+                        j++;
+                /* The raw call: glibc 2.34's wrapper, but older builds and
+                 * kernels (before 5.9: ENOSYS) close one by one. */
+                if (j == i || syscall(SYS_close_range, (unsigned) bin->fd[i], (unsigned) bin->fd[j], 0u) < 0)
+                        for (size_t k = i; k <= j; k++)
+                                (void) close(bin->fd[k]);
+                i = j + 1;
+        }
+        bin->n = 0;
 }

@@ -34,3 +34,20 @@ size_t format_u64(char buf[static 21], uint64_t v);
 /* Remove leading and trailing whitespace in place; returns s. */
 char *strstrip(char *s);
 bool startswith(const char *s, const char *prefix);
+
+/* Descriptors to close later, together: close_range() over each run of
+ * consecutive numbers, where a close() each costs a system call each. The
+ * fast path opens a process's comm, its pidfd and (before 6.13) its cgroup
+ * file one after the other: consecutive numbers, most often, closed in one
+ * call after the placement (and the comm's close is not before the move). */
+#define FD_BIN_MAX 64u
+typedef struct FdBin {
+        int fd[FD_BIN_MAX];
+        size_t n;
+} FdBin;
+
+/* Takes fd (if >= 0): into bin, or closed now when bin is NULL or full. */
+void fd_bin_put(FdBin *bin, int fd);
+/* Closes what bin holds. close_range() closes every number of a run, so a
+ * run is only what bin holds: numbers bin does not hold end it. */
+void fd_bin_empty(FdBin *bin);

@@ -971,7 +971,7 @@ static ssize_t quick_read(const Root *root, pid_t pid, const char *file, char *b
         return n < 0 && is_vanished((int) n) ? -ESRCH : n;
 }
 
-static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size) {
+static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size, FdBin *bin) {
         _cleanup_close_ int fd = -EBADF;
         char rel[64];
         ssize_t n;
@@ -994,6 +994,7 @@ static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size) {
                 return is_vanished(negative_errno()) ? -ESRCH : negative_errno();
         if (n == 0)
                 return -ESRCH; /* exiting */
+        fd_bin_put(bin, TAKE_FD(fd));
         buf[n] = '\0';
         buf[strcspn(buf, "\n")] = '\0';
         return 0;
@@ -1014,7 +1015,7 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                 fields &= ~TASK_QUICK_COMM;
 
         if (fields & TASK_QUICK_COMM) {
-                if ((k = quick_comm(root, q->pid, q->comm, sizeof(q->comm))) < 0)
+                if ((k = quick_comm(root, q->pid, q->comm, sizeof(q->comm), q->bin)) < 0)
                         return k;
                 q->have |= TASK_QUICK_COMM;
         }
@@ -1095,7 +1096,7 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
         }
         if (fields & TASK_QUICK_PARENT) {
                 /* The parent process's leader's comm, as the scan has it. */
-                if (q->ppid > 0 && quick_comm(root, q->ppid, q->parent_buf, sizeof(q->parent_buf)) >= 0)
+                if (q->ppid > 0 && quick_comm(root, q->ppid, q->parent_buf, sizeof(q->parent_buf), q->bin) >= 0)
                         q->parent_comm = q->parent_buf;
                 q->have |= TASK_QUICK_PARENT;
         }

@@ -13,6 +13,7 @@
 
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/util.h"
 #include "base/yield.h"
 #include "observe/procfs.h"
 
@@ -194,6 +195,9 @@ typedef struct TaskQuick {
         char cmdline_buf[TASKS_CMDLINE_MAX + 1];
         char cgroup_buf[TASKS_PATH_MAX];
         char parent_buf[PROCFS_COMM_MAX];
+        FdBin *bin; /* NULL, or where comm's descriptor goes, to be closed later
+                     * with others (base/util.h: the fast path's); kept across
+                     * task_quick_reset() */
 } TaskQuick;
 
 /* Forget what q holds; it is about pid now. */

@@ -24,6 +24,7 @@ uint64_t pipeline_now_usec(void) {
 Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
+        fd_bin_empty(&p->fds);
         strv_free(p->reading_paths);
         free(p->readings);
         free(p->readings_at);
@@ -784,8 +785,8 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
                 p->retried = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
         if (!p->forked)
                 p->forked = calloc(PIPELINE_FRESH_MAX, sizeof(PipelineFork));
-        if (!p->quick)
-                p->quick = calloc(1, sizeof(TaskQuick));
+        if (!p->quick && (p->quick = calloc(1, sizeof(TaskQuick))))
+                p->quick->bin = &p->fds;
         if (!p->batch)
                 p->batch = calloc(PIPELINE_FRESH_MAX, sizeof(ReconcilePlacement));
         if (!p->sources)
@@ -870,10 +871,15 @@ static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick)
         pick->verdict = PLACE_NONE;
 }
 
-int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret) {
+int pipeline_place_fresh(Pipeline *p, const Reconciler *rc_in, PipelineFreshStats *ret_stats, ReconcileReport **ret) {
         PipelineFreshStats st = { .left = p->fresh_dropped };
+        /* What it opens (comm, the pins, the cgroup files) is closed
+         * together after the batch: one system call, not one each. */
+        Reconciler rc = *rc_in;
         size_t n = p->n_fresh, nb = 0;
         int k = 0;
+
+        rc.fds = &p->fds;
 
         *ret = NULL;
         p->n_fresh = 0;
@@ -944,7 +950,7 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
         if (nb == 0)
                 goto finish;
 
-        k = reconcile_place(rc, p->plan, p->batch, nb, ret);
+        k = reconcile_place(&rc, p->plan, p->batch, nb, ret);
         for (size_t i = 0; i < nb; i++) {
                 const ReconcilePlacement *b = &p->batch[i];
                 bool moved = k >= 0 && (b->moved == RECONCILE_DONE || b->moved == RECONCILE_ALREADY);
@@ -965,9 +971,10 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *
                         place_note_cookie(p->place, b->policy, b->tgid, b->start_time);
         }
         if (k < 0)
-                return k;
+                goto finish;
         k = 1;
 finish:
+        fd_bin_empty(&p->fds);
         if (ret_stats)
                 *ret_stats = st;
         return k;

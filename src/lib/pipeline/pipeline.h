@@ -129,6 +129,8 @@ typedef struct Pipeline {
                 uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
         } looked[PIPELINE_LOOKED_SLOTS];
         TaskQuick *quick;    /* read buffers, reused */
+        FdBin fds;           /* the fast path's descriptors, closed together after each
+                              * pipeline_place_fresh() (base/util.h) */
         ReconcilePlacement *batch;
         CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
 
