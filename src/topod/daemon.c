@@ -632,13 +632,14 @@ static void *placer_main(void *userdata) {
                  * the pass's first yield). One system call a wake-up,
                  * where a poll() and a read were two. */
                 int k = proc_events_wait_urgent(d->p->events, ev, ELEMENTSOF(ev), &n);
+                bool rest;
 
                 if (k == -EINTR)
                         continue;
                 lock_take(d);
                 /* An error loses what the read had taken: the next scan
                  * reads everything, soon. */
-                pipeline_take_urgent_events(d->p, ev, n, k);
+                rest = pipeline_take_urgent_events(d->p, ev, n, k);
                 errors = k < 0 ? errors + 1 : 0;
                 if (k < 0 && (errors >= DAEMON_PLACER_ERRORS_MAX || k == -EBADF || k == -ENOTSOCK)) {
                         /* Cannot wait: the loop takes the socket back. */
@@ -655,6 +656,8 @@ static void *placer_main(void *userdata) {
                         d->pass_wanted = true;
                         (void) eventfd_write(d->placer_soon, 1);
                 }
+                if (rest)
+                        pipeline_take_urgent_rest(d->p, ev, n);
                 lock_give(d);
         }
         return NULL;

@@ -1469,6 +1469,44 @@ static void test_measure(void) {
         world_free(&w);
 }
 
+/* The placer's execs in two steps: the processes for the fast path, then,
+ * after their placement, what else the events tell (the changed list, the
+ * scan's marks); a read that brought anything else is taken whole. */
+static void test_urgent_rest_after(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        TaskEvent ev[2];
+        PipelineFreshStats st;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        fake_process(1600, "batch-b", "/user.slice");
+        fake_process(1601, "unmatched", "/user.slice");
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1600, .tgid = 1600, .timestamp_ns = mono_ns() };
+        ev[1] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1601, .tgid = 1601, .timestamp_ns = mono_ns() };
+        ASSERT_TRUE(pipeline_take_urgent_events(w.p, ev, 2, 0));
+        ASSERT_EQ(w.p->n_fresh, 2);
+        ASSERT_FALSE(pipeline_changed(w.p, 1600));
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        ASSERT_EQ(st.placed, 1);
+        pipeline_take_urgent_rest(w.p, ev, 2);
+        ASSERT_TRUE(pipeline_changed(w.p, 1600));
+        ASSERT_TRUE(pipeline_changed(w.p, 1601));
+        ASSERT_EQ(w.p->n_fresh, 0); /* not again */
+
+        /* A rename with them: all at once, nothing left. */
+        fake_process(1602, "plain-r", "/user.slice");
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1602, .tgid = 1602, .timestamp_ns = mono_ns() };
+        ev[1] = (TaskEvent) { .type = TASK_EVENT_COMM, .pid = 1602, .tgid = 1602, .timestamp_ns = mono_ns() };
+        ASSERT_FALSE(pipeline_take_urgent_events(w.p, ev, 2, 0));
+        ASSERT_TRUE(pipeline_changed(w.p, 1602));
+        ASSERT_EQ(w.p->n_fresh, 1);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* What the pass leaves alone is what the events say changed since its
  * scan began: a real child's exec on this kernel's proc connector (root
  * only: else it says so and skips). */
@@ -1863,6 +1901,7 @@ int main(void) {
         RUN(test_prune_gone_cookies);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
+        RUN(test_urgent_rest_after);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_cookie_checks_move);

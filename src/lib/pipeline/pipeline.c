@@ -372,8 +372,14 @@ size_t pipeline_drain_lazy_events(Pipeline *p) {
 
 static void defer_next_add(Pipeline *p, pid_t tgid);
 
+typedef enum TakeStep {
+        TAKE_ALL,
+        TAKE_FRESH, /* of execs alone: only the processes for the fast path */
+        TAKE_REST,  /* the same execs after their placement: the rest */
+} TakeStep;
+
 /* What the events tell, for the scan, the fast path and the groups' loads. */
-static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
+static void take(Pipeline *p, const TaskEvent *ev, size_t n, TakeStep step) {
         for (size_t i = 0; i < n; i++) {
                 switch (ev[i].type) {
                 case TASK_EVENT_FORK:
@@ -417,12 +423,14 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
                                 fresh_forget(p, ev[i].tgid);
                         break;
                 case TASK_EVENT_EXEC:
-                        task_scanner_invalidate(p->scanner, ev[i].tgid);
-                        task_scanner_invalidate(p->scanner, ev[i].pid);
-                        if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
-                                p->rescan = true;
-                        changed_add(p, ev[i].tgid);
-                        if (!looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
+                        if (step != TAKE_FRESH) {
+                                task_scanner_invalidate(p->scanner, ev[i].tgid);
+                                task_scanner_invalidate(p->scanner, ev[i].pid);
+                                if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
+                                        p->rescan = true;
+                                changed_add(p, ev[i].tgid);
+                        }
+                        if (step != TAKE_REST && !looked_after(p, ev[i].tgid, ev[i].timestamp_ns))
                                 fresh_add(p, ev[i].tgid);
                         break;
                 case TASK_EVENT_COMM:
@@ -448,7 +456,7 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n) {
                 default:
                         break;
                 }
-                if (ev[i].type == TASK_EVENT_ACK || !p->keep_events)
+                if (ev[i].type == TASK_EVENT_ACK || !p->keep_events || step == TAKE_FRESH)
                         continue;
                 if (p->n_seen < PIPELINE_EVENTS_KEPT_MAX)
                         p->seen[p->n_seen++] = ev[i];
@@ -473,19 +481,32 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
                         break;
                 }
                 total += n;
-                take(p, ev, n);
+                take(p, ev, n, TAKE_ALL);
         }
         return total;
 }
 
-void pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error) {
+bool pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error) {
+        bool execs = n < PIPELINE_EVENT_BATCH; /* a full batch: the rest of the socket's follows */
+
         if (read_error < 0) {
                 p->rescan = true;
-                return;
+                return false;
         }
-        take(p, events, n);
+        for (size_t i = 0; execs && i < n; i++)
+                execs = events[i].type == TASK_EVENT_EXEC;
+        if (execs) {
+                take(p, events, n, TAKE_FRESH);
+                return true;
+        }
+        take(p, events, n, TAKE_ALL);
         if (n == PIPELINE_EVENT_BATCH)
                 (void) drain(p, proc_events_read_urgent);
+        return false;
+}
+
+void pipeline_take_urgent_rest(Pipeline *p, const TaskEvent *events, size_t n) {
+        take(p, events, n, TAKE_REST);
 }
 
 void pipeline_wait_until(Pipeline *p, uint64_t deadline) {

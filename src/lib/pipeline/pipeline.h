@@ -182,7 +182,14 @@ void pipeline_drain_events(Pipeline *p);
  * followed by the rest of that socket's. read_error: that read's negative
  * errno, or 0; what it had read is lost then, and the next scan reads
  * everything. */
-void pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error);
+bool pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n, int read_error);
+/* Returns true when the events were execs alone (what the exec filter's
+ * socket brings): then only their processes are taken for the fast path,
+ * and the rest of what they tell (the scan's marks, the changed processes,
+ * the events kept) waits for pipeline_take_urgent_rest() with the same
+ * events, after the placement and before the lock is let go of: an exec
+ * does not wait for that bookkeeping. */
+void pipeline_take_urgent_rest(Pipeline *p, const TaskEvent *events, size_t n);
 /* Only the others (forks and exits, where the kernel splits them; else
  * all): for a loop that leaves the execs to a thread of their own. Returns
  * how many events it handled (0: none were queued). */
