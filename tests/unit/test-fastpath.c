@@ -455,6 +455,18 @@ static Plan *pass(World *w, ReconcileReport **ret) {
         return plan;
 }
 
+/* A world with pidfds as pidfs inodes, after a first pass that failed
+ * nothing: its plan is the fast path's. */
+static Plan *world_pidfs_passed(World *w, ReconcileReport **ret) {
+        Plan *plan;
+
+        world_new(w);
+        world_use_pidfs(w);
+        plan = pass(w, ret);
+        ASSERT_EQ((*ret)->counts[RECONCILE_FAILED], 0);
+        return plan;
+}
+
 static const ReconcileItem *find_item(const ReconcileReport *r, const char *prefix, pid_t pid) {
         char tail[32];
 
@@ -1290,10 +1302,7 @@ static void test_cookie_uses_move_pin(void) {
         Plan *plan1;
         World w;
 
-        world_new(&w);
-        world_use_pidfs(&w);
-        plan1 = pass(&w, &r1);
-        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        plan1 = world_pidfs_passed(&w, &r1);
         fake_process(1000, "batch-b", "/user.slice");
         event(&w, 1000);
         opens = n_pidfd_opens;
@@ -1339,10 +1348,7 @@ static void test_cookie_checks_move(void) {
         Plan *plan1;
         World w;
 
-        world_new(&w);
-        world_use_pidfs(&w);
-        plan1 = pass(&w, &r1);
-        ASSERT_EQ(r1->counts[RECONCILE_FAILED], 0);
+        plan1 = world_pidfs_passed(&w, &r1);
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
                 PipelineFreshStats st;
