@@ -347,7 +347,8 @@ typedef struct CgroupMove {
 int cgroup_move_prepare(const CgroupEnv *env, const char *cgroup_root, CgroupMove *moves, size_t n, Journal *journal,
                         CgroupReport *report);
 /* journal_error: the commit's result; when negative nothing is written and
- * every pending move fails with it. Returns the number of failed items, or
+ * every pending move fails with it. Returns the number of failed items (a
+ * move left unchecked is not one of them: cgroup_move_settle() tells), or
  * -ENOMEM. Releases every handle but those kept (keep_ref) of processes
  * that were moved or found there already. */
 int cgroup_move_finish(const CgroupEnv *env, CgroupMove *moves, size_t n, Journal *journal, int journal_error,
