@@ -374,6 +374,57 @@ static void test_defer(void) {
         fake_root_remove(d);
 }
 
+/* Many touched processes, most of them gone (an exec storm's): /proc is
+ * listed once and the gone are neither read nor left to the next scan;
+ * those alive are read, or left (deferred). Fewer: no listing. */
+static void test_gone_unread(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        pid_t defer[] = { 1002, 1003, 1010 };
+        TaskScanStats st;
+        TaskSnapshot *s = NULL;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        task_scanner_trust_events(sc, true);
+        task_snapshot_free(scan(sc, true));
+        for (pid_t pid = 1000; pid < 1004; pid++)
+                fake_thread(d, pid, pid, "alive", 0, "6 0 1\n", NULL);
+        for (pid_t pid = 1000; pid < 1040; pid++)
+                ASSERT_OK(task_scanner_mark(sc, pid));
+        ASSERT_OK(task_scanner_mark(sc, 100));
+        ASSERT_OK(task_scanner_scan_deferring(sc, false, defer, ELEMENTSOF(defer), &s));
+        task_scanner_stats(sc, &st);
+        ASSERT_TRUE(st.by_events);
+        ASSERT_EQ(st.gone, 36);   /* 1004-1039 */
+        ASSERT_EQ(st.deferred, 2); /* 1002, 1003; 1010 is gone */
+        ASSERT_TRUE(task_snapshot_find(s, 1000) != NULL);
+        ASSERT_TRUE(task_snapshot_find(s, 1001) != NULL);
+        ASSERT_NULL(task_snapshot_find(s, 1002));
+        ASSERT_TRUE(task_snapshot_find(s, 100) != NULL);
+        task_snapshot_free(s);
+
+        /* The next: only the deferred two were marked again. */
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.gone, 0);
+        ASSERT_EQ(st.deferred, 0);
+        ASSERT_STREQ(task_snapshot_find(s, 1002)->comm, "alive");
+        ASSERT_STREQ(task_snapshot_find(s, 1003)->comm, "alive");
+        task_snapshot_free(s);
+
+        /* A few gone: looked at one by one, as ever. */
+        ASSERT_OK(task_scanner_mark(sc, 1038));
+        ASSERT_OK(task_scanner_mark(sc, 1039));
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.gone, 0);
+        ASSERT_NULL(task_snapshot_find(s, 1039));
+        task_snapshot_free(s);
+        fake_root_remove(d);
+}
+
 /* An exited process its parent has not reaped yet is not read; one whose
  * leader exited before its other threads is. */
 static void zombie(const char *root, int tgid, unsigned threads) {
@@ -506,6 +557,7 @@ int main(void) {
         RUN(test_scan);
         RUN(test_incremental);
         RUN(test_by_events);
+        RUN(test_gone_unread);
         RUN(test_yield);
         RUN(test_defer);
         RUN(test_zombies);

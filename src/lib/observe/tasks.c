@@ -717,13 +717,56 @@ static bool deferred(Builder *b, pid_t tgid) {
         return true;
 }
 
+/* The numbers /proc lists now, sorted. */
+static int list_processes(int procfd, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0, cap = 0;
+        int dupfd;
+        DIR *d;
+
+        dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
+        if (dupfd < 0)
+                return negative_errno();
+        d = fdopendir(dupfd);
+        if (!d) {
+                close(dupfd);
+                return negative_errno();
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t pid;
+
+                if (!parse_pid(de->d_name, &pid))
+                        continue;
+                if (n == cap) {
+                        size_t c = cap ? cap * 2 : 256;
+                        pid_t *np = realloc(pids, c * sizeof(pid_t));
+
+                        if (!np) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        pids = np;
+                        cap = c;
+                }
+                pids[n++] = pid;
+        }
+        closedir(d);
+        if (n > 0)
+                qsort(pids, n, sizeof(pid_t), compare_pid);
+        *ret = TAKE_PTR(pids);
+        *ret_n = n;
+        return 0;
+}
+
 /* The scan without listing: quiet processes from the last snapshot, then
  * the ones events touched, listed as usual. */
 static int scan_by_events(Builder *b, int procfd) {
         TaskScanner *s = b->scanner;
         const TaskSnapshot *prev = s->prev;
         _cleanup_free_ size_t *order = NULL;
-        size_t n_dirty = 0;
+        _cleanup_free_ pid_t *live = NULL;
+        size_t n_dirty = 0, n_live = 0;
+        bool listed = false;
         int k;
 
         /* The touched processes, sorted, once each. */
@@ -778,7 +821,25 @@ static int scan_by_events(Builder *b, int procfd) {
                 }
                 i = j;
         }
+        /* Many touched (an exec storm's, most of them gone by now, those a
+         * storm's scan left to this one among them): one listing of /proc
+         * tells which are, where a look at each costs a system call or
+         * more, and, with the placer waiting, a turn handed to it (in the
+         * test guest, 223 gone processes made a storm pass of 1.9 s). One
+         * not listed has no process now: nothing to read, nothing to leave
+         * to the next scan (a process that takes its number later is
+         * marked by its own events). Without the listing, one by one. */
+        if (b->n_dirty >= TASKS_LIST_MIN) {
+                k = list_processes(procfd, &live, &n_live);
+                if (k == -ENOMEM)
+                        return k;
+                listed = k >= 0;
+        }
         for (size_t i = 0; i < b->n_dirty; i++) {
+                if (listed && !(n_live > 0 && bsearch(&b->dirty[i], live, n_live, sizeof(pid_t), compare_pid))) {
+                        s->stats.gone++;
+                        continue;
+                }
                 if (deferred(b, b->dirty[i]))
                         continue;
                 yield_now(s->yield);

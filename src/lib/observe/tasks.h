@@ -21,6 +21,9 @@
 #define TASKS_CMDLINE_MAX 4096u
 #define TASKS_PATH_MAX 4096u
 #define TASKS_MAX 1000000u
+/* Touched processes from this many on, a scan by events lists /proc once
+ * to pass over those gone (TaskScanStats.gone). */
+#define TASKS_LIST_MIN 32u
 
 /* What is shared by the threads of one process (thread group). */
 typedef struct ProcessFacts {
@@ -142,8 +145,9 @@ typedef struct TaskScanStats {
         unsigned threads_reused; /* unchanged since the last scan */
         unsigned held_fds;
         bool fd_limit_hit;
-        bool by_events; /* /proc was not listed */
+        bool by_events; /* /proc was not walked (listed at most, for gone) */
         unsigned deferred; /* processes left for the next scan (task_scanner_scan_deferring()) */
+        unsigned gone;     /* processes touched that /proc no longer listed: not looked at */
 } TaskScanStats;
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 
