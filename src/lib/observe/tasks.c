@@ -717,21 +717,29 @@ static bool deferred(Builder *b, pid_t tgid) {
         return true;
 }
 
+/* A listing of /proc through procfd, which stays open. */
+static int open_listing(int procfd, DIR **ret) {
+        int dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
+
+        if (dupfd < 0)
+                return negative_errno();
+        *ret = fdopendir(dupfd);
+        if (!*ret) {
+                close(dupfd);
+                return negative_errno();
+        }
+        return 0;
+}
+
 /* The numbers /proc lists now, sorted. */
 static int list_processes(int procfd, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0, cap = 0;
-        int dupfd;
         DIR *d;
+        int k;
 
-        dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
-        if (dupfd < 0)
-                return negative_errno();
-        d = fdopendir(dupfd);
-        if (!d) {
-                close(dupfd);
-                return negative_errno();
-        }
+        if ((k = open_listing(procfd, &d)) < 0)
+                return k;
         for (struct dirent *de; (de = readdir(d));) {
                 pid_t pid;
 
@@ -856,7 +864,7 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
         Builder b = { .scanner = s, .full = full, .dirty = dirty, .n_dirty = n_dirty, .defer = defer, .n_defer = n_defer };
         struct timespec ts;
         DIR *d;
-        int k = 0, dupfd;
+        int k = 0;
 
         if (!snap)
                 return -ENOMEM;
@@ -873,14 +881,8 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                 k = scan_by_events(&b, procfd);
                 s->stats.by_events = true;
         } else {
-                dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
-                if (dupfd < 0)
-                        return negative_errno();
-                d = fdopendir(dupfd);
-                if (!d) {
-                        close(dupfd);
-                        return negative_errno();
-                }
+                if ((k = open_listing(procfd, &d)) < 0)
+                        return k;
                 for (struct dirent *de; (de = readdir(d));) {
                         pid_t tgid;
 
