@@ -187,8 +187,8 @@ void fd_bin_empty(FdBin *bin) {
 
                 while (j + 1 < bin->n && bin->fd[j + 1] == bin->fd[j] + 1)
                         j++;
-                /* The raw call: glibc 2.34's wrapper, but older builds and
-                 * kernels (before 5.9: ENOSYS) close one by one. */
+                /* The raw call (glibc wraps it from 2.34 on); a kernel
+                 * before 5.9 says ENOSYS: then one by one. */
                 if (j == i || syscall(SYS_close_range, (unsigned) bin->fd[i], (unsigned) bin->fd[j], 0u) < 0)
                         for (size_t k = i; k <= j; k++)
                                 (void) close(bin->fd[k]);
