@@ -14,6 +14,7 @@
 
 #include "base/bitmap.h"
 #include "base/util.h"
+#include "observe/tasks.h"
 
 /* The controllers topod's tree needs, in the order they are enabled. */
 static const char *const controllers[] = { "cpuset", "cpu" };
@@ -1544,37 +1545,13 @@ static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
 /* Every process there is now: the numbers /proc lists (a process's, while
  * any thread of it lives: its leader stays until the last one has gone). */
 static int processes_read(const CgroupEnv *env, Members *m) {
-        _cleanup_close_ int fd = root_openat(env->root, "proc", O_RDONLY | O_DIRECTORY);
-        size_t cap = 0;
-        DIR *d;
-        int k = 0;
+        int k = tasks_list_processes(env->root, -1, &m->pids, &m->n);
 
-        if (fd < 0)
-                return fd;
-        d = fdopendir(fd);
-        if (!d)
-                return negative_errno();
-        fd = -EBADF; /* the DIR's now */
-        for (;;) {
-                struct dirent *de;
-                pid_t pid;
-
-                errno = 0;
-                de = readdir(d);
-                if (!de) {
-                        k = errno ? -errno : 0; /* a list cut short is no list */
-                        break;
-                }
-                if (parse_procs_line(de->d_name, &pid) && (k = members_add(m, &cap, pid)) < 0)
-                        break;
-        }
-        closedir(d);
+        if (k == -ENODATA)
+                return 0; /* not read: no procfs there */
         if (k < 0)
                 return k;
-        /* No process at all: no procfs there (an empty directory). */
-        m->read = m->n > 0;
-        if (m->n > 1)
-                qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
+        m->read = true;
         return 0;
 }
 
@@ -1956,8 +1933,8 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
 
         for (size_t i = 0; i < n; i++) {
                 CgroupMove *m = &moves[i];
+                bool later = m->check_later && m->keep_ref, written = false;
                 CgroupResult *it;
-                bool written = false;
 
                 if (!m->pending) {
                         if (!m->keep_ref)
@@ -1969,13 +1946,13 @@ int cgroup_move_finish(const CgroupEnv *env_in, CgroupMove *moves, size_t n, Jou
                         it->journaled = false;
                         item_fail(it, journal_error, "the journal could not be committed: not moved");
                 } else {
-                        k = move_one(&env, it, &m->ref, it->path,
-                                     m->check_later && m->keep_ref ? MOVE_CHECK_LATER : MOVE_CHECK_ALIVE, &written);
+                        k = move_one(&env, it, &m->ref, it->path, later ? MOVE_CHECK_LATER : MOVE_CHECK_ALIVE,
+                                     &written);
                         if (k == -ENOMEM) {
                                 moves_release(moves, n, env_in->bin);
                                 return k;
                         }
-                        m->unchecked = m->check_later && m->keep_ref && written && it->outcome == CGROUP_DONE;
+                        m->unchecked = later && written && it->outcome == CGROUP_DONE;
                 }
                 if (!m->keep_ref || !written)
                         pidref_done_into(&m->ref, env_in->bin);

@@ -731,18 +731,27 @@ static int open_listing(int procfd, DIR **ret) {
         return 0;
 }
 
-/* The numbers /proc lists now, sorted. */
-static int list_processes(int procfd, pid_t **ret, size_t *ret_n) {
+int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
+        _cleanup_close_ int own = -EBADF;
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0, cap = 0;
         DIR *d;
         int k;
 
+        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
+                return procfd;
         if ((k = open_listing(procfd, &d)) < 0)
                 return k;
-        for (struct dirent *de; (de = readdir(d));) {
+        for (;;) {
+                struct dirent *de;
                 pid_t pid;
 
+                errno = 0;
+                de = readdir(d);
+                if (!de) {
+                        k = errno ? -errno : 0; /* a list cut short is no list */
+                        break;
+                }
                 if (!parse_pid(de->d_name, &pid))
                         continue;
                 if (n == cap) {
@@ -750,8 +759,8 @@ static int list_processes(int procfd, pid_t **ret, size_t *ret_n) {
                         pid_t *np = realloc(pids, c * sizeof(pid_t));
 
                         if (!np) {
-                                closedir(d);
-                                return -ENOMEM;
+                                k = -ENOMEM;
+                                break;
                         }
                         pids = np;
                         cap = c;
@@ -759,8 +768,11 @@ static int list_processes(int procfd, pid_t **ret, size_t *ret_n) {
                 pids[n++] = pid;
         }
         closedir(d);
-        if (n > 0)
-                qsort(pids, n, sizeof(pid_t), compare_pid);
+        if (k < 0)
+                return k;
+        if (n == 0)
+                return -ENODATA; /* no procfs there (an empty directory) */
+        qsort(pids, n, sizeof(pid_t), compare_pid);
         *ret = TAKE_PTR(pids);
         *ret_n = n;
         return 0;
@@ -838,13 +850,13 @@ static int scan_by_events(Builder *b, int procfd) {
          * to the next scan (a process that takes its number later is
          * marked by its own events). Without the listing, one by one. */
         if (b->n_dirty >= TASKS_LIST_MIN) {
-                k = list_processes(procfd, &live, &n_live);
+                k = tasks_list_processes(s->root, procfd, &live, &n_live);
                 if (k == -ENOMEM)
                         return k;
                 listed = k >= 0;
         }
         for (size_t i = 0; i < b->n_dirty; i++) {
-                if (listed && !(n_live > 0 && bsearch(&b->dirty[i], live, n_live, sizeof(pid_t), compare_pid))) {
+                if (listed && !bsearch(&b->dirty[i], live, n_live, sizeof(pid_t), compare_pid)) {
                         s->stats.gone++;
                         continue;
                 }

@@ -151,6 +151,11 @@ typedef struct TaskScanStats {
 } TaskScanStats;
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 
+/* The numbers /proc lists now, sorted (through procfd, or root's proc when
+ * procfd < 0). -ENODATA when it lists none (no procfs there); an error of
+ * the listing's (a list cut short is no list), or -ENOMEM. */
+int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n);
+
 /* One full scan without keeping anything. */
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
 /* Snapshots are shared (read-only) between the scanner and its callers:
