@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -618,6 +619,7 @@ static void *placer_main(void *userdata) {
         TaskEvent ev[PIPELINE_EVENT_BATCH];
         sigset_t mask;
 
+        (void) prctl(PR_SET_NAME, "topod-placer", 0, 0, 0); /* for top -H, ps -L */
         /* Signals are the loop's (its signalfd), SIGSYS the sandbox's, and
          * DAEMON_PLACER_SIGNAL ends the wait below (placer_stop()). */
         sigfillset(&mask);

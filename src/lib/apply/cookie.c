@@ -124,6 +124,7 @@ typedef struct Agent {
         pid_t tid;  /* set by the thread itself once running */
         Job *job;   /* posted, not yet taken */
         bool quit;
+        const char *name; /* its thread's, as top -H and ps -L show it */
 } Agent;
 
 struct CookieApplier {
@@ -146,6 +147,7 @@ static void *agent_main(void *userdata) {
         Agent *ag = userdata;
         CookieApplier *a = ag->applier;
 
+        (void) prctl(PR_SET_NAME, ag->name, 0, 0, 0);
         pthread_mutex_lock(&a->lock);
         ag->tid = gettid();
         pthread_cond_broadcast(&a->cond);
@@ -170,12 +172,13 @@ static void *agent_main(void *userdata) {
         return NULL;
 }
 
-static int agent_start(CookieApplier *a, Agent *ag) {
+static int agent_start(CookieApplier *a, Agent *ag, const char *name) {
         pthread_attr_t attr;
         sigset_t all, old;
         int k;
 
         ag->applier = a;
+        ag->name = name;
         k = pthread_attr_init(&attr);
         if (k != 0)
                 return -k;
@@ -246,9 +249,9 @@ int cookie_applier_new(const Root *root, const CookieOps *ops, CookieApplier **r
         pthread_mutex_init(&a->lock, NULL);
         pthread_cond_init(&a->cond, NULL);
 
-        k = agent_start(a, &a->worker);
+        k = agent_start(a, &a->worker, "topod-cookie");
         if (k >= 0)
-                k = agent_start(a, &a->blank);
+                k = agent_start(a, &a->blank, "topod-blank");
         if (k < 0) {
                 cookie_applier_free(a);
                 return k;
