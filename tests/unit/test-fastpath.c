@@ -1313,8 +1313,17 @@ static void test_cookie_uses_move_pin(void) {
         ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
         ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
         ASSERT_EQ(n_pidfd_opens - opens, 1);
-        /* and let go of after the cookie */
-        ASSERT_TRUE(last_pidfd >= 0 && fcntl(last_pidfd, F_GETFD) < 0);
+        /* and let go of after the cookie: to be closed with others */
+        ASSERT_TRUE(last_pidfd >= 0);
+        {
+                bool binned = false;
+
+                for (size_t i = 0; i < w.p->fds.n; i++)
+                        binned = binned || w.p->fds.fd[i] == last_pidfd;
+                ASSERT_TRUE(binned);
+        }
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_TRUE(fcntl(last_pidfd, F_GETFD) < 0);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         world_free(&w);
@@ -1327,6 +1336,50 @@ static unsigned open_fds(void) {
         for (int fd = 0; fd < 1024; fd++)
                 n += fcntl(fd, F_GETFD) >= 0;
         return n;
+}
+
+/* The fast path's used descriptors are held until PIPELINE_FDS_CLOSE_AT,
+ * then closed together; a sample closes what is left. None is lost. */
+static void test_fds_closed_together(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        unsigned base, emptied = 0;
+        size_t most = 0;
+        Plan *plan1;
+        World w;
+
+        plan1 = world_pidfs_passed(&w, &r1);
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_EQ(w.p->fds.n, 0);
+        base = open_fds();
+        for (pid_t pid = 1600; pid < 1650; pid++) {
+                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+                PipelineFreshStats st;
+                size_t before = w.p->fds.n;
+
+                fake_process(pid, "batch-b", "/user.slice");
+                event(&w, pid);
+                ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
+                ASSERT_EQ(st.placed, 1);
+                ASSERT_STREQ(process_cgroup(pid), "/topod.slice/batch-llc0");
+                /* What is open is what the bin holds: nothing leaks. */
+                ASSERT_EQ(open_fds(), base + (unsigned) w.p->fds.n);
+                ASSERT_TRUE(w.p->fds.n < PIPELINE_FDS_CLOSE_AT);
+                if (w.p->fds.n < before)
+                        emptied++;
+                most = MAX(most, before);
+                fake_process_exit(pid);
+                place_note_exit(w.p->place, pid, pid);
+        }
+        /* Held over several placements, closed in a few sweeps. */
+        ASSERT_TRUE(most >= PIPELINE_FDS_CLOSE_AT / 2);
+        ASSERT_TRUE(emptied >= 2 && emptied <= 50 / 8);
+        ASSERT_TRUE(w.p->fds.n > 0);
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_EQ(w.p->fds.n, 0);
+        ASSERT_EQ(open_fds(), base);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
 }
 
 /* A process given a cookie is checked alive once, after the cookie (which
@@ -1348,7 +1401,10 @@ static void test_cookie_checks_move(void) {
         Plan *plan1;
         World w;
 
+        size_t held;
+
         plan1 = world_pidfs_passed(&w, &r1);
+        held = w.p->fds.n;
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
                 PipelineFreshStats st;
@@ -1369,9 +1425,9 @@ static void test_cookie_checks_move(void) {
                 gets = fc.gets;
                 fds = open_fds();
                 ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
-                /* comm's, the pin's: closed together after the batch */
-                ASSERT_EQ(open_fds(), fds);
-                ASSERT_EQ(w.p->fds.n, 0);
+                /* comm's, the pin's: held to be closed together later */
+                ASSERT_EQ(open_fds(), fds + (w.p->fds.n - held));
+                held = w.p->fds.n;
                 dump(r);
                 exit_at_create = exit_after_create = refuse_create = 0;
                 ASSERT_EQ(n_alive_checks - checks, cases[c].exits ? 0u : 1u);
@@ -1911,6 +1967,7 @@ int main(void) {
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_cookie_checks_move);
+        RUN(test_fds_closed_together);
         RUN(test_measure);
         RUN(test_pidfs_identities);
         RUN(test_timing);

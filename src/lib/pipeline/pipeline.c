@@ -556,6 +556,7 @@ static int sample(Pipeline *p, bool full, bool defer) {
 
         /* The exits queued until now count for this scan. */
         pipeline_drain_events(p);
+        fd_bin_empty(&p->fds); /* the fast path's since the last */
         placed = TAKE_PTR(p->defer_next);
         n_placed = p->n_defer_next;
         p->n_defer_next = p->defer_next_cap = 0;
@@ -995,7 +996,8 @@ int pipeline_place_fresh(Pipeline *p, const Reconciler *rc_in, PipelineFreshStat
                 goto finish;
         k = 1;
 finish:
-        fd_bin_empty(&p->fds);
+        if (p->fds.n >= PIPELINE_FDS_CLOSE_AT)
+                fd_bin_empty(&p->fds);
         if (ret_stats)
                 *ret_stats = st;
         return k;

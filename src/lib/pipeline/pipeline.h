@@ -36,6 +36,12 @@
 /* New processes remembered for the fast path between two calls; more are
  * left to the normal pass. */
 #define PIPELINE_FRESH_MAX 1024u
+/* The fast path's used descriptors (comm's, the pin's, the cgroup file's)
+ * are closed once this many are held, by close_range() over each run of
+ * consecutive numbers, and at each sample: in an exec storm one system call
+ * for a dozen placements, not one for each (on an emulated guest a system
+ * call costs about what a whole placement of the reference does). */
+#define PIPELINE_FDS_CLOSE_AT (FD_BIN_MAX / 2)
 #define PIPELINE_LOOKED_SLOTS 256u
 /* Processes remembered as changed since the scan (pipeline_changed());
  * beyond that, every process counts as changed. */
@@ -129,8 +135,10 @@ typedef struct Pipeline {
                 uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
         } looked[PIPELINE_LOOKED_SLOTS];
         TaskQuick *quick;    /* read buffers, reused */
-        FdBin fds;           /* the fast path's descriptors, closed together after each
-                              * pipeline_place_fresh() (base/util.h) */
+        FdBin fds;           /* the fast path's descriptors, closed together
+                              * (base/util.h) once PIPELINE_FDS_CLOSE_AT are
+                              * held after a pipeline_place_fresh(), and by each
+                              * sample */
         ReconcilePlacement *batch;
         CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
 
