@@ -257,12 +257,12 @@ static int pass_run(Daemon *d, PassCause cause) {
         log_at(&d->log, LOG_DEBUG,
                "pass %u (%s): %zu tasks, %zu groups; %u changed, %u already so, %u vanished, %u failed; %" PRIu64
                " us (scan %" PRIu64 ", plan %" PRIu64 ", apply %" PRIu64 "; the placer's turns %" PRIu64
-               "); %u new processes left to the next scan; the scan read %u threads, kept %u (%s), passed over %u gone; %zu processes journaled",
+               "); %u new processes left to the next scan; the scan read %u threads, kept %u (%s), passed over %u gone and %u dead; %zu processes journaled",
                d->passes, pass_cause_names[cause], d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
                r->counts[RECONCILE_VANISHED], r->counts[RECONCILE_FAILED], d->last_pass_cost_usec,
                d->last_pass_stage_usec[0], d->last_pass_stage_usec[1], d->last_pass_stage_usec[2],
                d->last_pass_yielded_usec, d->last_pass_deferred, ss.threads_reread, ss.threads_reused,
-               ss.by_events ? "by events" : "listing /proc", ss.gone, d->journal ? d->journal->n_tasks : (size_t) 0);
+               ss.by_events ? "by events" : "listing /proc", ss.gone, ss.dead, d->journal ? d->journal->n_tasks : (size_t) 0);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
                           d->p->policies->n, d->plan->n_tasks, d->plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);

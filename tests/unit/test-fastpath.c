@@ -1184,6 +1184,85 @@ static void test_prune_gone_cookies(void) {
         world_free(&w);
 }
 
+/* A FORK or EXIT event, as the loop's read takes it. */
+static void task_event(World *w, TaskEventType type, pid_t pid, pid_t tgid) {
+        TaskEvent ev = { .type = type, .pid = pid, .tgid = tgid, .parent_pid = 300, .parent_tgid = 300 };
+
+        pipeline_take_urgent_events(w->p, &ev, 1, 0);
+}
+
+/* Journal entries of processes the events tell died whole are dropped by
+ * the upkeep without a pin or a read, though /proc lists them (zombies);
+ * a process whose main thread alone exited, or whose number was taken
+ * again, is looked at as before. */
+static void test_prune_dead_unpinned(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        unsigned opens, quiet;
+        Plan *plan1, *plan2;
+        World w;
+
+        world_new(&w);
+        world_use_pidfs(&w);
+        ASSERT_OK(lives_new(&w.p->lives));
+        task_scanner_set_lives(w.p->scanner, w.p->lives);
+        w.rc.yield = pipeline_yield_hooks(w.p);
+        plan1 = pass(&w, &r1);
+        /* What a pass pins when nothing has changed: its own. */
+        opens = n_pidfd_opens;
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        reconcile_report_free(r1);
+        plan1 = pass(&w, &r1);
+        quiet = n_pidfd_opens - opens;
+        /* Forty dead, recorded by the fast path (named by their pidfds). */
+        for (pid_t pid = 5000; pid < 5040; pid++) {
+                fake_process(pid, "other", "/user.slice");
+                ASSERT_EQ(journal_record_task(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid),
+                                              "/user.slice"), 1);
+                ASSERT_EQ(journal_record_cookie(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid)), 1);
+                task_event(&w, TASK_EVENT_FORK, pid, pid);
+                task_event(&w, TASK_EVENT_EXIT, pid, pid);
+        }
+        /* Its main thread exited, another lives on. */
+        fake_process(5100, "other", "/user.slice");
+        ASSERT_EQ(journal_record_task(w.journal, 5100, PIDREF_IDENT_PIDFS | 1010100u, "/user.slice"), 1);
+        task_event(&w, TASK_EVENT_FORK, 5100, 5100);
+        task_event(&w, TASK_EVENT_FORK, 5101, 5100);
+        task_event(&w, TASK_EVENT_EXIT, 5100, 5100);
+        /* Dead, and its number a new process's since. */
+        fake_process(5200, "other", "/user.slice");
+        ASSERT_EQ(journal_record_task(w.journal, 5200, PIDREF_IDENT_PIDFS | 1010200u, "/user.slice"), 1);
+        task_event(&w, TASK_EVENT_FORK, 5200, 5200);
+        task_event(&w, TASK_EVENT_EXIT, 5200, 5200);
+        task_event(&w, TASK_EVENT_FORK, 5200, 5200);
+        ASSERT_TRUE(lives_dead(w.p->lives, 5000));
+        ASSERT_FALSE(lives_dead(w.p->lives, 5100));
+        ASSERT_FALSE(lives_dead(w.p->lives, 5200));
+
+        opens = n_pidfd_opens;
+        plan2 = pass(&w, &r2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        for (pid_t pid = 5000; pid < 5040; pid++) {
+                ASSERT_NULL(task_snapshot_find(w.p->snap, pid)); /* the scan did not read it */
+                ASSERT_NULL(journal_get_task(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid)));
+                ASSERT_NULL(journal_get_task(w.journal, pid, 5000u + (unsigned) pid));
+                ASSERT_FALSE(journal_has_cookie(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid)));
+                ASSERT_NULL(find_item(r2, "cookie cleared", pid));
+        }
+        /* Looked at: alive, named by their start time from now on. */
+        ASSERT_TRUE(journal_get_task(w.journal, 5100, 10100) != NULL);
+        ASSERT_TRUE(journal_get_task(w.journal, 5200, 10200) != NULL);
+        ASSERT_TRUE(task_snapshot_find(w.p->snap, 5100) != NULL);
+        ASSERT_TRUE(task_snapshot_find(w.p->snap, 5200) != NULL);
+        /* Pins: the pass's own and the two looked at, none for the dead. */
+        ASSERT_EQ(n_pidfd_opens - opens, quiet + 2);
+
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 static uint64_t mono_ns(void) {
         struct timespec ts;
 
@@ -1961,6 +2040,7 @@ int main(void) {
         RUN(test_waiting_for_group);
         RUN(test_waiting_read_by_scan);
         RUN(test_prune_gone_cookies);
+        RUN(test_prune_dead_unpinned);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
         RUN(test_urgent_rest_after);

@@ -425,6 +425,77 @@ static void test_gone_unread(void) {
         fake_root_remove(d);
 }
 
+/* Processes the events tell died whole are neither read nor kept, by a
+ * scan by events or a listing alike, though /proc lists them (zombies not
+ * reaped); one whose main thread alone exited is read, and a number taken
+ * again is read as the new process. */
+static void test_dead_unread(void) {
+        char *d = make_tree();
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        Lives *l = NULL;
+        TaskScanStats st;
+        TaskSnapshot *s = NULL;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(task_scanner_new(r, NULL, &sc));
+        ASSERT_OK(lives_new(&l));
+        task_scanner_set_lives(sc, l);
+        task_scanner_trust_events(sc, true);
+        /* Born since topod watched; 2000 was in the last snapshot. */
+        for (pid_t pid = 2000; pid < 2040; pid++) {
+                fake_thread(d, pid, pid, "short", 0, "6 0 1\n", NULL);
+                lives_fork(l, pid, pid);
+        }
+        fake_thread(d, 2100, 2100, "leader", 0, "6 0 1\n", NULL);
+        fake_thread(d, 2100, 2101, "worker", 0, "6 0 1\n", NULL);
+        lives_fork(l, 2100, 2100);
+        lives_fork(l, 2101, 2100);
+        s = scan(sc, true);
+        ASSERT_TRUE(task_snapshot_find(s, 2000) != NULL);
+        task_snapshot_free(s);
+
+        /* All exit but the worker; their files stay (not reaped). */
+        for (pid_t pid = 2000; pid < 2040; pid++) {
+                lives_exit(l, pid, pid);
+                ASSERT_OK(task_scanner_mark(sc, pid));
+        }
+        lives_exit(l, 2100, 2100);
+        ASSERT_OK(task_scanner_mark(sc, 2100));
+        /* 2039's number taken again, by a new process. */
+        lives_fork(l, 2039, 2039);
+        s = scan(sc, false);
+        task_scanner_stats(sc, &st);
+        ASSERT_TRUE(st.by_events);
+        ASSERT_EQ(st.dead, 39);
+        ASSERT_EQ(st.gone, 0); /* two left: no listing */
+        for (pid_t pid = 2000; pid < 2039; pid++)
+                ASSERT_NULL(task_snapshot_find(s, pid));
+        ASSERT_TRUE(task_snapshot_find(s, 2039) != NULL);
+        ASSERT_EQ(task_snapshot_count_threads(s, 2100), 2);
+        ASSERT_TRUE(task_snapshot_find(s, 100) != NULL);
+        task_snapshot_free(s);
+
+        /* Listing /proc: the same. */
+        s = scan(sc, true);
+        task_scanner_stats(sc, &st);
+        ASSERT_FALSE(st.by_events);
+        ASSERT_EQ(st.dead, 39);
+        ASSERT_NULL(task_snapshot_find(s, 2000));
+        ASSERT_TRUE(task_snapshot_find(s, 2039) != NULL);
+        task_snapshot_free(s);
+
+        /* Events lost: nothing is known dead, all are read. */
+        lives_forget(l);
+        s = scan(sc, true);
+        task_scanner_stats(sc, &st);
+        ASSERT_EQ(st.dead, 0);
+        ASSERT_TRUE(task_snapshot_find(s, 2000) != NULL);
+        task_snapshot_free(s);
+        lives_free(l);
+        fake_root_remove(d);
+}
+
 /* An exited process its parent has not reaped yet is not read; one whose
  * leader exited before its other threads is. */
 static void zombie(const char *root, int tgid, unsigned threads) {
@@ -558,6 +629,7 @@ int main(void) {
         RUN(test_incremental);
         RUN(test_by_events);
         RUN(test_gone_unread);
+        RUN(test_dead_unread);
         RUN(test_yield);
         RUN(test_defer);
         RUN(test_zombies);

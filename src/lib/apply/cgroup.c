@@ -2015,6 +2015,14 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
 
                 if (pt && pt->start_time == jt->start_time)
                         continue; /* planned now: alive at the last scan, checked by its move */
+                /* Died whole since (the events tell: every thread exited,
+                 * no task has the number now): reaped or a zombie, nothing
+                 * to restore. No pin and no read, even for one an exec
+                 * storm's scan left to the next pass. */
+                if (yield_known_dead(env->yield, jt->tid)) {
+                        drop[i] = any = true;
+                        continue;
+                }
                 /* Placed by the fast path during the pass, or left by an
                  * exec storm's scan: the next pass's (no pin and no read
                  * of each, with the lock held, for hundreds of them). Not
@@ -2070,7 +2078,8 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
          * inode (main threads, which /proc lists): one not listed has
          * gone. Else clearing it (unplanned) took the cookie applier's
          * thread a pidfd_open() each, with the lock held: after an exec
-         * storm, hundreds. */
+         * storm, hundreds. Any entry of a task known dead (no task has its
+         * number: yield_known_dead()) is moot, whatever names it. */
         if (!live.read && n_cookies >= CGROUP_PRUNE_LIST_MIN) {
                 size_t pidfs = 0;
 
@@ -2080,10 +2089,11 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                         return -ENOMEM;
                 live_pids = live.pids;
         }
-        for (size_t i = 0; live.read && i < n_cookies; i++) {
+        for (size_t i = 0; i < n_cookies; i++) {
                 const JournalCookie *jc = &journal->cookies[i];
 
-                if (pidref_ident_is_pidfs(jc->start_time) && !members_has(&live, jc->tid))
+                if ((live.read && pidref_ident_is_pidfs(jc->start_time) && !members_has(&live, jc->tid)) ||
+                    yield_known_dead(env->yield, jc->tid))
                         moot[n_moot++] = *jc;
         }
         (void) journal_rename_cookies(journal, moot, moot_to, n_moot);

@@ -28,6 +28,10 @@ typedef struct YieldHooks {
         /* The same, false where the caller lost count: for what only
          * saves work by leaving a process alone (the journal's upkeep). */
         bool (*known_changed)(void *userdata, pid_t tgid);
+        /* Has this process died whole, every thread exited (told by the
+         * events; observe/lives.h)? Maybe not reaped: /proc lists it. False
+         * when not known: look. */
+        bool (*dead)(void *userdata, pid_t tgid);
         void *userdata;
 } YieldHooks;
 
@@ -42,4 +46,8 @@ static inline bool yield_changed(const YieldHooks *h, pid_t tgid) {
 
 static inline bool yield_known_changed(const YieldHooks *h, pid_t tgid) {
         return h && h->known_changed && h->known_changed(h->userdata, tgid);
+}
+
+static inline bool yield_known_dead(const YieldHooks *h, pid_t tgid) {
+        return h && h->dead && h->dead(h->userdata, tgid);
 }

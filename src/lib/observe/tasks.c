@@ -125,6 +125,7 @@ struct TaskScanner {
          * read before the exec). */
         const YieldHooks *yield;
         bool lazy_kernel_threads; /* task_scanner_set_lazy_kernel_threads() */
+        const Lives *lives;       /* task_scanner_set_lives() */
         bool scanning;
         pid_t *late;
         size_t n_late, late_cap;
@@ -604,6 +605,18 @@ void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks) {
         s->yield = hooks;
 }
 
+void task_scanner_set_lives(TaskScanner *s, const Lives *lives) {
+        s->lives = lives;
+}
+
+/* Known dead (every thread exited, maybe not reaped): not read, not kept. */
+static bool known_dead(TaskScanner *s, pid_t tgid) {
+        if (!lives_dead(s->lives, tgid))
+                return false;
+        s->stats.dead++;
+        return true;
+}
+
 void task_scanner_set_lazy_kernel_threads(TaskScanner *s, bool lazy) {
         s->lazy_kernel_threads = lazy;
 }
@@ -817,6 +830,10 @@ static int scan_by_events(Builder *b, int procfd) {
                         i = j;
                         continue; /* listed below */
                 }
+                if (known_dead(s, first->tgid)) {
+                        i = j;
+                        continue;
+                }
                 yield_now(s->yield);
                 if ((k = push_process(b, proc)) < 0)
                         return k;
@@ -841,6 +858,13 @@ static int scan_by_events(Builder *b, int procfd) {
                 }
                 i = j;
         }
+        /* The touched that died whole (an exec storm's, mostly): nothing
+         * to read, nothing to leave to the next scan. */
+        n_dirty = 0;
+        for (size_t i = 0; i < b->n_dirty; i++)
+                if (!known_dead(s, b->dirty[i]))
+                        b->dirty[n_dirty++] = b->dirty[i];
+        b->n_dirty = n_dirty;
         /* Many touched (an exec storm's, most of them gone by now, those a
          * storm's scan left to this one among them): one listing of /proc
          * tells which are, where a look at each costs a system call or
@@ -898,7 +922,7 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                 for (struct dirent *de; (de = readdir(d));) {
                         pid_t tgid;
 
-                        if (!parse_pid(de->d_name, &tgid) || deferred(&b, tgid))
+                        if (!parse_pid(de->d_name, &tgid) || known_dead(s, tgid) || deferred(&b, tgid))
                                 continue;
                         yield_now(s->yield);
                         k = scan_process(&b, procfd, tgid);

@@ -15,6 +15,7 @@
 #include "base/root.h"
 #include "base/util.h"
 #include "base/yield.h"
+#include "observe/lives.h"
 #include "observe/procfs.h"
 
 /* Limits on what the machine can make us hold. */
@@ -139,6 +140,11 @@ void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks);
  * for a verb that shows them (topoctl classify --all). */
 void task_scanner_set_lazy_kernel_threads(TaskScanner *s, bool lazy);
 
+/* Processes the events tell have died whole (observe/lives.h; NULL: none
+ * known; borrowed): a scan neither reads them nor keeps them, though /proc
+ * lists them until they are reaped (TaskScanStats.dead). */
+void task_scanner_set_lives(TaskScanner *s, const Lives *lives);
+
 /* Counters of the last scan, for benchmarks and status. */
 typedef struct TaskScanStats {
         unsigned threads_reread; /* stat/status/arch_status read */
@@ -148,6 +154,7 @@ typedef struct TaskScanStats {
         bool by_events; /* /proc was not walked (listed at most, for gone) */
         unsigned deferred; /* processes left for the next scan (task_scanner_scan_deferring()) */
         unsigned gone;     /* processes touched that /proc no longer listed: not looked at */
+        unsigned dead;     /* processes known dead (task_scanner_set_lives()): not looked at */
 } TaskScanStats;
 void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
 

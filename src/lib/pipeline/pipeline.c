@@ -45,6 +45,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         proc_events_free(p->events);
         classifier_free(p->classifier);
         task_scanner_free(p->scanner);
+        lives_free(p->lives);
         users_free(p->users);
         free(p->in_force);
         free(p->seen);
@@ -119,6 +120,12 @@ static bool known_changed_trampoline(void *userdata, pid_t tgid) {
         return known_changed(userdata, tgid);
 }
 
+static bool dead_trampoline(void *userdata, pid_t tgid) {
+        const Pipeline *p = userdata;
+
+        return lives_dead(p->lives, tgid);
+}
+
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
         _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = o->root };
@@ -134,7 +141,8 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         /* A pass's apply asks them what changed (or was left by its scan)
          * whether or not anything yields. */
         p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline,
-                                  .known_changed = known_changed_trampoline, .userdata = p };
+                                  .known_changed = known_changed_trampoline, .dead = dead_trampoline,
+                                  .userdata = p };
         raise_fd_limit();
         if ((k = root_open(o->root, &p->root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
@@ -181,6 +189,13 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 /* Subscribed before the first (full) scan: from then on the
                  * events tell which processes changed. */
                 task_scanner_trust_events(p->scanner, p->events != NULL);
+                /* Who died whole, counted from the events on: no scan, no
+                 * journal upkeep looks at such a one again. */
+                if (p->events) {
+                        if ((k = lives_new(&p->lives)) < 0)
+                                return k;
+                        task_scanner_set_lives(p->scanner, p->lives);
+                }
                 if (o->keep_events) {
                         p->keep_events = true;
                         p->seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
@@ -383,6 +398,7 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n, TakeStep step) {
         for (size_t i = 0; i < n; i++) {
                 switch (ev[i].type) {
                 case TASK_EVENT_FORK:
+                        lives_fork(p->lives, ev[i].pid, ev[i].tgid);
                         /* A new process, or a new thread of one. */
                         if (task_scanner_mark(p->scanner, ev[i].tgid) < 0 ||
                             task_scanner_mark(p->scanner, ev[i].parent_tgid) < 0)
@@ -407,6 +423,7 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n, TakeStep step) {
                         }
                         break;
                 case TASK_EVENT_EXIT:
+                        lives_exit(p->lives, ev[i].pid, ev[i].tgid);
                         if (task_scanner_mark(p->scanner, ev[i].tgid) < 0)
                                 p->rescan = true;
                         /* Its main thread ended: an exec storm's scan may
@@ -452,6 +469,7 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n, TakeStep step) {
                         break;
                 case TASK_EVENT_OVERRUN:
                         p->rescan = true;
+                        lives_forget(p->lives); /* a FORK may be among the lost */
                         break;
                 default:
                         break;
@@ -557,6 +575,7 @@ static int sample(Pipeline *p, bool full, bool defer) {
         /* The exits queued until now count for this scan. */
         pipeline_drain_events(p);
         fd_bin_empty(&p->fds); /* the fast path's since the last */
+        lives_next_era(p->lives);
         placed = TAKE_PTR(p->defer_next);
         n_placed = p->n_defer_next;
         p->n_defer_next = p->defer_next_cap = 0;

@@ -74,6 +74,7 @@ typedef struct Pipeline {
         TaskScanner *scanner;
         Classifier *classifier;
         ProcEvents *events; /* NULL: polling only */
+        Lives *lives;       /* which processes died whole, by the events (NULL without) */
         int events_error;   /* why not, when asked */
 
         TaskSnapshot *snap; /* the last scan */
