@@ -1007,6 +1007,47 @@ static void test_crash_recovery(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* A stop with many entries: each moved back or found gone, and every entry
+ * forgotten (in one sweep, after the moves). */
+static void test_restore_many(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        unsigned vanished = 0, moved = 0;
+
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        ASSERT_EQ(j->n_tasks, 2);
+        /* Twenty more journaled: the even ones live in topod's groups, the
+         * odd ones have gone. */
+        for (pid_t tid = 1000; tid < 1020; tid++) {
+                ASSERT_EQ(journal_record_task(j, tid, 5000u + (unsigned) tid, "/user.slice"), 1);
+                if (tid % 2 == 0)
+                        add_task(tid, tid, 5000u + (unsigned) tid, "/topod.slice/node0/llc0");
+        }
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_restore(&env, j, r2), 0);
+        for (size_t i = 0; i < r2->n; i++)
+                if (r2->items[i].kind == CGROUP_ITEM_MOVE) {
+                        vanished += r2->items[i].outcome == CGROUP_VANISHED;
+                        moved += r2->items[i].outcome == CGROUP_DONE;
+                }
+        ASSERT_EQ(vanished, 10);
+        ASSERT_EQ(moved, 12); /* ten, and the standard plan's two */
+        for (pid_t tid = 1000; tid < 1020; tid += 2)
+                ASSERT_STREQ(task_cgroup(tid), "/user.slice");
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(200), "/user.slice");
+        ASSERT_EQ(j->n_tasks, 0);
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
 static void test_vanished(void) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
@@ -1640,6 +1681,7 @@ int main(void) {
         RUN(test_pass_pin_reused);
         RUN(test_crash_recovery);
         RUN(test_vanished);
+        RUN(test_restore_many);
         RUN(test_partition_invalid_and_idle);
         RUN(test_exclusive_remote);
         RUN(test_exclusive_changes);

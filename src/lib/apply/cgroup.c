@@ -2146,7 +2146,10 @@ static int escape_target(const CgroupEnv *env, const Journal *j, const char *pat
         return 0;
 }
 
-static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i) {
+/* Task entry i back where it was; *forget set when its entry is done with
+ * (the caller forgets them all in one sweep: one each rebuilt the journal's
+ * index each time, quadratic in the entries at every stop). */
+static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
         const JournalTask *jt = &j->tasks[i];
         _cleanup_free_ char *dest = NULL, *now = NULL;
         PidRef ref = PIDREF_NULL;
@@ -2165,7 +2168,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         k = pidref_acquire(env->root, env->pidref, tid, st, &ref);
         if (k == -ESRCH) {
                 item_ok(it, CGROUP_VANISHED);
-                (void) journal_forget_task(j, tid, st);
+                *forget = true;
                 return 0;
         }
         if (k < 0)
@@ -2174,7 +2177,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         if (k == -ESRCH) {
                 pidref_done(&ref);
                 item_ok(it, CGROUP_VANISHED);
-                (void) journal_forget_task(j, tid, st);
+                *forget = true;
                 return 0;
         }
         if (k < 0) {
@@ -2185,15 +2188,14 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         if (streq(now, dest)) {
                 pidref_done(&ref);
                 item_ok(it, CGROUP_ALREADY);
-                (void) journal_forget_task(j, tid, st);
+                *forget = true;
                 return 0;
         }
         k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
         pidref_done(&ref);
         if (k == -ENOMEM)
                 return k;
-        if (it->outcome != CGROUP_FAILED)
-                (void) journal_forget_task(j, tid, st);
+        *forget = it->outcome != CGROUP_FAILED;
         return 0;
 }
 
@@ -2379,10 +2381,17 @@ int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
         if (k < 0)
                 return k;
 
-        /* 1. Journaled processes back (backwards: forgetting entry i keeps
-         *    the ones before it in place). */
-        for (size_t i = journal->n_tasks; i > 0; i--)
-                STEP(restore_task(&env, r, journal, i - 1));
+        /* 1. Journaled processes back, their entries forgotten together
+         *    after (those that failed stay). */
+        if (journal->n_tasks > 0) {
+                _cleanup_free_ bool *forget = calloc(journal->n_tasks, sizeof(bool));
+
+                if (!forget)
+                        return -ENOMEM;
+                for (size_t i = journal->n_tasks; i > 0; i--)
+                        STEP(restore_task(&env, r, journal, i - 1, &forget[i - 1]));
+                (void) journal_forget_tasks(journal, forget);
+        }
 
         /* 2. Whatever else sits in topod's cgroups. */
         for (size_t i = 0; i < journal->n_cgroups; i++)

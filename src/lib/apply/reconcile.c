@@ -666,6 +666,48 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         return k;
 }
 
+/* Every cookie topod gave, cleared: in jobs of up to COOKIE_TASKS_MAX (one
+ * wake-up of the worker each, not one a task), the entries forgotten in one
+ * sweep whatever came of each (a cookie that cannot be cleared now will not
+ * clear later either). One by one, each forgetting rebuilt the journal's
+ * index: quadratic in the entries, at every stop. */
+static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
+        size_t n = rc->journal->n_cookies;
+        _cleanup_free_ JournalCookie *all = NULL;
+        _cleanup_free_ uint64_t *to = NULL;
+        _cleanup_free_ CookieTask *tasks = NULL;
+        _cleanup_free_ CookieResult *results = NULL;
+        int k;
+
+        if (n == 0)
+                return 0;
+        all = calloc(n, sizeof(JournalCookie));
+        to = calloc(n, sizeof(uint64_t)); /* all 0: forgotten */
+        tasks = calloc(MIN(n, (size_t) COOKIE_TASKS_MAX), sizeof(CookieTask));
+        results = calloc(MIN(n, (size_t) COOKIE_TASKS_MAX), sizeof(CookieResult));
+        if (!all || !to || !tasks || !results)
+                return -ENOMEM;
+        memcpy(all, rc->journal->cookies, n * sizeof(JournalCookie));
+        for (size_t done = 0; done < n;) {
+                size_t m = MIN(n - done, (size_t) COOKIE_TASKS_MAX);
+
+                for (size_t i = 0; i < m; i++) {
+                        tasks[i] = (CookieTask) { all[done + i].tid, all[done + i].start_time };
+                        results[i] = (CookieResult) { .tid = tasks[i].tid, .outcome = COOKIE_FAILED, .error = -EOPNOTSUPP };
+                }
+                if (rc->cookies && (k = cookie_clear(rc->cookies, tasks, m, results)) < 0)
+                        for (size_t i = 0; i < m; i++)
+                                results[i] = (CookieResult) { .tid = tasks[i].tid, .outcome = COOKIE_FAILED, .error = k };
+                for (size_t i = 0; i < m; i++)
+                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie cleared: tid %d",
+                                     (int) tasks[i].tid)) < 0)
+                                return k;
+                done += m;
+        }
+        (void) journal_rename_cookies(rc->journal, all, to, n);
+        return 0;
+}
+
 int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
@@ -680,22 +722,8 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
 
         /* Cookies first: clearing needs the tasks, which the cgroup moves
          * do not change. */
-        while (rc->journal->n_cookies > 0) {
-                const JournalCookie jc = rc->journal->cookies[0];
-                CookieTask t = { jc.tid, jc.start_time };
-                CookieResult res = {};
-
-                if (rc->cookies)
-                        (void) cookie_clear(rc->cookies, &t, 1, &res);
-                else
-                        res = (CookieResult) { .tid = jc.tid, .outcome = COOKIE_FAILED, .error = -EOPNOTSUPP };
-                if ((k = add(r, from_cookie(res.outcome), res.error, NULL, "cookie cleared: tid %d", (int) jc.tid)) < 0)
-                        return k;
-                /* Forgotten whatever came of it: a cookie that cannot be
-                 * cleared now will not clear later either. */
-                if ((k = journal_forget_cookie(rc->journal, jc.tid, jc.start_time)) < 0)
-                        return k;
-        }
+        if ((k = restore_cookies(rc, r)) < 0)
+                return k;
 
         if (rc->caps->cgroup2_mount) {
                 CgroupEnv env = cgroup_env(rc, false); /* back to cgroups not ours: none held */
