@@ -227,6 +227,86 @@ static void test_forget_many(void) {
         }
 }
 
+/* Entries recorded and forgotten one at a time, in a random order, against
+ * a model: after each step every entry the model has is found with its
+ * original and no other is (the index follows each removal, which moves
+ * the last entry into the hole). */
+static void test_forget_one_by_one(void) {
+        enum { TIDS = 300, STARTS = 3, STEPS = 20000 };
+        _cleanup_(journal_freep) Journal *j = NULL;
+        static int model_task[TIDS][STARTS], model_cookie[TIDS][STARTS]; /* 0: none, else the cgroup's number */
+        uint32_t seed = 12345;
+        size_t n_tasks = 0, n_cookies = 0;
+        char cg[32];
+
+        ASSERT_OK(journal_new(NULL, &j));
+        for (int step = 0; step < STEPS; step++) {
+                pid_t tid;
+                uint64_t st;
+                unsigned op;
+
+                seed = seed * 1103515245u + 12345u;
+                tid = (pid_t) ((seed >> 8) % TIDS);
+                st = (seed >> 20) % STARTS;
+                op = (seed >> 26) % 4;
+                switch (op) {
+                case 0:
+                        snprintf(cg, sizeof(cg), "/s%d", step + 1);
+                        ASSERT_EQ(journal_record_task(j, 1000 + tid, 1 + st, cg), model_task[tid][st] == 0);
+                        if (model_task[tid][st] == 0) {
+                                model_task[tid][st] = step + 1;
+                                n_tasks++;
+                        }
+                        break;
+                case 1:
+                        ASSERT_EQ(journal_forget_task(j, 1000 + tid, 1 + st), model_task[tid][st] != 0);
+                        n_tasks -= model_task[tid][st] != 0;
+                        model_task[tid][st] = 0;
+                        break;
+                case 2:
+                        ASSERT_EQ(journal_record_cookie(j, 1000 + tid, 1 + st), model_cookie[tid][st] == 0);
+                        n_cookies += model_cookie[tid][st] == 0;
+                        model_cookie[tid][st] = 1;
+                        break;
+                default:
+                        ASSERT_EQ(journal_forget_cookie(j, 1000 + tid, 1 + st), model_cookie[tid][st] != 0);
+                        n_cookies -= model_cookie[tid][st] != 0;
+                        model_cookie[tid][st] = 0;
+                        break;
+                }
+                ASSERT_EQ(j->n_tasks, n_tasks);
+                ASSERT_EQ(j->n_cookies, n_cookies);
+                if (step % 97 != 0 && step < STEPS - 1)
+                        continue;
+                for (int t = 0; t < TIDS; t++)
+                        for (int k = 0; k < STARTS; k++) {
+                                const JournalTask *jt = journal_get_task(j, 1000 + t, 1 + (uint64_t) k);
+
+                                if (model_task[t][k] == 0) {
+                                        ASSERT_NULL(jt);
+                                        continue;
+                                }
+                                snprintf(cg, sizeof(cg), "/s%d", model_task[t][k]);
+                                ASSERT_TRUE(jt != NULL);
+                                ASSERT_STREQ(jt->cgroup, cg);
+                        }
+        }
+        /* The cookies, by what the index says: recording one there is refused. */
+        for (int t = 0; t < TIDS; t++)
+                for (int k = 0; k < STARTS; k++)
+                        if (model_cookie[t][k])
+                                ASSERT_EQ(journal_record_cookie(j, 1000 + t, 1 + (uint64_t) k), 0);
+        ASSERT_EQ(j->n_cookies, n_cookies);
+        /* And the text round trip keeps them all. */
+        {
+                _cleanup_free_ char *text = format(j);
+                _cleanup_(journal_freep) Journal *back = parse_ok(text);
+
+                ASSERT_EQ(back->n_tasks, n_tasks);
+                ASSERT_EQ(back->n_cookies, n_cookies);
+        }
+}
+
 static bool has_cookie(const Journal *j, pid_t tid, uint64_t start_time) {
         for (size_t i = 0; i < j->n_cookies; i++)
                 if (j->cookies[i].tid == tid && j->cookies[i].start_time == start_time)
@@ -593,6 +673,7 @@ int main(void) {
         RUN(test_escapes);
         RUN(test_first_original_wins);
         RUN(test_forget_many);
+        RUN(test_forget_one_by_one);
         RUN(test_rename);
         RUN(test_record_rejects);
         RUN(test_entry_limit);

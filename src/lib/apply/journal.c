@@ -416,6 +416,73 @@ static void remove_at(Journal *j, void *array, size_t *n, size_t elem, size_t po
         }
 }
 
+/* The index slot of the kind's entry at pos (hash its key's), or NULL. */
+static JournalIndexSlot *index_slot_of(Journal *j, IndexKind kind, uint64_t hash, size_t pos) {
+        if (j->index_size == 0)
+                return NULL;
+        for (size_t i = hash & (j->index_size - 1);; i = (i + 1) & (j->index_size - 1)) {
+                JournalIndexSlot *s = &j->index[i];
+
+                if (s->kind == 0)
+                        return NULL;
+                if (s->kind == kind && s->pos == pos)
+                        return s;
+        }
+}
+
+/* Empty slot s, pulling back each later slot of its probe run that may
+ * sit in the hole (linear probing without tombstones). */
+static void index_delete(Journal *j, JournalIndexSlot *s) {
+        size_t mask = j->index_size - 1, i = (size_t) (s - j->index), k = i;
+
+        for (;;) {
+                size_t home;
+
+                j->index[i].kind = 0;
+                for (;;) {
+                        k = (k + 1) & mask;
+                        if (j->index[k].kind == 0)
+                                return;
+                        home = j->index[k].hash & mask;
+                        /* Stays when its home is cyclically in (i, k]. */
+                        if (i <= k ? (i < home && home <= k) : (i < home || home <= k))
+                                continue;
+                        break;
+                }
+                j->index[i] = j->index[k];
+                i = k;
+        }
+}
+
+/* A task or cookie entry out: the last one takes its place, so that the
+ * index changes in two slots, not all (rebuilt for each one forgotten, a
+ * journal of thousands cost thousands of hashes a placement whose process
+ * vanished). Their order carries nothing. */
+static void remove_swap(Journal *j, IndexKind kind, size_t pos) {
+        bool task = kind == INDEX_TASK;
+        size_t *n = task ? &j->n_tasks : &j->n_cookies, last = *n - 1;
+        pid_t tid = task ? j->tasks[pos].tid : j->cookies[pos].tid;
+        uint64_t st = task ? j->tasks[pos].start_time : j->cookies[pos].start_time;
+        JournalIndexSlot *s = index_slot_of(j, kind, hash_task(kind, tid, st), pos);
+
+        if (s)
+                index_delete(j, s);
+        if (pos != last) {
+                tid = task ? j->tasks[last].tid : j->cookies[last].tid;
+                st = task ? j->tasks[last].start_time : j->cookies[last].start_time;
+                s = index_slot_of(j, kind, hash_task(kind, tid, st), last);
+                if (s)
+                        s->pos = (uint32_t) pos;
+                if (task)
+                        j->tasks[pos] = j->tasks[last];
+                else
+                        j->cookies[pos] = j->cookies[last];
+        }
+        (*n)--;
+        j->dirty = true;
+        j->need_rewrite = true; /* a log can only add */
+}
+
 int journal_forget_feature(Journal *j, const char *name) {
         ssize_t pos = find_any(j, INDEX_FEATURE, name, 0, 0);
 
@@ -441,7 +508,7 @@ int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time) {
         if (pos < 0)
                 return 0;
         free(j->tasks[pos].cgroup);
-        remove_at(j, j->tasks, &j->n_tasks, sizeof(JournalTask), (size_t) pos);
+        remove_swap(j, INDEX_TASK, (size_t) pos);
         return 1;
 }
 
@@ -587,7 +654,7 @@ int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {
 
         if (pos < 0)
                 return 0;
-        remove_at(j, j->cookies, &j->n_cookies, sizeof(JournalCookie), (size_t) pos);
+        remove_swap(j, INDEX_COOKIE, (size_t) pos);
         return 1;
 }
 
