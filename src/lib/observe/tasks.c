@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -423,13 +424,44 @@ static ProcessFacts *find_prev_process(const TaskScanner *s, pid_t tgid) {
         return leader ? (ProcessFacts *) leader->process : NULL;
 }
 
+/* Reading an open directory's entries straight from getdents64():
+ * fdopendir() would add an fstat() and two fcntl() calls, for each process
+ * a scan reads. */
+typedef struct DirReader {
+        int fd;
+        size_t pos, len;
+        char buf[2048] __attribute__((aligned(8)));
+} DirReader;
+
+/* The next entry's name: 1, 0 at the end, or a negative errno. */
+static int dir_next(DirReader *r, const char **ret_name) {
+        for (;;) {
+                const struct dirent64 *de;
+                ssize_t n;
+
+                if (r->pos < r->len) {
+                        de = (const struct dirent64 *) (r->buf + r->pos);
+                        r->pos += de->d_reclen;
+                        *ret_name = de->d_name;
+                        return 1;
+                }
+                n = syscall(SYS_getdents64, r->fd, r->buf, sizeof(r->buf));
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        return 0;
+                r->pos = 0;
+                r->len = (size_t) n;
+        }
+}
+
 static int scan_process(Builder *b, int procfd, pid_t tgid) {
         _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF;
         _cleanup_(process_facts_unrefp) ProcessFacts *fresh = NULL;
         ProcessFacts *proc = NULL;
         char name[16], buf[4096];
         ProcStat leader;
-        DIR *d;
+        DirReader r;
         ssize_t n;
         int k;
 
@@ -484,26 +516,21 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                 b->snap->vanished++;
                 return 0;
         }
-        d = fdopendir(taskfd);
-        if (!d)
-                return negative_errno();
-        taskfd = -EBADF; /* owned by d now */
-        for (struct dirent *de; (de = readdir(d));) {
+        r.fd = taskfd;
+        r.pos = r.len = 0;
+        for (const char *entry; dir_next(&r, &entry) > 0;) {
                 pid_t tid;
 
-                if (!parse_pid(de->d_name, &tid))
+                if (!parse_pid(entry, &tid))
                         continue;
-                k = scan_thread(b, dirfd(d), de->d_name, tid, proc);
-                if (k == -ENOMEM || k == -E2BIG) {
-                        closedir(d);
+                k = scan_thread(b, taskfd, entry, tid, proc);
+                if (k == -ENOMEM || k == -E2BIG)
                         return k;
-                }
                 if (k < 0)
                         b->snap->unreadable++;
                 else if (k == 0)
                         b->snap->vanished++;
         }
-        closedir(d);
         return 0;
 }
 
