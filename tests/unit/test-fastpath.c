@@ -1263,6 +1263,71 @@ static void test_prune_dead_unpinned(void) {
         world_free(&w);
 }
 
+/* The answer the pass gets: dead only while nothing since the scan says
+ * the number is in use again (an exec the placer saw before the FORK is
+ * read), and not after lost events. */
+static void test_dead_hook(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        const YieldHooks *h;
+        TaskEvent ev;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        ASSERT_OK(lives_new(&w.p->lives));
+        task_scanner_set_lives(w.p->scanner, w.p->lives);
+        plan1 = pass(&w, &r1);
+        h = pipeline_yield_hooks(w.p);
+        task_event(&w, TASK_EVENT_FORK, 5300, 5300);
+        task_event(&w, TASK_EVENT_EXIT, 5300, 5300);
+        task_event(&w, TASK_EVENT_FORK, 5301, 5301);
+        task_event(&w, TASK_EVENT_EXIT, 5301, 5301);
+        ASSERT_OK(pipeline_sample(w.p, false));
+        ASSERT_TRUE(yield_known_dead(h, 5300));
+        ASSERT_TRUE(yield_known_dead(h, 5301));
+        /* 5300's number taken again: its exec comes first. */
+        ev = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 5300, .tgid = 5300 };
+        if (pipeline_take_urgent_events(w.p, &ev, 1, 0))
+                pipeline_take_urgent_rest(w.p, &ev, 1);
+        ASSERT_FALSE(yield_known_dead(h, 5300));
+        ASSERT_TRUE(yield_known_dead(h, 5301));
+        /* Lost events: none known. */
+        ev = (TaskEvent) { .type = TASK_EVENT_OVERRUN };
+        pipeline_take_urgent_events(w.p, &ev, 1, 0);
+        ASSERT_FALSE(yield_known_dead(h, 5301));
+        task_event(&w, TASK_EVENT_FORK, 5302, 5302);
+        task_event(&w, TASK_EVENT_EXIT, 5302, 5302);
+        ASSERT_FALSE(lives_dead(w.p->lives, 5302)); /* not counted until the socket is read empty */
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
+/* A stop clears every cookie topod gave and forgets every entry, one named
+ * 0 (which the parser takes) too. */
+static void test_restore_cookies(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_TRUE(cookie_of(200) != 0);
+        for (pid_t i = 0; i < 40; i++)
+                ASSERT_EQ(journal_record_cookie(w.journal, 6000 + i, 7000u + (unsigned) i), 1);
+        ASSERT_EQ(journal_record_cookie(w.journal, 6100, 0), 1);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        ASSERT_OK(reconcile_restore(&w.rc, &r2));
+        dump(r2);
+        ASSERT_EQ(w.journal->n_cookies, 0);
+        ASSERT_EQ(cookie_of(200), 0);
+        ASSERT_EQ(cookie_of(201), 0);
+        ASSERT_TRUE(find_item(r2, "cookie cleared", 6039) != NULL);
+        ASSERT_TRUE(find_item(r2, "cookie cleared", 6100) != NULL);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 static uint64_t mono_ns(void) {
         struct timespec ts;
 
@@ -2041,6 +2106,8 @@ int main(void) {
         RUN(test_waiting_read_by_scan);
         RUN(test_prune_gone_cookies);
         RUN(test_prune_dead_unpinned);
+        RUN(test_dead_hook);
+        RUN(test_restore_cookies);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
         RUN(test_urgent_rest_after);

@@ -229,8 +229,8 @@ static void test_forget_many(void) {
 
 /* Entries recorded and forgotten one at a time, in a random order, against
  * a model: after each step every entry the model has is found with its
- * original and no other is (the index follows each removal, which moves
- * the last entry into the hole). */
+ * original and no other is (the index follows each removal without a
+ * rebuild), and the entries stay in the order recorded. */
 static void test_forget_one_by_one(void) {
         enum { TIDS = 300, STARTS = 3, STEPS = 20000 };
         _cleanup_(journal_freep) Journal *j = NULL;
@@ -290,6 +290,9 @@ static void test_forget_one_by_one(void) {
                                 ASSERT_TRUE(jt != NULL);
                                 ASSERT_STREQ(jt->cgroup, cg);
                         }
+                /* In the order recorded: the step numbers rise. */
+                for (size_t i = 1; i < j->n_tasks; i++)
+                        ASSERT_TRUE(strtol(j->tasks[i - 1].cgroup + 2, NULL, 10) < strtol(j->tasks[i].cgroup + 2, NULL, 10));
         }
         /* The cookies, by what the index says: recording one there is refused. */
         for (int t = 0; t < TIDS; t++)

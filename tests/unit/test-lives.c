@@ -106,6 +106,30 @@ static void test_forget_and_eras(void) {
         lives_free(l);
 }
 
+/* Lost events: suspended, nothing counted until resumed (the socket read
+ * empty), then counting afresh. */
+static void test_suspend(void) {
+        Lives *l = new_lives();
+
+        lives_fork(l, 1100, 1100);
+        lives_suspend(l);
+        /* In the gap: a thread born unseen, then these. */
+        lives_fork(l, 1200, 1200);
+        lives_exit(l, 1200, 1200);
+        lives_exit(l, 1100, 1100);
+        ASSERT_FALSE(lives_dead(l, 1100));
+        ASSERT_FALSE(lives_dead(l, 1200));
+        lives_resume(l);
+        lives_exit(l, 1100, 1100);
+        ASSERT_FALSE(lives_dead(l, 1100)); /* counted before: not any more */
+        lives_fork(l, 1300, 1300);
+        lives_exit(l, 1300, 1300);
+        ASSERT_TRUE(lives_dead(l, 1300));
+        lives_resume(l); /* not suspended: nothing */
+        ASSERT_TRUE(lives_dead(l, 1300));
+        lives_free(l);
+}
+
 /* Many, in runs of consecutive numbers (an exec storm's), the table grown
  * and swept: every answer stays right after each removal. */
 static void test_many(void) {
@@ -158,6 +182,7 @@ int main(void) {
         RUN(test_thread_execs);
         RUN(test_unseen_birth);
         RUN(test_forget_and_eras);
+        RUN(test_suspend);
         RUN(test_many);
         return 0;
 }

@@ -2015,14 +2015,6 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
 
                 if (pt && pt->start_time == jt->start_time)
                         continue; /* planned now: alive at the last scan, checked by its move */
-                /* Died whole since (the events tell: every thread exited,
-                 * no task has the number now): reaped or a zombie, nothing
-                 * to restore. No pin and no read, even for one an exec
-                 * storm's scan left to the next pass. */
-                if (yield_known_dead(env->yield, jt->tid)) {
-                        drop[i] = any = true;
-                        continue;
-                }
                 /* Placed by the fast path during the pass, or left by an
                  * exec storm's scan: the next pass's (no pin and no read
                  * of each, with the lock held, for hundreds of them). Not
@@ -2030,6 +2022,13 @@ int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journa
                  * go on. */
                 if (yield_known_changed(env->yield, jt->tid))
                         continue;
+                /* Died whole since (the events tell: every thread exited,
+                 * no task has the number now): reaped or a zombie, nothing
+                 * to restore. No pin and no read. */
+                if (yield_known_dead(env->yield, jt->tid)) {
+                        drop[i] = any = true;
+                        continue;
+                }
                 /* Many to check (an exec storm's, most of them gone): one
                  * listing of /proc tells which are, where a handle on each
                  * costs a system call or four (a second and more of a

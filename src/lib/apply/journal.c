@@ -403,18 +403,6 @@ int journal_set_boot_id(Journal *j, const char *boot_id) {
  * (positions after it moved). Rebuilding at the current size cannot fail
  * for lack of room, but can for lack of memory: then the index is dropped
  * and rebuilt on the next record. */
-static void remove_at(Journal *j, void *array, size_t *n, size_t elem, size_t pos) {
-        char *a = array;
-
-        memmove(a + pos * elem, a + (pos + 1) * elem, (*n - pos - 1) * elem);
-        (*n)--;
-        j->dirty = true;
-        j->need_rewrite = true; /* a log can only add */
-        if (index_rebuild(j, n_indexed(j)) < 0) {
-                j->index = mfree(j->index);
-                j->index_size = 0;
-        }
-}
 
 /* The index slot of the kind's entry at pos (hash its key's), or NULL. */
 static JournalIndexSlot *index_slot_of(Journal *j, IndexKind kind, uint64_t hash, size_t pos) {
@@ -454,31 +442,24 @@ static void index_delete(Journal *j, JournalIndexSlot *s) {
         }
 }
 
-/* A task or cookie entry out: the last one takes its place, so that the
- * index changes in two slots, not all (rebuilt for each one forgotten, a
- * journal of thousands cost thousands of hashes a placement whose process
- * vanished). Their order carries nothing. */
-static void remove_swap(Journal *j, IndexKind kind, size_t pos) {
-        bool task = kind == INDEX_TASK;
-        size_t *n = task ? &j->n_tasks : &j->n_cookies, last = *n - 1;
-        pid_t tid = task ? j->tasks[pos].tid : j->cookies[pos].tid;
-        uint64_t st = task ? j->tasks[pos].start_time : j->cookies[pos].start_time;
-        JournalIndexSlot *s = index_slot_of(j, kind, hash_task(kind, tid, st), pos);
+/* Entry pos of a kind's array out, the order of the rest kept (the
+ * earlier original wins where two name one thread: journal_name_tasks()).
+ * The index follows without a rebuild: the entry's slot emptied, and the
+ * slots of the entries after it, which moved down one, told so. Rebuilt
+ * for each one forgotten, a journal of thousands cost thousands of hashes
+ * and an allocation of the whole table for a placement whose process
+ * vanished; this is a walk over the slots. hash: the removed entry's. */
+static void remove_at(Journal *j, IndexKind kind, uint64_t hash, void *array, size_t *n, size_t elem, size_t pos) {
+        char *a = array;
+        JournalIndexSlot *s = index_slot_of(j, kind, hash, pos);
 
         if (s)
                 index_delete(j, s);
-        if (pos != last) {
-                tid = task ? j->tasks[last].tid : j->cookies[last].tid;
-                st = task ? j->tasks[last].start_time : j->cookies[last].start_time;
-                s = index_slot_of(j, kind, hash_task(kind, tid, st), last);
-                if (s)
-                        s->pos = (uint32_t) pos;
-                if (task)
-                        j->tasks[pos] = j->tasks[last];
-                else
-                        j->cookies[pos] = j->cookies[last];
-        }
+        memmove(a + pos * elem, a + (pos + 1) * elem, (*n - pos - 1) * elem);
         (*n)--;
+        for (size_t i = 0; i < j->index_size; i++)
+                if (j->index[i].kind == kind && j->index[i].pos > pos)
+                        j->index[i].pos--;
         j->dirty = true;
         j->need_rewrite = true; /* a log can only add */
 }
@@ -486,10 +467,14 @@ static void remove_swap(Journal *j, IndexKind kind, size_t pos) {
 int journal_forget_feature(Journal *j, const char *name) {
         ssize_t pos = find_any(j, INDEX_FEATURE, name, 0, 0);
 
+        char *owned;
+
         if (pos < 0)
                 return 0;
-        free(j->features[pos].name);
-        remove_at(j, j->features, &j->n_features, sizeof(JournalFeature), (size_t) pos);
+        owned = j->features[pos].name; /* name may be it */
+        remove_at(j, INDEX_FEATURE, hash_name(INDEX_FEATURE, name), j->features, &j->n_features, sizeof(JournalFeature),
+                  (size_t) pos);
+        free(owned);
         return 1;
 }
 
@@ -508,7 +493,8 @@ int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time) {
         if (pos < 0)
                 return 0;
         free(j->tasks[pos].cgroup);
-        remove_swap(j, INDEX_TASK, (size_t) pos);
+        remove_at(j, INDEX_TASK, hash_task(INDEX_TASK, tid, start_time), j->tasks, &j->n_tasks, sizeof(JournalTask),
+                  (size_t) pos);
         return 1;
 }
 
@@ -654,17 +640,20 @@ int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time) {
 
         if (pos < 0)
                 return 0;
-        remove_swap(j, INDEX_COOKIE, (size_t) pos);
+        remove_at(j, INDEX_COOKIE, hash_task(INDEX_COOKIE, tid, start_time), j->cookies, &j->n_cookies,
+                  sizeof(JournalCookie), (size_t) pos);
         return 1;
 }
 
 int journal_forget_cgroup(Journal *j, const char *path) {
         ssize_t pos = find_any(j, INDEX_CGROUP, path, 0, 0);
+        char *owned;
 
         if (pos < 0)
                 return 0;
-        free(j->cgroups[pos]);
-        remove_at(j, j->cgroups, &j->n_cgroups, sizeof(char *), (size_t) pos);
+        owned = j->cgroups[pos]; /* path may be it */
+        remove_at(j, INDEX_CGROUP, hash_name(INDEX_CGROUP, path), j->cgroups, &j->n_cgroups, sizeof(char *), (size_t) pos);
+        free(owned);
         return 1;
 }
 

@@ -705,6 +705,10 @@ static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
                 done += m;
         }
         (void) journal_rename_cookies(rc->journal, all, to, n);
+        /* One named 0 is renamed to what it is: forgotten here. */
+        for (size_t i = 0; i < n; i++)
+                if (all[i].start_time == 0)
+                        (void) journal_forget_cookie(rc->journal, all[i].tid, 0);
         return 0;
 }
 

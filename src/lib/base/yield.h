@@ -29,7 +29,8 @@ typedef struct YieldHooks {
          * saves work by leaving a process alone (the journal's upkeep). */
         bool (*known_changed)(void *userdata, pid_t tgid);
         /* Has this process died whole, every thread exited (told by the
-         * events; observe/lives.h)? Maybe not reaped: /proc lists it. False
+         * events; observe/lives.h), with no sign since the scan that its
+         * number is in use again? Maybe not reaped: /proc lists it. False
          * when not known: look. */
         bool (*dead)(void *userdata, pid_t tgid);
         void *userdata;

@@ -17,6 +17,7 @@ struct Lives {
         size_t cap; /* a power of two, or 0 */
         size_t n, n_dead;
         uint32_t era;
+        bool suspended; /* lives_suspend() until lives_resume() */
 };
 
 #define LIVES_CAP_MIN 256u
@@ -126,7 +127,7 @@ static Life *insert(Lives *l, pid_t tgid) {
 void lives_fork(Lives *l, pid_t pid, pid_t tgid) {
         Life *e;
 
-        if (!l || pid <= 0 || tgid <= 0)
+        if (!l || l->suspended || pid <= 0 || tgid <= 0)
                 return;
         if (pid == tgid) {
                 /* A new process: one thread. Its number was free: whatever
@@ -150,7 +151,7 @@ void lives_exit(Lives *l, pid_t pid, pid_t tgid) {
         Life *e;
 
         (void) pid;
-        if (!l || !(e = find(l, tgid)) || e->threads == 0)
+        if (!l || l->suspended || !(e = find(l, tgid)) || e->threads == 0)
                 return;
         if (--e->threads == 0) {
                 e->era = l->era;
@@ -164,6 +165,20 @@ void lives_forget(Lives *l) {
         free(l->slot);
         l->slot = NULL;
         l->cap = l->n = l->n_dead = 0;
+}
+
+void lives_suspend(Lives *l) {
+        if (!l)
+                return;
+        lives_forget(l);
+        l->suspended = true;
+}
+
+void lives_resume(Lives *l) {
+        if (!l || !l->suspended)
+                return;
+        lives_forget(l); /* what came in between is not whole */
+        l->suspended = false;
 }
 
 void lives_next_era(Lives *l) {

@@ -21,9 +21,17 @@
  * far tell. A FORK giving the number to a new task (process or thread)
  * ends it. Events come in order on one socket (FORK and EXIT share one, and
  * a task's FORK is sent before it can run, so before its EXIT). Lost events
- * (the socket overran) make every count unsure: lives_forget() drops them
- * all. A process born before topod watched is never counted, so never
- * known dead: it is read as before.
+ * (the socket overran) make every count unsure, and more are lost after
+ * the error the kernel reports, silently, until the socket has been read
+ * empty: lives_suspend() at the error drops every count and ignores the
+ * events until lives_resume(), once the socket was found empty, starts
+ * counting afresh. A process born before topod watched (or before the
+ * resumption) is never counted, so never known dead: it is read as before.
+ *
+ * "As far as the events read so far tell": the FORK of a process that took
+ * a dead one's number may not have been read yet (another socket brings
+ * execs sooner); whoever acts on an answer for a process it learnt of
+ * otherwise must allow for that.
  *
  * Knowing is only ever a saving: whoever asks must do without it (read
  * /proc) when the answer is no. Dead entries are kept for LIVES_ERAS eras
@@ -51,6 +59,12 @@ void lives_fork(Lives *l, pid_t pid, pid_t tgid);
 void lives_exit(Lives *l, pid_t pid, pid_t tgid);
 /* Events were lost: nothing counted holds any more. */
 void lives_forget(Lives *l);
+/* Events were lost, and are until the socket is read empty: forgotten,
+ * and ignored until lives_resume(). */
+void lives_suspend(Lives *l);
+/* The socket was read empty since lives_suspend(): counting starts afresh
+ * from the events that follow. Nothing when not suspended. */
+void lives_resume(Lives *l);
 /* The next era (a scan begins): deaths older than LIVES_ERAS eras are dropped. */
 void lives_next_era(Lives *l);
 

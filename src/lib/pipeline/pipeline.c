@@ -120,10 +120,14 @@ static bool known_changed_trampoline(void *userdata, pid_t tgid) {
         return known_changed(userdata, tgid);
 }
 
+/* Dead, and nothing since the scan says otherwise: a process that took a
+ * dead one's number and exec'd since is placed from its exec (a socket
+ * read sooner) before its FORK is read, which is what tells the number is
+ * in use again. Where the count of what changed was lost, not known. */
 static bool dead_trampoline(void *userdata, pid_t tgid) {
-        const Pipeline *p = userdata;
+        Pipeline *p = userdata;
 
-        return lives_dead(p->lives, tgid);
+        return !p->changed_lost && !known_changed(p, tgid) && lives_dead(p->lives, tgid);
 }
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
@@ -469,7 +473,9 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n, TakeStep step) {
                         break;
                 case TASK_EVENT_OVERRUN:
                         p->rescan = true;
-                        lives_forget(p->lives); /* a FORK may be among the lost */
+                        /* A FORK may be among the lost, and the kernel drops
+                         * more, silently, until the socket is empty. */
+                        lives_suspend(p->lives);
                         break;
                 default:
                         break;
@@ -501,6 +507,11 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
                 total += n;
                 take(p, ev, n, TAKE_ALL);
         }
+        /* Read empty (fewer than asked), the forks and exits too (the
+         * urgent socket is the execs' alone where they are split): after
+         * lost events, whole again from here. */
+        if (n < ELEMENTSOF(ev) && (reader != proc_events_read_urgent || proc_events_lazy_fd(p->events) < 0))
+                lives_resume(p->lives);
         return total;
 }
 
