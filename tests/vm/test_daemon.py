@@ -85,7 +85,8 @@ def test(args):
     r = vmlib.run_guest(
         [START,                                                        # 0
          up(1),                                                        # 1
-         LOOK,                                                         # 2
+         LOOK + "; T=$(cat /tmp/topod.pid); for t in /proc/$T/task/*; do "
+         "[ \"$(cat $t/comm)\" = topod-placer ] && echo placer-slice=$(workload slice ${t##*/}) >&2; done",  # 2
          LATE,                                                         # 3
          LOOK,                                                         # 4
          STOP,                                                         # 5
@@ -118,6 +119,13 @@ def test(args):
     print("  topod log:\n    " + "\n    ".join(l for l in lines if l.startswith("topod")))
 
     c.eq(r.rc(1), 0, "topod started and placed the ping-pong process")
+    # The placer's scheduler slice, read back from the kernel (6.12 takes
+    # a slice request; before, none is kept and topod says so).
+    m = re.search(r"placer-slice=(\d+)", r.stderr(2))
+    six12 = tuple(int(x) for x in re.match(r"^(\d+)\.(\d+)", release).groups()) >= (6, 12)
+    c.eq(int(m.group(1)) if m else None, 100000 if six12 else 0, "the placer's scheduler slice (ns)")
+    c.true(not six12 or any("placer: scheduler slice 100 us" in l for l in lines),
+           "topod says which slice its placer has", "\n".join(l for l in lines if "placer" in l))
     look = threads_by_tgid(c.json(r, 2, "classify while running"), pids)
     ck = {k: sorted({t.get("cookie") for t in v}) for k, v in look.items()}
     c.true(len(ck.get("pp", [])) == 1 and ck["pp"][0] not in (0, None), "ping-pong has a cookie", str(ck))

@@ -7,6 +7,9 @@
  *   workload idle [NAME [FILE]] sleep; rename itself to NAME with prctl (a
  *                              proc-connector COMM event) after 1 s, or, with
  *                              FILE, half a second after FILE appears
+ *   workload slice TID         not a workload: print thread TID's scheduler
+ *                              slice request (sched_getattr's sched_runtime,
+ *                              ns; 0 without one) and exit
  *
  * A busy loop that shares its vCPU with others under TCG gets less than a
  * whole CPU: the guest test's topod.conf asks for 50%.
@@ -14,10 +17,12 @@
  * They run until killed. */
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int ping[2], pong[2];
@@ -47,7 +52,31 @@ static int pingpong(void) {
         }
 }
 
+/* struct sched_attr, as the kernel has it. */
+struct slice_attr {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+        uint32_t util_min, util_max;
+};
+
+static int slice(pid_t tid) {
+        struct slice_attr a;
+
+        memset(&a, 0, sizeof(a));
+        if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) < 0) {
+                perror("sched_getattr");
+                return 1;
+        }
+        printf("%llu\n", (unsigned long long) a.runtime);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
+        if (argc >= 3 && strcmp(argv[1], "slice") == 0)
+                return slice((pid_t) atoi(argv[2]));
         if (argc >= 2 && strcmp(argv[1], "busy") == 0) {
                 volatile unsigned long n = 0;
                 for (;;)
@@ -67,6 +96,6 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]]\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | slice TID\n");
         return 2;
 }
