@@ -4,12 +4,15 @@
  * -> (with -c) PR_SCHED_CORE_CREATE for it. Nothing else: no rules file,
  * no scan of existing processes, no socket filter unless -f.
  *
- *   placer-ref -n COMM -g CGROUP-DIR [-c] [-f]
+ *   placer-ref -n COMM -g CGROUP-DIR [-c] [-f] [-s]
  *
  * -f asks the kernel for EXEC events only (the per-socket filter of Linux
  * 6.6, which topod uses where it can): one wake-up per process instead of
  * three (fork, exec, exit). An older kernel ignores the request and sends
- * nothing: the run then times out. *
+ * nothing: the run then times out.
+ * -s asks for a 0.1 ms scheduler slice (sched_setattr's sched_runtime of a
+ * SCHED_OTHER thread, 6.12+), as topod's placer does: its wake-ups then
+ * preempt a busy CPU. An older kernel keeps none; it says so. *
  * Prints "placer-ref: ready" on stderr once subscribed, and its counts when
  * stopped with SIGINT or SIGTERM. */
 
@@ -20,11 +23,13 @@
 #include <linux/netlink.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef PR_SCHED_CORE
@@ -35,6 +40,33 @@
 #endif
 
 static volatile sig_atomic_t stop;
+
+/* struct sched_attr, as the kernel has it (glibc before 2.41 has none). */
+struct slice_attr {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+        uint32_t util_min, util_max;
+};
+
+/* The slice asked for and kept, ns (0: none kept). */
+static unsigned long long ask_slice(void) {
+        struct slice_attr a;
+
+        memset(&a, 0, sizeof(a));
+        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
+                return 0;
+        a.size = sizeof(a);
+        a.runtime = 100000;
+        if (syscall(SYS_sched_setattr, 0, &a, 0) < 0)
+                return 0;
+        memset(&a, 0, sizeof(a));
+        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
+                return 0;
+        return (unsigned long long) a.runtime;
+}
 
 static void on_stop(int sig) {
         (void) sig;
@@ -64,22 +96,25 @@ int main(int argc, char *argv[]) {
         unsigned long execs = 0, placed = 0, failed = 0, cookies = 0, lost = 0;
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
         struct sigaction act = { .sa_handler = on_stop }; /* no SA_RESTART: recv returns EINTR */
-        bool cookie = false, cookie_said = false, filter = false;
+        bool cookie = false, cookie_said = false, filter = false, slice = false;
         int c, nl, procs;
 
-        while ((c = getopt(argc, argv, "n:g:cf")) >= 0)
+        while ((c = getopt(argc, argv, "n:g:cfs")) >= 0)
                 switch (c) {
                 case 'n': comm = optarg; break;
                 case 'g': group = optarg; break;
                 case 'c': cookie = true; break;
                 case 'f': filter = true; break;
+                case 's': slice = true; break;
                 default: goto usage;
                 }
         if (!comm || !group || optind != argc) {
 usage:
-                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c] [-f]\n");
+                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c] [-f] [-s]\n");
                 return 2;
         }
+        if (slice)
+                fprintf(stderr, "placer-ref: scheduler slice %llu ns\n", ask_slice());
         snprintf(path, sizeof(path), "%s/cgroup.procs", group);
         if ((procs = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
                 fprintf(stderr, "placer-ref: %s: %m\n", path);
