@@ -32,6 +32,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/sched-attr.h"
+
 #ifndef PR_SCHED_CORE
 #define PR_SCHED_CORE 62
 #endif
@@ -41,19 +43,9 @@
 
 static volatile sig_atomic_t stop;
 
-/* struct sched_attr, as the kernel has it (glibc before 2.41 has none). */
-struct slice_attr {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period;
-        uint32_t util_min, util_max;
-};
-
 /* The slice asked for and kept, ns (0: none kept). */
 static unsigned long long ask_slice(void) {
-        struct slice_attr a;
+        SchedAttr a;
 
         memset(&a, 0, sizeof(a));
         if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)

@@ -24,6 +24,7 @@
 #include "apply/reconcile.h"
 #include "base/json.h"
 #include "base/macro.h"
+#include "base/sched-attr.h"
 #include "bus.h"
 #include "explain.h"
 #include "log.h"
@@ -618,16 +619,6 @@ static void pass_yield(void *userdata) {
 static void on_placer_signal(int sig) {
         (void) sig; /* it only ends the placer's wait */
 }
-
-/* struct sched_attr (linux/sched/types.h; glibc before 2.41 has none). */
-typedef struct SchedAttr {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period; /* runtime: a fair thread's slice request, 6.12+ */
-        uint32_t util_min, util_max;
-} SchedAttr;
 
 /* The placer's turns on a busy CPU. On EEVDF (6.12 and later take a slice
  * request from a SCHED_OTHER thread, sched_attr.sched_runtime), a short

@@ -25,6 +25,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/sched-attr.h"
+
 static int ping[2], pong[2];
 
 static void *ponger(void *arg) {
@@ -52,18 +54,8 @@ static int pingpong(void) {
         }
 }
 
-/* struct sched_attr, as the kernel has it. */
-struct slice_attr {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t priority;
-        uint64_t runtime, deadline, period;
-        uint32_t util_min, util_max;
-};
-
 static int slice(pid_t tid) {
-        struct slice_attr a;
+        SchedAttr a;
 
         memset(&a, 0, sizeof(a));
         if (syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0) < 0) {
