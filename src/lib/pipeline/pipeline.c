@@ -193,8 +193,9 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 /* Subscribed before the first (full) scan: from then on the
                  * events tell which processes changed. */
                 task_scanner_trust_events(p->scanner, p->events != NULL);
-                /* Who died whole, counted from the events on: no scan, no
-                 * journal upkeep looks at such a one again. */
+                /* Who died whole, counted from the events on: the scans
+                 * and the journal's upkeep pass over such a one for the
+                 * next LIVES_ERAS samples (observe/lives.h). */
                 if (p->events) {
                         if ((k = lives_new(&p->lives)) < 0)
                                 return k;
