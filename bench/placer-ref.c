@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/sched-attr.h"
@@ -42,23 +41,6 @@
 #endif
 
 static volatile sig_atomic_t stop;
-
-/* The slice asked for and kept, ns (0: none kept). */
-static unsigned long long ask_slice(void) {
-        SchedAttr a;
-
-        memset(&a, 0, sizeof(a));
-        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
-                return 0;
-        a.size = sizeof(a);
-        a.runtime = 100000;
-        if (syscall(SYS_sched_setattr, 0, &a, 0) < 0)
-                return 0;
-        memset(&a, 0, sizeof(a));
-        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
-                return 0;
-        return (unsigned long long) a.runtime;
-}
 
 static void on_stop(int sig) {
         (void) sig;
@@ -106,7 +88,7 @@ usage:
                 return 2;
         }
         if (slice)
-                fprintf(stderr, "placer-ref: scheduler slice %llu ns\n", ask_slice());
+                fprintf(stderr, "placer-ref: scheduler slice %llu ns\n", (unsigned long long) sched_attr_ask_slice(100000));
         snprintf(path, sizeof(path), "%s/cgroup.procs", group);
         if ((procs = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
                 fprintf(stderr, "placer-ref: %s: %m\n", path);

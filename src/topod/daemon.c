@@ -14,7 +14,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
@@ -630,18 +629,7 @@ static void on_placer_signal(int sig) {
  * and 9 us with this one. A real-time policy the operator gave topod is
  * left alone. The slice in us, 0 where the kernel takes none. */
 static unsigned placer_slice(void) {
-        SchedAttr a = {};
-
-        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0 || (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH))
-                return 0;
-        a.size = sizeof(a);
-        a.runtime = DAEMON_PLACER_SLICE_NSEC;
-        if (syscall(SYS_sched_setattr, 0, &a, 0) < 0)
-                return 0;
-        a = (SchedAttr) {};
-        if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) < 0)
-                return 0;
-        return (unsigned) (a.runtime / 1000u); /* 0 before 6.12: not kept */
+        return (unsigned) (sched_attr_ask_slice(DAEMON_PLACER_SLICE_NSEC) / 1000u);
 }
 
 static void *placer_main(void *userdata) {
