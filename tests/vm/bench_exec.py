@@ -12,7 +12,8 @@ driver, 1 when not, 77 when the VM tier cannot run here.
     TOPOD_VM_KERNEL=/work/shared/vm/bzImage-6.12.95-topod \\
         python3 tests/vm/bench_exec.py --build build [--seconds 5] \\
         [--rates 20,50,100] [--peers ref,cgrulesengd,topod] \\
-        [--cookie both|yes|no] [--timeout-ms 1000] [--rules N] [--rounds N] [--json-out FILE]
+        [--cookie both|yes|no] [--timeout-ms 1000] [--rules N] [--rounds N] [--json-out FILE] \\
+        [--topod PATH] [--topod-b PATH (with topod-b in --peers)]
 
 --cookie both (the default) runs the peers twice: cgroup only (all three do
 the same job), then with a cookie per process (ref and topod; cgrulesengd
@@ -44,6 +45,10 @@ def test(args):
                 for name in ("exec-spawn", "exec-trace", "placer-ref", "topod-probe")}
     binaries["exec-latency"] = os.path.join(TOP, "bench", "exec-latency")
     binaries["topod"] = args.topod or os.path.join(args.build, "src", "topod", "topod")
+    topod_b = ""
+    if args.topod_b:
+        binaries["topod-b"] = args.topod_b
+        topod_b = " --topod-b /usr/bin/topod-b"
     cgr = args.cgrulesengd or shutil.which("cgrulesengd") or "/usr/sbin/cgrulesengd"
     if os.path.isfile(cgr):
         binaries["cgrulesengd"] = cgr
@@ -57,8 +62,8 @@ def test(args):
     commands = [LOOK]
     for mode in modes:
         commands.append("exec-latency --data %s --peers %s --rates %s --seconds %s --cookie %s --timeout-ms %d "
-                        "--rules %d --rounds %d --json" % (GUEST_DATA, args.peers, args.rates, args.seconds, mode,
-                                                           args.timeout_ms, args.rules, args.rounds))
+                        "--rules %d --rounds %d --json%s" % (GUEST_DATA, args.peers, args.rates, args.seconds, mode,
+                                                             args.timeout_ms, args.rules, args.rounds, topod_b))
     r = vmlib.run_guest(commands, binaries=binaries, files=files, timeout=args.timeout,
                         name="bench-exec")
     print("---- guest: mounts, controllers, tracefs, cookies")
@@ -91,6 +96,8 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     p.add_argument("--build", default=os.path.join(TOP, "build"), help="the meson build directory")
     p.add_argument("--topod", help="topod binary (default BUILD/src/topod/topod)")
+    p.add_argument("--topod-b", help="another topod binary, the peer topod-b (add it to --peers): "
+                   "two builds in one run (exec-latency --topod-b)")
     p.add_argument("--cgrulesengd", help="cgrulesengd binary (default: the host's)")
     p.add_argument("--peers", default="ref,cgrulesengd,topod")
     p.add_argument("--rates", default="20,50,100")
