@@ -20,6 +20,24 @@ static void test_strjoin(void) {
         ASSERT_STREQ(c, "one");
 }
 
+/* Into a buffer: the length, or -ENAMETOOLONG and "" when the string and
+ * its NUL do not fit (exactly fitting is fine). */
+static void test_strjoin_buf(void) {
+        char buf[12];
+
+        ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "proc/", "4194304", "/c"), -ENAMETOOLONG);
+        ASSERT_STREQ(buf, "");
+        ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "proc/", "123", "/cg"), 11);
+        ASSERT_STREQ(buf, "proc/123/cg");
+        ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "proc/", "1234", "/cg"), -ENAMETOOLONG);
+        ASSERT_STREQ(buf, "");
+        ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "", ""), 0);
+        ASSERT_STREQ(buf, "");
+        ASSERT_EQ(strjoin_buf(buf, 1, "x"), -ENAMETOOLONG);
+        ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "one"), 3);
+        ASSERT_STREQ(buf, "one");
+}
+
 static void test_format_u64(void) {
         static const uint64_t values[] = { 0, 7, 10, 4194304, 2147483647, UINT64_MAX - 1, UINT64_MAX };
         char buf[21], want[32];
@@ -61,6 +79,10 @@ static void test_fd_bin(void) {
         ASSERT_EQ(bin.n, 0);
         for (size_t i = 0; i < ELEMENTSOF(fd); i++)
                 ASSERT_EQ(fd_open(fd[i]), i == 3 || i == 6);
+        /* Closed in order, so that runs were found (one call for 0 1 2):
+         * what it held is left sorted. */
+        for (size_t i = 1; i < 6; i++)
+                ASSERT_TRUE(bin.fd[i - 1] < bin.fd[i]);
         fd_bin_put(NULL, fd[3]);
         ASSERT_FALSE(fd_open(fd[3]));
         fd_bin_empty(&bin); /* empty: nothing */
@@ -84,6 +106,7 @@ static void test_fd_bin(void) {
 
 int main(void) {
         RUN(test_strjoin);
+        RUN(test_strjoin_buf);
         RUN(test_format_u64);
         RUN(test_fd_bin);
         return 0;

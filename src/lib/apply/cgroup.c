@@ -264,7 +264,8 @@ static CgroupResult *item_new_take(CgroupReport *r, CgroupItemKind kind, char **
         CgroupResult *it;
 
         if (r->n == r->allocated) {
-                size_t m = r->allocated ? r->allocated * 2 : 32;
+                /* Small first: a placement's report has an item or two. */
+                size_t m = r->allocated ? r->allocated * 2 : 4;
                 CgroupResult *p = realloc(r->items, m * sizeof(CgroupResult));
 
                 if (!p) {
@@ -443,8 +444,8 @@ static int write_procs(const CgroupEnv *env, const char *cg, const char *num) {
         ssize_t i, n;
         int k;
 
-        k = snprintf(buf, sizeof(buf), "%s%s/cgroup.procs", env->mount, cg_below_mount(cg));
-        if (k < 0 || (size_t) k >= sizeof(buf)) {
+        k = strjoin_buf(buf, sizeof(buf), env->mount, cg_below_mount(cg), "/cgroup.procs");
+        if (k < 0) {
                 k = fs_path(env, cg, "cgroup.procs", &long_path);
                 if (k < 0)
                         return k;
@@ -525,11 +526,12 @@ int cgroup_parse_proc_cgroup(const char *text, char **ret) {
 static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -EBADF;
-        char rel[64], buf[4096];
+        char rel[64], num[21], buf[4096];
         ssize_t n;
         int k;
 
-        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) tid);
+        (void) format_u64(num, (uint64_t) tid);
+        (void) strjoin_buf(rel, sizeof(rel), "proc/", num, "/cgroup"); /* fits */
         fd = root_openat(env->root, rel, O_RDONLY | O_NOCTTY);
         if (fd == -ENOENT || fd == -ESRCH)
                 return -ESRCH;

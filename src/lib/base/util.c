@@ -132,6 +132,27 @@ char *strjoin_internal(const char *first, ...) {
         return s;
 }
 
+int strjoin_buf_internal(char *buf, size_t size, const char *first, ...) {
+        va_list ap;
+        size_t len = 0;
+
+        va_start(ap, first);
+        for (const char *x = first; x; x = va_arg(ap, const char *)) {
+                size_t n = strlen(x);
+
+                if (n >= size - len) {
+                        va_end(ap);
+                        buf[0] = '\0';
+                        return -ENAMETOOLONG;
+                }
+                memcpy(buf + len, x, n);
+                len += n;
+        }
+        va_end(ap);
+        buf[len] = '\0';
+        return (int) MIN(len, (size_t) INT32_MAX);
+}
+
 size_t format_u64(char buf[static 21], uint64_t v) {
         char d[20];
         size_t n = 0;
@@ -170,18 +191,21 @@ void fd_bin_put(FdBin *bin, int fd) {
         bin->fd[bin->n++] = fd;
 }
 
-static int compare_int(const void *a, const void *b) {
-        int x = *(const int *) a, y = *(const int *) b;
-
-        return (x > y) - (x < y);
-}
-
 void fd_bin_empty(FdBin *bin) {
         size_t i = 0;
 
         if (!bin || bin->n == 0)
                 return;
-        qsort(bin->fd, bin->n, sizeof(int), compare_int);
+        /* In order: by insertion, as they mostly come (the kernel gives
+         * the lowest free number); qsort() cost more than the closing. */
+        for (size_t a = 1; a < bin->n; a++) {
+                int fd = bin->fd[a];
+                size_t b = a;
+
+                for (; b > 0 && bin->fd[b - 1] > fd; b--)
+                        bin->fd[b] = bin->fd[b - 1];
+                bin->fd[b] = fd;
+        }
         while (i < bin->n) {
                 size_t j = i;
 
