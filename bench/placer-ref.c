@@ -4,12 +4,18 @@
  * -> (with -c) PR_SCHED_CORE_CREATE for it. Nothing else: no rules file,
  * no scan of existing processes, no socket filter unless -f.
  *
- *   placer-ref -n COMM -g CGROUP-DIR [-c] [-f] [-s]
+ *   placer-ref -n COMM -g CGROUP-DIR [-c [-k]] [-f] [-s]
  *
  * -f asks the kernel for EXEC events only (the per-socket filter of Linux
  * 6.6, which topod uses where it can): one wake-up per process instead of
  * three (fork, exec, exit). An older kernel ignores the request and sends
  * nothing: the run then times out.
+ * -k (with -c) keeps core scheduling switched on, as topod does: a thread
+ * of ours holds a cookie of its own from the start and sleeps. Without it
+ * the kernel turns core scheduling on at the first cookie and off when the
+ * last one goes; probes that die before the next one is cookied make every
+ * CREATE turn it on again (a machine-wide switch: measured in the test
+ * guest, 4-6 ms for a CREATE then against 0.1 ms).
  * -s asks for a 0.1 ms scheduler slice (sched_setattr's sched_runtime of a
  * SCHED_OTHER thread, 6.12+), as topod's placer does: its wake-ups then
  * preempt a busy CPU. An older kernel keeps none; it says so. *
@@ -27,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -64,28 +71,59 @@ static int mcast(int nl, enum proc_cn_mcast_op op, unsigned mask) {
         return send(nl, h, h->nlmsg_len, 0) < 0 ? -1 : 0;
 }
 
+/* The keep-alive (-k): a cookie of this thread's own, then sleep. */
+static void *keep_alive(void *arg) {
+        int *ret = arg;
+
+        int k = prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, 0 /* this thread */, 0 /* PIDTYPE_PID */, 0) == 0 ? 0 : -errno;
+
+        __atomic_store_n(ret, k, __ATOMIC_RELEASE);
+        for (;;)
+                pause();
+        return NULL;
+}
+
 int main(int argc, char *argv[]) {
         const char *comm = NULL, *group = NULL;
         char path[4096], buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
         unsigned long execs = 0, placed = 0, failed = 0, cookies = 0, lost = 0;
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
         struct sigaction act = { .sa_handler = on_stop }; /* no SA_RESTART: recv returns EINTR */
-        bool cookie = false, cookie_said = false, filter = false, slice = false;
+        bool cookie = false, cookie_said = false, filter = false, slice = false, keep = false;
         int c, nl, procs;
 
-        while ((c = getopt(argc, argv, "n:g:cfs")) >= 0)
+        while ((c = getopt(argc, argv, "n:g:cfks")) >= 0)
                 switch (c) {
                 case 'n': comm = optarg; break;
                 case 'g': group = optarg; break;
                 case 'c': cookie = true; break;
                 case 'f': filter = true; break;
+                case 'k': keep = true; break;
                 case 's': slice = true; break;
                 default: goto usage;
                 }
-        if (!comm || !group || optind != argc) {
+        if (!comm || !group || optind != argc || (keep && !cookie)) {
 usage:
-                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c] [-f] [-s]\n");
+                fprintf(stderr, "usage: placer-ref -n COMM -g CGROUP-DIR [-c [-k]] [-f] [-s]\n");
                 return 2;
+        }
+        if (keep) {
+                static int kept = 1;
+                pthread_t t;
+                sigset_t all, old;
+
+                /* Signals for the main thread alone: its recv is what they stop. */
+                sigfillset(&all);
+                pthread_sigmask(SIG_BLOCK, &all, &old);
+                if (pthread_create(&t, NULL, keep_alive, &kept) != 0) {
+                        fprintf(stderr, "placer-ref: cannot start the keep-alive thread\n");
+                        return 1;
+                }
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                while (__atomic_load_n(&kept, __ATOMIC_ACQUIRE) > 0)
+                        usleep(1000);
+                if (kept < 0)
+                        fprintf(stderr, "placer-ref: no keep-alive cookie: %s\n", strerror(-kept));
         }
         if (slice)
                 fprintf(stderr, "placer-ref: scheduler slice %llu ns\n", (unsigned long long) sched_attr_ask_slice(100000));

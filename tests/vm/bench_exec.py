@@ -12,7 +12,8 @@ driver, 1 when not, 77 when the VM tier cannot run here.
     TOPOD_VM_KERNEL=/work/shared/vm/bzImage-6.12.95-topod \\
         python3 tests/vm/bench_exec.py --build build [--seconds 5] \\
         [--rates 20,50,100] [--peers ref,cgrulesengd,topod] \\
-        [--cookie both|yes|no] [--timeout-ms 1000] [--rules N] [--rounds N] [--json-out FILE] \\
+        [--cookie both|yes|no] [--timeout-ms 1000] [--poll-us 10] [--rules N] [--rounds N] \\
+        [--json-out FILE] \\
         [--topod PATH] [--topod-b PATH (with topod-b in --peers)]
 
 --cookie both (the default) runs the peers twice: cgroup only (all three do
@@ -62,8 +63,9 @@ def test(args):
     commands = [LOOK]
     for mode in modes:
         commands.append("exec-latency --data %s --peers %s --rates %s --seconds %s --cookie %s --timeout-ms %d "
-                        "--rules %d --rounds %d --json%s" % (GUEST_DATA, args.peers, args.rates, args.seconds, mode,
-                                                             args.timeout_ms, args.rules, args.rounds, topod_b))
+                        "--poll-us %d --rules %d --rounds %d --json%s" % (GUEST_DATA, args.peers, args.rates, args.seconds,
+                                                                          mode, args.timeout_ms, args.poll_us, args.rules,
+                                                                          args.rounds, topod_b))
     r = vmlib.run_guest(commands, binaries=binaries, files=files, timeout=args.timeout,
                         name="bench-exec")
     print("---- guest: mounts, controllers, tracefs, cookies")
@@ -103,6 +105,8 @@ if __name__ == "__main__":
     p.add_argument("--rates", default="20,50,100")
     p.add_argument("--seconds", default="5")
     p.add_argument("--timeout-ms", type=int, default=1000)
+    p.add_argument("--poll-us", type=int, default=10,
+                   help="the probe's first poll interval (exec-latency --poll-us)")
     p.add_argument("--rounds", type=int, default=1,
                    help="the peers in turn N times, medians reported (exec-latency --rounds)")
     p.add_argument("--rules", type=int, default=0,
