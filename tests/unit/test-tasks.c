@@ -367,8 +367,13 @@ static void test_defer(void) {
                 task_scanner_stats(sc, &st);
                 ASSERT_TRUE(st.by_events);
                 ASSERT_EQ(st.deferred, 0);
-                ASSERT_STREQ(task_snapshot_find(s, born)->comm, "born");
-                ASSERT_STREQ(task_snapshot_find(s, other)->comm, "other");
+                {
+                        const TaskFacts *b = task_snapshot_find(s, born), *o = task_snapshot_find(s, other);
+
+                        ASSERT_TRUE(b && o);
+                        ASSERT_STREQ(b->comm, "born");
+                        ASSERT_STREQ(o->comm, "other");
+                }
                 task_snapshot_free(s);
         }
         fake_root_remove(d);
