@@ -34,6 +34,10 @@ static void test_strjoin_buf(void) {
         ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "", ""), 0);
         ASSERT_STREQ(buf, "");
         ASSERT_EQ(strjoin_buf(buf, 1, "x"), -ENAMETOOLONG);
+        ASSERT_STREQ(buf, "");
+        buf[0] = 'q';
+        ASSERT_EQ(strjoin_buf(buf, 0, ""), -ENAMETOOLONG); /* no room even for the NUL: untouched */
+        ASSERT_EQ(buf[0], 'q');
         ASSERT_EQ(strjoin_buf(buf, sizeof(buf), "one"), 3);
         ASSERT_STREQ(buf, "one");
 }
@@ -79,8 +83,8 @@ static void test_fd_bin(void) {
         ASSERT_EQ(bin.n, 0);
         for (size_t i = 0; i < ELEMENTSOF(fd); i++)
                 ASSERT_EQ(fd_open(fd[i]), i == 3 || i == 6);
-        /* Closed in order, so that runs were found (one call for 0 1 2):
-         * what it held is left sorted. */
+        /* Runs are found in order (0 1 2 is one close_range()): what it
+         * held is left in ascending order. */
         for (size_t i = 1; i < 6; i++)
                 ASSERT_TRUE(bin.fd[i - 1] < bin.fd[i]);
         fd_bin_put(NULL, fd[3]);

@@ -47,6 +47,9 @@ def test(args):
     binaries["exec-latency"] = os.path.join(TOP, "bench", "exec-latency")
     binaries["topod"] = args.topod or os.path.join(args.build, "src", "topod", "topod")
     topod_b = ""
+    if "topod-b" in args.peers.split(",") and not args.topod_b:
+        print("bench-exec: peer topod-b needs --topod-b PATH", file=sys.stderr)
+        return 2
     if args.topod_b:
         binaries["topod-b"] = args.topod_b
         topod_b = " --topod-b /usr/bin/topod-b"

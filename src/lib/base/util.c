@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,8 @@ int strjoin_buf_internal(char *buf, size_t size, const char *first, ...) {
         va_list ap;
         size_t len = 0;
 
+        if (size == 0)
+                return -ENAMETOOLONG;
         va_start(ap, first);
         for (const char *x = first; x; x = va_arg(ap, const char *)) {
                 size_t n = strlen(x);
@@ -150,7 +153,7 @@ int strjoin_buf_internal(char *buf, size_t size, const char *first, ...) {
         }
         va_end(ap);
         buf[len] = '\0';
-        return (int) MIN(len, (size_t) INT32_MAX);
+        return len > (size_t) INT_MAX ? -ENAMETOOLONG : (int) len;
 }
 
 size_t format_u64(char buf[static 21], uint64_t v) {
@@ -196,8 +199,9 @@ void fd_bin_empty(FdBin *bin) {
 
         if (!bin || bin->n == 0)
                 return;
-        /* In order: by insertion, as they mostly come (the kernel gives
-         * the lowest free number); qsort() cost more than the closing. */
+        /* In order, by an insertion sort: they mostly come in order (the
+         * kernel gives the lowest free number), where qsort() cost more
+         * than the closing. */
         for (size_t a = 1; a < bin->n; a++) {
                 int fd = bin->fd[a];
                 size_t b = a;

@@ -28,8 +28,8 @@ int strv_join(char *const *l, const char *sep, char **ret);
  * hot paths' paths, without asprintf()'s format parsing. */
 char *strjoin_internal(const char *first, ...);
 #define strjoin(...) strjoin_internal(__VA_ARGS__, NULL)
-/* The same into buf of size bytes (size > 0): the length, or -ENAMETOOLONG
- * when it does not fit (buf is then ""). A placement's paths, on
+/* The same into buf of size bytes: the length, or -ENAMETOOLONG when it
+ * does not fit (buf is then "", if size > 0). A placement's paths, on
  * the stack, without snprintf()'s format parsing. */
 int strjoin_buf_internal(char *buf, size_t size, const char *first, ...);
 #define strjoin_buf(buf, size, ...) strjoin_buf_internal(buf, size, __VA_ARGS__, NULL)
