@@ -177,6 +177,36 @@ static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
 static void arm_soon(Daemon *d);
 static void arm_retry(Daemon *d);
 
+/* The cookie worker's interlocks, from the capabilities as last read. */
+static void set_interlocks(Daemon *d) {
+        CookieInterlocks il = { .smt_off = !d->p->caps->smt_active, .sched_ext_active = d->p->caps->sched_ext_active };
+
+        if (d->cookies)
+                cookie_applier_set_interlocks(d->cookies, &il);
+}
+
+/* SMT or sched_ext changed under us. The plan that follows gives no
+ * cookies while either forbids them, and the apply clears those topod gave
+ * (clearing is allowed beside sched_ext; with SMT off the kernel refuses
+ * every call, and the journal keeps them for later). The worker lets go
+ * of its keep-alive cookie: with the last cookie gone, the kernel switches
+ * core scheduling off, which is the point beside sched_ext. */
+static void interlocks_changed(Daemon *d) {
+        const KernelCaps *c = d->p->caps;
+
+        set_interlocks(d);
+        if (c->sched_ext_active) {
+                log_warning(d, "a sched_ext scheduler (%s) is now %s: no more cookies, and those topod gave are "
+                               "cleared (core scheduling with sched_ext is reported to hang hosts)",
+                            c->sched_ext_ops ?: "unnamed", c->sched_ext_state ?: "enabled");
+                if (d->cookies)
+                        (void) cookie_applier_release(d->cookies);
+        } else if (!c->smt_active)
+                log_warning(d, "SMT is now off: no cookies until it is on again");
+        else
+                log_notice(d, "SMT is on and no sched_ext scheduler runs: cookies are given again");
+}
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
 static int pass_run(Daemon *d, PassCause cause) {
@@ -209,6 +239,14 @@ static int pass_run(Daemon *d, PassCause cause) {
         scanned = pipeline_now_usec();
         task_scanner_stats(d->p->scanner, &ss);
         d->last_pass_deferred = ss.deferred;
+        /* What forbids cookies can change while topod runs: a sched_ext
+         * scheduler loaded, SMT switched off. Read at every pass, so that
+         * this plan and the cookie worker follow (two files). */
+        k = kernelcaps_refresh_interlocks(d->p->caps, d->p->root);
+        if (k == -ENOMEM)
+                return k;
+        if (k > 0)
+                interlocks_changed(d);
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
@@ -1252,10 +1290,8 @@ int topod_run(const DaemonArgs *a) {
         (void) chmod(d.state_dir, 0755);
         (void) cgroup_held_new(&d.held); /* without: opened per move */
         d.pidref.pidfs_idents = d.p->caps->pidfs.available;
-        if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0) {
-                CookieInterlocks il = { .smt_off = !d.p->caps->smt_active, .sched_ext_active = d.p->caps->sched_ext_active };
-                cookie_applier_set_interlocks(d.cookies, &il);
-        }
+        if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0)
+                set_interlocks(&d);
         if (found)
                 /* A journal left by a crash: put the machine back first, so
                  * this run starts from the true originals. */

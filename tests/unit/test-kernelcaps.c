@@ -207,6 +207,43 @@ static void test_hybrid(void) {
         fake_root_remove(d);
 }
 
+/* A sched_ext scheduler loaded and unloaded, SMT switched off and on,
+ * while topod runs: the refresh sees each change once. */
+static void test_refresh_interlocks(void) {
+        char *d = full_tree();
+        FakeSyscalls fs = { 0, 0, 1 };
+        _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d, &fs);
+        _cleanup_(root_freep) Root *r = NULL;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_FALSE(c->sched_ext_active);
+        ASSERT_TRUE(c->smt_active);
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 0);
+
+        fake_write(d, "sys/kernel/sched_ext/state", "enabled\n");
+        fake_write(d, "sys/kernel/sched_ext/root/ops", "simple\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_TRUE(c->sched_ext_active);
+        ASSERT_STREQ(c->sched_ext_ops, "simple");
+        ASSERT_TRUE(strstr(c->sched_ext.reason, "simple"));
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 0); /* once */
+        ASSERT_TRUE(c->sched_ext_active);
+
+        fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
+        fake_write(d, "sys/devices/system/cpu/smt/control", "off\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_FALSE(c->smt_active);
+        ASSERT_STREQ(c->smt_control, "off");
+
+        fake_write(d, "sys/kernel/sched_ext/state", "disabled\n");
+        fake_write(d, "sys/devices/system/cpu/smt/active", "1\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_FALSE(c->sched_ext_active);
+        ASSERT_TRUE(c->smt_active);
+        ASSERT_TRUE(strstr(c->sched_ext.reason, "no BPF scheduler"));
+        fake_root_remove(d);
+}
+
 /* Lockdown refuses write-opens of debugfs files with EPERM, even for root.
  * The immutable flag makes the kernel do the same to a file of ours. */
 static void test_features_refused(void) {
@@ -299,6 +336,7 @@ int main(void) {
         RUN(test_all_absent);
         RUN(test_partial);
         RUN(test_hybrid);
+        RUN(test_refresh_interlocks);
         RUN(test_features_refused); /* last: it may skip */
         return 0;
 }

@@ -6,7 +6,9 @@ places a process started after it (found through the proc connector: its
 cookie joins its group's), and on SIGTERM puts everything back. Then a
 kill -9 leaves the journal behind, and the next start recovers from it
 first. SIGHUP reloads: an edited policy takes effect, a broken one is
-refused with file:line and the running policy stays.
+refused with file:line and the running policy stays. Last, a sched_ext
+scheduler "loaded" and "unloaded" while topod runs (see SCX_ON): the
+cookies and the worker's keep-alive go and come back.
 
 Processes named plain-* (a policy of their own, no cookie) are started in a
 cgroup "orig" once topod runs: the first through a pass (its group is new),
@@ -80,6 +82,34 @@ RELOAD_BAD = ("sed -i 's/^cpus = 0-7/cpus = 8-15/' /etc/topod-test/policies.d/20
               "for i in $(seq 300); do grep -q 'reload refused' /tmp/topod.log && break; sleep 0.1; done; sleep 2; "
               "cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus; grep -E '30-broken.ini:[0-9]+: error' /tmp/topod.log")
 
+# A sched_ext scheduler loaded and unloaded while topod runs. This guest
+# has no BPF scheduler to load, so a file bind-mounted over
+# /sys/kernel/sched_ext/state says "enabled", then "disabled"; what topod
+# does about it is real: the cookies of the ping-pong pair and its cookie
+# worker's keep-alive cookie, read back with PR_SCHED_CORE_GET. COOKIES
+# prints "pp TID COOKIE" for each ping-pong thread and "keepalive TID
+# COOKIE" for topod's cookie worker.
+COOKIES = ("cookies() { T=$(cat /tmp/topod.pid); PP=$(sed -n 's/^pp=//p' /tmp/pids); "
+           "for t in /proc/$PP/task/*; do echo pp $(workload cookie ${t##*/}); done; "
+           "for t in /proc/$T/task/*; do [ \"$(cat $t/comm)\" = topod-cookie ] && "
+           "echo keepalive $(workload cookie ${t##*/}); done; }; ")
+SCX_ON = (COOKIES + "echo enabled > /tmp/scx-state; mount -o bind /tmp/scx-state /sys/kernel/sched_ext/state; "
+          "for i in $(seq 300); do cookies > /tmp/ck; grep -qv ' 0$' /tmp/ck || break; sleep 0.1; done; "
+          "cat /tmp/ck; grep -o 'sched_ext scheduler (unnamed) is now enabled' /tmp/topod.log")
+SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
+           "for i in $(seq 300); do cookies > /tmp/ck; grep -q ' 0$' /tmp/ck || break; sleep 0.1; done; "
+           "cat /tmp/ck; grep -o 'cookies are given again' /tmp/topod.log")
+
+
+def cookie_lines(text):
+    """{"pp": [cookies], "keepalive": [cookies]} from COOKIES' lines."""
+    out = {}
+    for l in text.splitlines():
+        f = l.split()
+        if len(f) == 3 and f[0] in ("pp", "keepalive") and f[2].isdigit():
+            out.setdefault(f[0], []).append(int(f[2]))
+    return out
+
 
 def test(args):
     r = vmlib.run_guest(
@@ -104,7 +134,13 @@ def test(args):
          RELOAD_BAD,                                                   # 17
          STOP,                                                         # 18
          "cat /proc/$(sed -n 's/^p1=//p' /tmp/pids)/cgroup /proc/$(sed -n 's/^p2=//p' /tmp/pids)/cgroup; "
-         "cat /tmp/status.json"],                                      # 19
+         "cat /tmp/status.json",                                       # 19
+         "rm /etc/topod-test/policies.d/30-broken.ini; " + up(5),      # 20
+         COOKIES + "cookies",                                          # 21
+         SCX_ON,                                                       # 22
+         SCX_OFF,                                                      # 23
+         STOP,                                                         # 24
+         COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state"],  # 25
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -187,6 +223,25 @@ def test(args):
     c.true(any("30-broken.ini:4: error" in l for l in out17), "the refusal names file:line", r.stdout(17))
     c.eq(r.rc(18), 0, "stopped at the end")
     c.eq(out19[:2], ["0::/orig", "0::/orig"], "at the end: plain-1 and plain-2 back in /orig")
+
+    # sched_ext loaded (a file says so) while topod runs: its cookies and
+    # its keep-alive go, so that the kernel can switch core scheduling off;
+    # unloaded, they come back.
+    c.eq(r.rc(20), 0, "started a fifth time")
+    before = cookie_lines(r.stdout(21))
+    c.true(len(before.get("pp", [])) == 2 and 0 not in before["pp"] and len(set(before["pp"])) == 1 and
+           before.get("keepalive", [0])[0] != 0,
+           "before: the ping-pong pair shares a cookie, the worker holds its keep-alive", r.stdout(21))
+    during = cookie_lines(r.stdout(22))
+    c.true(during.get("pp") == [0, 0] and during.get("keepalive") == [0],
+           "sched_ext loaded: the pair's cookies and the keep-alive cleared", r.stdout(22))
+    c.true("now enabled" in r.stdout(22), "topod says why it cleared them", r.stdout(22))
+    after = cookie_lines(r.stdout(23))
+    c.true(len(after.get("pp", [])) == 2 and 0 not in after["pp"] and len(set(after["pp"])) == 1 and
+           after.get("keepalive", [0])[0] not in (0, after["pp"][0]),
+           "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(23))
+    c.eq(r.rc(24), 0, "stopped the fifth time")
+    c.eq(cookie_lines(r.stdout(25)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -10,6 +10,9 @@
  *   workload slice TID         not a workload: print thread TID's scheduler
  *                              slice request (sched_getattr's sched_runtime,
  *                              ns; 0 without one) and exit
+ *   workload cookie TID        not a workload: print "TID COOKIE", thread
+ *                              TID's core-scheduling cookie
+ *                              (PR_SCHED_CORE_GET), and exit
  *
  * A busy loop that shares its vCPU with others under TCG gets less than a
  * whole CPU: the guest test's topod.conf asks for 50%.
@@ -66,7 +69,21 @@ static int slice(pid_t tid) {
         return 0;
 }
 
+static int cookie(pid_t tid) {
+        unsigned long long c = 0;
+
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, (unsigned long) tid, PR_SCHED_CORE_SCOPE_THREAD,
+                  (unsigned long) &c) < 0) {
+                perror("PR_SCHED_CORE_GET");
+                return 1;
+        }
+        printf("%d %llu\n", (int) tid, c);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
+        if (argc >= 3 && strcmp(argv[1], "cookie") == 0)
+                return cookie((pid_t) atoi(argv[2]));
         if (argc >= 3 && strcmp(argv[1], "slice") == 0)
                 return slice((pid_t) atoi(argv[2]));
         if (argc >= 2 && strcmp(argv[1], "busy") == 0) {
@@ -88,6 +105,6 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | slice TID\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | slice TID | cookie TID\n");
         return 2;
 }

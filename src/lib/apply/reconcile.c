@@ -244,8 +244,9 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
                 if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie cleared: tid %d",
                              (int) tasks[i].tid)) < 0)
                         return k;
-                /* Cleared or gone: forgotten. */
-                if (results[i].outcome != COOKIE_FAILED &&
+                /* Cleared or gone: forgotten. Refused (SMT off: the
+                 * kernel takes no call) or failed: still set, kept. */
+                if (results[i].outcome != COOKIE_FAILED && results[i].outcome != COOKIE_REFUSED &&
                     (k = journal_forget_cookie(rc->journal, tasks[i].tid, tasks[i].start_time)) < 0)
                         return k;
         }

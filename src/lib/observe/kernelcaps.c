@@ -495,6 +495,20 @@ static int probe_sched_ext(KernelCaps *c, const Root *root) {
         return cap_set(&c->sched_ext, true, 0, "built in, no BPF scheduler loaded");
 }
 
+int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root) {
+        bool smt = c->smt_active, ext = c->sched_ext_active;
+        int k;
+
+        /* As a first probe finds them: what cannot be read is off. */
+        c->smt_control = mfree(c->smt_control);
+        c->sched_ext_state = mfree(c->sched_ext_state);
+        c->sched_ext_ops = mfree(c->sched_ext_ops);
+        c->smt_active = c->sched_ext_active = false;
+        if ((k = probe_smt(c, root)) < 0 || (k = probe_sched_ext(c, root)) < 0)
+                return k;
+        return smt != c->smt_active || ext != c->sched_ext_active;
+}
+
 static int probe_proc_connector(KernelCaps *c, const KernelProbeOps *ops) {
         int k = ops->proc_connector(ops->userdata), r;
 
