@@ -1304,15 +1304,31 @@ static void test_dead_hook(void) {
 }
 
 /* A stop clears every cookie topod gave and forgets every entry, one named
- * 0 (which the parser takes) too. */
+ * 0 (which the parser takes) too; and the cookie a child in topod's group
+ * inherited from one (not journaled), but not one a process in that group
+ * made itself. */
 static void test_restore_cookies(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        char rel[PATH_MAX], text[64];
+        const char *cg;
         Plan *plan1;
         World w;
 
         world_new(&w);
         plan1 = pass(&w, &r1);
         ASSERT_TRUE(cookie_of(200) != 0);
+        /* 250 forked by 200 after the pass (its cookie), 251 made its own. */
+        cg = process_cgroup(200);
+        ASSERT_TRUE(startswith(cg, "/topod.slice/"));
+        fake_process(250, "sh", cg);
+        fake_process(251, "own", cg);
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(250) = *cookie_slot(200);
+        *cookie_slot(251) = 0xabcdefu;
+        pthread_mutex_unlock(&fc.lock);
+        snprintf(rel, sizeof(rel), MOUNT "%s/cgroup.threads", cg);
+        snprintf(text, sizeof(text), "200\n250\n251\n");
+        fake_write(root_dir, rel, text);
         for (pid_t i = 0; i < 40; i++)
                 ASSERT_EQ(journal_record_cookie(w.journal, 6000 + i, 7000u + (unsigned) i), 1);
         ASSERT_EQ(journal_record_cookie(w.journal, 6100, 0), 1);
@@ -1324,6 +1340,10 @@ static void test_restore_cookies(void) {
         ASSERT_EQ(cookie_of(201), 0);
         ASSERT_TRUE(find_item(r2, "cookie cleared", 6039) != NULL);
         ASSERT_TRUE(find_item(r2, "cookie cleared", 6100) != NULL);
+        ASSERT_EQ(cookie_of(250), 0);
+        ASSERT_TRUE(find_item(r2, "cookie cleared (inherited", 250) != NULL);
+        ASSERT_EQ(cookie_of(251), 0xabcdefu);
+        ASSERT_TRUE(find_item(r2, "cookie cleared (inherited", 251) == NULL);
         plan_free(plan1);
         world_free(&w);
 }

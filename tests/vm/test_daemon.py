@@ -101,6 +101,18 @@ SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
            "cat /tmp/ck; grep -o 'cookies are given again' /tmp/topod.log")
 
 
+# A process topod gave a cookie forks a child that no policy matches: the
+# child inherits the cookie (and the cgroup) without topod placing it. The
+# stop clears its cookie too (found in topod's cgroup by the value).
+KIDS = ("kids() { awk -v p=$1 '/^PPid:/ && $2 == p { split(FILENAME, f, \"/\"); print f[3] }' "
+        "/proc/[0-9]*/status 2>/dev/null; }; ")
+FORK = (KIDS + "workload forker crunch-9 /tmp/fork-now & F=$!; echo f=$F >> /tmp/pids; "
+        "for i in $(seq 300); do grep -q topod.slice /proc/$F/cgroup && "
+        "workload cookie $F | grep -qv ' 0$' && break; sleep 0.1; done; touch /tmp/fork-now; "
+        "for i in $(seq 100); do C=$(kids $F); [ -n \"$C\" ] && break; sleep 0.1; done; "
+        "sleep 0.3; echo child=$C; echo parent $(workload cookie $F); echo child $(workload cookie $C)")
+
+
 def cookie_lines(text):
     """{"pp": [cookies], "keepalive": [cookies]} from COOKIES' lines."""
     out = {}
@@ -139,8 +151,10 @@ def test(args):
          COOKIES + "cookies",                                          # 21
          SCX_ON,                                                       # 22
          SCX_OFF,                                                      # 23
-         STOP,                                                         # 24
-         COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state"],  # 25
+         FORK,                                                         # 24
+         STOP,                                                         # 25
+         COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state; "
+         + KIDS + "for p in $(kids $(sed -n 's/^f=//p' /tmp/pids)); do echo child $(workload cookie $p); done"],  # 26
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -240,8 +254,13 @@ def test(args):
     c.true(len(after.get("pp", [])) == 2 and 0 not in after["pp"] and len(set(after["pp"])) == 1 and
            after.get("keepalive", [0])[0] not in (0, after["pp"][0]),
            "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(23))
-    c.eq(r.rc(24), 0, "stopped the fifth time")
-    c.eq(cookie_lines(r.stdout(25)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
+    fork = {l.split()[0]: l.split()[-1] for l in r.stdout(24).splitlines() if len(l.split()) == 3}
+    c.true(fork.get("parent", "0") != "0" and fork.get("child") == fork.get("parent"),
+           "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(24))
+    c.eq(r.rc(25), 0, "stopped the fifth time")
+    c.eq(cookie_lines(r.stdout(26)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
+    c.true(re.search(r"^child \d+ 0$", r.stdout(26), re.M) is not None,
+           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(26))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

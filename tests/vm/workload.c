@@ -10,6 +10,10 @@
  *   workload slice TID         not a workload: print thread TID's scheduler
  *                              slice request (sched_getattr's sched_runtime,
  *                              ns; 0 without one) and exit
+ *   workload forker NAME FILE  rename itself to NAME at once; when FILE
+ *                              appears, fork a child that renames itself
+ *                              "inherit" (what it inherits: the cookie and
+ *                              the cgroup) and sleeps; both sleep on
  *   workload cookie TID        not a workload: print "TID COOKIE", thread
  *                              TID's core-scheduling cookie
  *                              (PR_SCHED_CORE_GET), and exit
@@ -82,6 +86,15 @@ static int cookie(pid_t tid) {
 }
 
 int main(int argc, char *argv[]) {
+        if (argc >= 4 && strcmp(argv[1], "forker") == 0) {
+                prctl(PR_SET_NAME, argv[2]);
+                while (access(argv[3], F_OK) < 0)
+                        usleep(50000);
+                if (fork() == 0)
+                        prctl(PR_SET_NAME, "inherit");
+                for (;;)
+                        pause();
+        }
         if (argc >= 3 && strcmp(argv[1], "cookie") == 0)
                 return cookie((pid_t) atoi(argv[2]));
         if (argc >= 3 && strcmp(argv[1], "slice") == 0)
@@ -105,6 +118,6 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | slice TID | cookie TID\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | forker NAME FILE | slice TID | cookie TID\n");
         return 2;
 }

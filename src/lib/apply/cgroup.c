@@ -1482,12 +1482,6 @@ typedef struct Members {
         size_t n;
 } Members;
 
-static int compare_pid_t(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-        return (x > y) - (x < y);
-}
-
 /* One line of cgroup.procs: a pid, or false. */
 static bool parse_procs_line(const char *line, pid_t *ret) {
         char *end;
@@ -1540,7 +1534,7 @@ static int members_read(const CgroupEnv *env, const char *cg, Members *m) {
                         return k;
         }
         if (m->n > 1)
-                qsort(m->pids, m->n, sizeof(pid_t), compare_pid_t);
+                qsort(m->pids, m->n, sizeof(pid_t), compare_pid);
         return 0;
 }
 
@@ -1562,7 +1556,7 @@ static int processes_read(const CgroupEnv *env, Members *m) {
 #define CGROUP_PRUNE_LIST_MIN 32u
 
 static bool members_has(const Members *m, pid_t pid) {
-        return m->n > 0 && bsearch(&pid, m->pids, m->n, sizeof(pid_t), compare_pid_t);
+        return m->n > 0 && bsearch(&pid, m->pids, m->n, sizeof(pid_t), compare_pid);
 }
 
 static void members_free(Members *m, size_t n) {
@@ -2197,6 +2191,51 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         if (k == -ENOMEM)
                 return k;
         *forget = it->outcome != CGROUP_FAILED;
+        return 0;
+}
+
+int cgroup_created_threads(const CgroupEnv *env, const Journal *journal, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0, cap = 0, u = 0;
+        int k;
+
+        *ret = NULL;
+        *ret_n = 0;
+        for (size_t i = 0; i < journal->n_cgroups; i++) {
+                _cleanup_free_ char *path = NULL, *text = NULL;
+
+                if (strstr(journal->cgroups[i], SUBTREE_MARK))
+                        continue; /* a controller it enabled, not a cgroup */
+                k = fs_path(env, journal->cgroups[i], "cgroup.threads", &path);
+                if (k < 0)
+                        return k;
+                k = root_read_file(env->root, path, CGROUP_PROCS_MAX, &text, NULL);
+                if (k == -ENOENT || k == -ENODEV)
+                        continue; /* removed meanwhile */
+                if (k < 0)
+                        return k;
+                for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
+                        pid_t tid;
+
+                        if (!parse_procs_line(tok, &tid))
+                                continue;
+                        if (n == cap) {
+                                pid_t *m = realloc(tids, (cap = MAX(cap * 2, (size_t) 64)) * sizeof(pid_t));
+
+                                if (!m)
+                                        return -ENOMEM;
+                                tids = m;
+                        }
+                        tids[n++] = tid;
+                }
+        }
+        if (n > 0)
+                qsort(tids, n, sizeof(pid_t), compare_pid);
+        for (size_t i = 0; i < n; i++)
+                if (u == 0 || tids[u - 1] != tids[i])
+                        tids[u++] = tids[i];
+        *ret = TAKE_PTR(tids);
+        *ret_n = u;
         return 0;
 }
 

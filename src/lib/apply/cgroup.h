@@ -290,6 +290,12 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
  * journal could not be committed (the report holds what was done). */
 int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report);
 
+/* The threads now in the cgroups topod created (the journal's "cgroup"
+ * entries: their cgroup.threads), sorted, each once: for what they may
+ * have inherited from a process topod placed. A cgroup gone meanwhile
+ * has none. 0, or negative errno (*ret NULL). */
+int cgroup_created_threads(const CgroupEnv *env, const Journal *journal, pid_t **ret, size_t *ret_n);
+
 /* ── The fast path: a few processes into groups that exist ──
  *
  * For the processes topod places between two passes (decide/place.h): into

@@ -356,6 +356,26 @@ static int ref_confirm(CookieApplier *a, const PidRef *ref) {
         return k ? 0 : -ESRCH;
 }
 
+int cookie_read(CookieApplier *a, const CookieTask *t, uint64_t *ret_cookie) {
+        _cleanup_(pidref_done) PidRef ref = PIDREF_NULL;
+        uint64_t c;
+        int k;
+
+        if (!a || !t || t->tid <= 0 || !ret_cookie)
+                return -EINVAL;
+        k = ref_take(a, t, &ref);
+        if (k < 0)
+                return k;
+        k = a->ops.get(t->tid, &c, a->ops.userdata);
+        if (k < 0)
+                return k;
+        k = ref_confirm(a, &ref);
+        if (k < 0)
+                return k;
+        *ret_cookie = c;
+        return 0;
+}
+
 /* One thread: identity, then op, then confirm; the outcome goes to res.
  * With check_first, a thread whose cookie already is `cookie` is ALREADY and
  * left alone. Returns a machine-wide error from the kernel (the caller's

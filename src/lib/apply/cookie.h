@@ -200,5 +200,9 @@ pid_t cookie_applier_keepalive_tid(const CookieApplier *a);
  * (PIDREF_IDENT_PIDFS) as CookieTask.start_time: pidfds, and their inodes. */
 bool cookie_applier_checks_pidfs(const CookieApplier *a);
 
+/* t's cookie (PR_SCHED_CORE_GET), read while t is pinned: -ESRCH when t
+ * is gone or its tid names another thread now. From any thread. */
+int cookie_read(CookieApplier *a, const CookieTask *t, uint64_t *ret_cookie);
+
 /* PR_SCHED_CORE_GET through the applier's ops. */
 int cookie_get(const CookieApplier *a, pid_t tid, uint64_t *ret_cookie);

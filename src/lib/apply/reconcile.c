@@ -667,44 +667,129 @@ int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *
         return k;
 }
 
-/* Every cookie topod gave, cleared: in jobs of up to COOKIE_TASKS_MAX (one
- * wake-up of the worker each, not one a task), the entries forgotten in one
- * sweep whatever came of each (a cookie that cannot be cleared now will not
- * clear later either). One by one, each forgetting rebuilt the journal's
- * index: quadratic in the entries, at every stop. */
+/* Threads in topod's cgroups that hold a cookie topod gave without the
+ * journal naming them: a child forked, or a thread started, by a holder
+ * after the last pass looked (cookies are inherited). Known by the value,
+ * read from the journaled holders alive now: a live holder keeps its
+ * cookie, so a thread with an equal value has that very cookie, not a
+ * later one made at the same address. (A cookie whose journaled holders
+ * all exited cannot be told from one its process made itself: left.) */
+static int inherited_cookies(const Reconciler *rc, const JournalCookie *all, size_t n, CookieTask **ret,
+                             size_t *ret_n) {
+        _cleanup_free_ uint64_t *values = NULL;
+        _cleanup_free_ pid_t *named = NULL, *tids = NULL;
+        _cleanup_free_ CookieTask *found = NULL;
+        size_t n_values = 0, n_tids = 0, m = 0;
+        CgroupEnv env;
+        int k;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (!rc->cookies || !rc->caps->cgroup2_mount || rc->journal->n_cgroups == 0 || n == 0)
+                return 0;
+        values = calloc(n, sizeof(uint64_t));
+        named = calloc(n, sizeof(pid_t));
+        if (!values || !named)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                CookieTask t = { all[i].tid, all[i].start_time };
+                uint64_t c;
+
+                named[i] = all[i].tid;
+                if (cookie_read(rc->cookies, &t, &c) >= 0 && c != 0)
+                        values[n_values++] = c;
+        }
+        if (n_values == 0)
+                return 0;
+        qsort(values, n_values, sizeof(uint64_t), compare_u64);
+        qsort(named, n, sizeof(pid_t), compare_pid);
+        env = cgroup_env(rc, false);
+        k = cgroup_created_threads(&env, rc->journal, &tids, &n_tids);
+        if (k < 0)
+                return k;
+        found = calloc(MAX(n_tids, (size_t) 1), sizeof(CookieTask));
+        if (!found)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_tids; i++) {
+                uint64_t st, c;
+
+                if (bsearch(&tids[i], named, n, sizeof(pid_t), compare_pid))
+                        continue;
+                /* Who it is before what it holds: a tid reused in between
+                 * is not the thread the clear then pins. */
+                if (pidref_read_start_time(rc->root, -1, tids[i], &st) < 0 || cookie_get(rc->cookies, tids[i], &c) < 0 ||
+                    c == 0 || !bsearch(&c, values, n_values, sizeof(uint64_t), compare_u64))
+                        continue;
+                found[m++] = (CookieTask) { tids[i], st };
+        }
+        *ret = TAKE_PTR(found);
+        *ret_n = m;
+        return 0;
+}
+
+/* tasks' cookies cleared in jobs of up to COOKIE_TASKS_MAX (one wake-up of
+ * the clearing thread each, not one a task), each reported as `what`. */
+static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieTask *tasks, size_t n,
+                         const char *what) {
+        _cleanup_free_ CookieResult *results = NULL;
+        int k;
+
+        if (n == 0)
+                return 0;
+        results = calloc(MIN(n, (size_t) COOKIE_TASKS_MAX), sizeof(CookieResult));
+        if (!results)
+                return -ENOMEM;
+        for (size_t done = 0; done < n;) {
+                size_t m = MIN(n - done, (size_t) COOKIE_TASKS_MAX);
+
+                for (size_t i = 0; i < m; i++)
+                        results[i] = (CookieResult) { .tid = tasks[done + i].tid, .outcome = COOKIE_FAILED,
+                                                      .error = -EOPNOTSUPP };
+                if (rc->cookies && (k = cookie_clear(rc->cookies, tasks + done, m, results)) < 0)
+                        for (size_t i = 0; i < m; i++)
+                                results[i] = (CookieResult) { .tid = tasks[done + i].tid, .outcome = COOKIE_FAILED,
+                                                              .error = k };
+                for (size_t i = 0; i < m; i++)
+                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "%s: tid %d", what,
+                                     (int) tasks[done + i].tid)) < 0)
+                                return k;
+                done += m;
+        }
+        return 0;
+}
+
+/* Every cookie topod gave, cleared, and those threads in its cgroups
+ * inherited from them; the entries forgotten in one sweep whatever came of
+ * each (a cookie that cannot be cleared now will not clear later either).
+ * One by one, each forgetting rebuilt the journal's index: quadratic in
+ * the entries, at every stop. */
 static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
-        size_t n = rc->journal->n_cookies;
+        size_t n = rc->journal->n_cookies, n_inherited = 0;
         _cleanup_free_ JournalCookie *all = NULL;
         _cleanup_free_ uint64_t *to = NULL;
-        _cleanup_free_ CookieTask *tasks = NULL;
-        _cleanup_free_ CookieResult *results = NULL;
+        _cleanup_free_ CookieTask *tasks = NULL, *inherited = NULL;
         int k;
 
         if (n == 0)
                 return 0;
         all = calloc(n, sizeof(JournalCookie));
         to = calloc(n, sizeof(uint64_t)); /* all 0: forgotten */
-        tasks = calloc(MIN(n, (size_t) COOKIE_TASKS_MAX), sizeof(CookieTask));
-        results = calloc(MIN(n, (size_t) COOKIE_TASKS_MAX), sizeof(CookieResult));
-        if (!all || !to || !tasks || !results)
+        tasks = calloc(n, sizeof(CookieTask));
+        if (!all || !to || !tasks)
                 return -ENOMEM;
         memcpy(all, rc->journal->cookies, n * sizeof(JournalCookie));
-        for (size_t done = 0; done < n;) {
-                size_t m = MIN(n - done, (size_t) COOKIE_TASKS_MAX);
-
-                for (size_t i = 0; i < m; i++) {
-                        tasks[i] = (CookieTask) { all[done + i].tid, all[done + i].start_time };
-                        results[i] = (CookieResult) { .tid = tasks[i].tid, .outcome = COOKIE_FAILED, .error = -EOPNOTSUPP };
-                }
-                if (rc->cookies && (k = cookie_clear(rc->cookies, tasks, m, results)) < 0)
-                        for (size_t i = 0; i < m; i++)
-                                results[i] = (CookieResult) { .tid = tasks[i].tid, .outcome = COOKIE_FAILED, .error = k };
-                for (size_t i = 0; i < m; i++)
-                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie cleared: tid %d",
-                                     (int) tasks[i].tid)) < 0)
-                                return k;
-                done += m;
-        }
+        for (size_t i = 0; i < n; i++)
+                tasks[i] = (CookieTask) { all[i].tid, all[i].start_time };
+        /* Before the holders' are cleared: their values tell the others. */
+        k = inherited_cookies(rc, all, n, &inherited, &n_inherited);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                (void) add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
+                           "cookies inherited in topod's cgroups");
+        if ((k = clear_in_jobs(rc, r, inherited, n_inherited, "cookie cleared (inherited, not journaled)")) < 0 ||
+            (k = clear_in_jobs(rc, r, tasks, n, "cookie cleared")) < 0)
+                return k;
         (void) journal_rename_cookies(rc->journal, all, to, n);
         /* One named 0 is renamed to what it is: forgotten here. */
         for (size_t i = 0; i < n; i++)

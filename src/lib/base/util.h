@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -38,6 +39,10 @@ size_t format_u64(char buf[static 21], uint64_t v);
 
 /* Remove leading and trailing whitespace in place; returns s. */
 char *strstrip(char *s);
+
+/* qsort()/bsearch() comparators: pid_t, uint64_t. */
+int compare_pid(const void *a, const void *b);
+int compare_u64(const void *a, const void *b);
 bool startswith(const char *s, const char *prefix);
 
 /* Descriptors to close later, together: close_range() over each run of

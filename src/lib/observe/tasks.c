@@ -680,12 +680,6 @@ void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret) {
         ret->held_fds = (unsigned) s->n_held;
 }
 
-static int compare_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-        return (x > y) - (x < y);
-}
-
 static int compare_task_index(const void *a, const void *b, void *userdata) {
         const TaskFacts *t = userdata;
         const TaskFacts *x = &t[*(const size_t *) a], *y = &t[*(const size_t *) b];

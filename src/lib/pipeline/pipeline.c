@@ -320,12 +320,6 @@ bool pipeline_waiting_for_plan(const Pipeline *p) {
         return p->n_waiting > 0;
 }
 
-static int compare_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-
-        return (x > y) - (x < y);
-}
-
 static void changed_add(Pipeline *p, pid_t tgid) {
         if (p->changed_lost || tgid <= 0)
                 return;
