@@ -1303,6 +1303,34 @@ static void test_dead_hook(void) {
         world_free(&w);
 }
 
+/* Two cookie groups holding one cookie (a member forked by another
+ * group's before its own policy had a group: cookies are inherited) are
+ * not "already so": the next pass gives one of them a cookie of its own. */
+static void test_cookie_groups_apart(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        Plan *plan1, *plan2;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_TRUE(cookie_of(100) != 0);
+        ASSERT_TRUE(cookie_of(200) != 0);
+        ASSERT_TRUE(cookie_of(100) != cookie_of(200));
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(100) = *cookie_slot(200);
+        pthread_mutex_unlock(&fc.lock);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan2 = pass(&w, &r2);
+        dump(r2);
+        ASSERT_TRUE(cookie_of(100) != 0);
+        ASSERT_TRUE(cookie_of(100) != cookie_of(200));
+        ASSERT_EQ(cookie_of(200), cookie_of(201));
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        plan_free(plan2);
+        world_free(&w);
+}
+
 /* A stop clears every cookie topod gave and forgets every entry, one named
  * 0 (which the parser takes) too; and the cookie a child in topod's group
  * inherited from one (not journaled), but not one a process in that group
@@ -2128,6 +2156,7 @@ int main(void) {
         RUN(test_prune_dead_unpinned);
         RUN(test_dead_hook);
         RUN(test_restore_cookies);
+        RUN(test_cookie_groups_apart);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
         RUN(test_urgent_rest_after);

@@ -256,7 +256,9 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
 static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = NULL;
         _cleanup_free_ CookieResult *results = NULL;
+        _cleanup_free_ uint64_t *claimed = NULL; /* the groups' cookies so far, 0 unknown */
         bool cookie_changed = false;
+        size_t n_claimed = 0;
         int k;
 
         if (plan->n_cookie_groups == 0 && (!rc->journal || rc->journal->n_cookies == 0))
@@ -265,7 +267,8 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 return add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookies");
         tasks = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieTask));
         results = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieResult));
-        if (!tasks || !results)
+        claimed = calloc(MAX(plan->n_cookie_groups, (size_t) 1), sizeof(uint64_t));
+        if (!tasks || !results || !claimed)
                 return -ENOMEM;
         /* Before the groups record their members: an entry of the fast
          * path's under another name would be a second one. */
@@ -297,8 +300,11 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 }
                 if (n == 0)
                         continue;
-                /* Already one cookie, shared by the group alone? (Cookies of
-                 * other groups differ: each was made by its own CREATE.) */
+                /* Already one cookie, and not another group's? A group's
+                 * member may hold another's: a process forked by one of
+                 * its members before its own policy had a group, a child
+                 * whose policy is not its parent's (cookies are inherited).
+                 * Then the group gets a cookie of its own. */
                 for (size_t i = 0; i < n && same; i++) {
                         uint64_t c = 0;
 
@@ -306,6 +312,8 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                         if (i == 0)
                                 first = c;
                 }
+                for (size_t i = 0; i < n_claimed && same; i++)
+                        same = claimed[i] != first;
                 for (size_t i = 0; i < n && rc->journal; i++) {
                         if ((k = journal_record_cookie(rc->journal, tasks[i].tid, tasks[i].start_time)) < 0)
                                 return k;
@@ -314,6 +322,7 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                         return add(r, RECONCILE_FAILED, k, "the journal could not be written: nothing changed",
                                    "cookie group %zu", g);
                 if (same) {
+                        claimed[n_claimed++] = first;
                         for (size_t i = 0; i < n; i++)
                                 if ((k = add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
                                              (int) tasks[i].tid)) < 0)
@@ -324,6 +333,12 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
                 if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
                         return k;
                 cookie_changed = cookie_changed || k > 0;
+                /* Its new cookie, claimed as the others. */
+                for (size_t i = 0; i < n; i++)
+                        if (results[i].outcome == COOKIE_DONE && results[i].cookie != 0) {
+                                claimed[n_claimed++] = results[i].cookie;
+                                break;
+                        }
                 for (size_t i = 0; i < n; i++)
                         if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie group %zu: tid %d",
                                      g, (int) results[i].tid)) < 0)
