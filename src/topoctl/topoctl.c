@@ -27,7 +27,30 @@
 
 #define EXIT_USAGE 2
 
+/* The long options; a verb names those it takes (OPT()), and any other
+ * given is refused rather than ignored. */
+enum {
+        ARG_JSON = 0x100,
+        ARG_ROOT,
+        ARG_XML,
+        ARG_SYNTHETIC,
+        ARG_VERSION,
+        ARG_STRICT,
+        ARG_OFFLINE,
+        ARG_SAMPLES,
+        ARG_INTERVAL,
+        ARG_PID,
+        ARG_ALL,
+        ARG_EVENTS,
+        ARG_CONFIG,
+        ARG_POLICIES,
+        ARG_STATE_DIR,
+        _ARG_MAX,
+};
+#define OPT(arg) (1u << ((arg) - ARG_JSON))
+
 typedef struct Args {
+        unsigned given; /* OPT() of each option given */
         const char *root;
         const char *xml;
         const char *synthetic;
@@ -73,14 +96,16 @@ static void help(void) {
                "      --synthetic DESC  topology: use an hwloc synthetic description\n"
                "      --strict          check: warnings are errors\n"
                "      --offline         check: no warnings against this machine\n"
-               "      --samples N       classify: scans after the first (default: window + dwell)\n"
+               "      --samples N       classify, plan: scans after the first (default: window + dwell)\n"
                "      --interval TIME   classify: time between scans (default: sample_interval)\n"
                "      --pid PID         classify: only this process or thread\n"
                "      --all             classify: kernel threads too\n"
                "      --events          classify: list proc-connector events seen meanwhile\n"
-               "      --config FILE     classify: topod.conf to read (default /etc/topod/topod.conf)\n"
-               "      --policies PATH   classify: policies to match (default: the config's policies_dir)\n"
-               "      --state-dir DIR   Where topod's socket and journal are (default run/topod below the root)\n"
+               "      --config FILE     classify, plan: topod.conf to read (default /etc/topod/topod.conf)\n"
+               "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir)\n"
+               "      --state-dir DIR   explain, status, reload, plan, reset: where topod's socket and journal\n"
+               "                        are (default run/topod below the root)\n"
+               "A verb given an option it does not take is a usage error.\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
                "\n"
@@ -203,8 +228,6 @@ static int verb_status(const Args *a) {
 
         if (a->argc > 0)
                 return usage_error("status takes no arguments, got '%s'", a->argv[0]);
-        if (a->xml || a->synthetic)
-                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
         {
                 _cleanup_free_ char *reason = NULL;
                 int d = ask_daemon(a, "Status", 0, &reason);
@@ -240,8 +263,6 @@ static int verb_status(const Args *a) {
 }
 
 static int verb_check(const Args *a) {
-        if (a->xml || a->synthetic)
-                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
         return topoctl_check(a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root);
 }
 
@@ -250,8 +271,6 @@ static int verb_classify(const Args *a) {
 
         if (a->argc > 0)
                 return usage_error("classify takes no arguments, got '%s'", a->argv[0]);
-        if (a->xml || a->synthetic)
-                return usage_error("%s", "--xml and --synthetic apply to 'topology' only");
         c.root = a->root;
         c.json = a->json;
         return topoctl_classify(&c);
@@ -293,23 +312,26 @@ static int verb_reset(const Args *a) {
         return topoctl_restore(a->root, a->state_dir, a->json);
 }
 
+#define OPT_DAEMON (OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_STATE_DIR))
+#define OPT_RULES (OPT(ARG_CONFIG) | OPT(ARG_POLICIES) | OPT(ARG_SAMPLES))
+
 static const struct {
         const char *name;
         int (*run)(const Args *a);
+        unsigned takes; /* OPT() of the options it uses */
 } verbs[] = {
-        { "explain", verb_explain },
-        { "status", verb_status },
-        { "reload", verb_reload },
-        { "topology", verb_topology },
-        { "check", verb_check },
-        { "classify", verb_classify },
-        { "plan", verb_plan },
-        { "reset", verb_reset },
+        { "explain", verb_explain, OPT_DAEMON },
+        { "status", verb_status, OPT_DAEMON },
+        { "reload", verb_reload, OPT_DAEMON },
+        { "topology", verb_topology, OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_XML) | OPT(ARG_SYNTHETIC) },
+        { "check", verb_check, OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_STRICT) | OPT(ARG_OFFLINE) },
+        { "classify", verb_classify,
+          OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT_RULES | OPT(ARG_INTERVAL) | OPT(ARG_PID) | OPT(ARG_ALL) | OPT(ARG_EVENTS) },
+        { "plan", verb_plan, OPT_DAEMON | OPT_RULES },
+        { "reset", verb_reset, OPT_DAEMON },
 };
 
 int main(int argc, char *argv[]) {
-        enum { ARG_JSON = 0x100, ARG_ROOT, ARG_XML, ARG_SYNTHETIC, ARG_VERSION, ARG_STRICT, ARG_OFFLINE,
-               ARG_SAMPLES, ARG_INTERVAL, ARG_PID, ARG_ALL, ARG_EVENTS, ARG_CONFIG, ARG_POLICIES, ARG_STATE_DIR };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -338,7 +360,9 @@ int main(int argc, char *argv[]) {
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (c >= ARG_JSON && c < _ARG_MAX)
+                        a.given |= OPT(c);
                 switch (c) {
                 case 'h':
                         help();
@@ -414,11 +438,18 @@ int main(int argc, char *argv[]) {
                 default:
                         return usage_error("%s", "internal option parsing error");
                 }
+        }
 
         if (optind >= argc)
                 return usage_error("%s", "missing verb");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(argv[optind], verbs[i].name)) {
+                        unsigned extra = a.given & ~verbs[i].takes;
+
+                        for (size_t o = 0; extra && options[o].name; o++)
+                                if (options[o].val >= ARG_JSON && options[o].val < _ARG_MAX &&
+                                    (extra & OPT(options[o].val)))
+                                        return usage_error("%s does not take --%s", verbs[i].name, options[o].name);
                         a.argc = argc - optind - 1;
                         a.argv = argv + optind + 1;
                         return verbs[i].run(&a);

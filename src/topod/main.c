@@ -47,7 +47,7 @@ static void help(void) {
                "      --restore    Put back what the journal recorded, then exit\n"
                "      --state-dir DIR  Where the journal and the socket live (default run/topod below the root)\n"
                "      --log-level LEVEL  err, warning, notice, info or debug (default: topod.conf's log_level)\n"
-               "      --json       With --dry-run or --check: print JSON\n"
+               "      --json       With --oneshot, --restore or --check: print JSON\n"
                "      --samples N  With --oneshot: watch N sample intervals first (classes)\n"
                "      --config FILE  topod.conf (default /etc/topod/topod.conf below the root)\n"
                "      --policies PATH  Policies (default: the configuration's policies_dir)\n"
@@ -267,8 +267,15 @@ int main(int argc, char *argv[]) {
                 default:
                         return usage_error("unknown option or missing argument");
                 }
+        /* What a mode does not use is refused, not ignored: "--restore
+         * --dry-run" must not restore. */
+        if (check && (oneshot || dry_run || restore || samples || config || policies || state_dir || log_level >= 0))
+                return usage_error("--check takes the files to check as arguments (topod --check [PATH…]), "
+                                   "with --strict, --offline, --json and --root only");
         if (check)
                 return topoctl_check(argv + optind, (size_t) (argc - optind), strict, offline, json, root);
+        if (restore && (oneshot || dry_run || samples || config || policies || log_level >= 0))
+                return usage_error("--restore goes with --root, --state-dir and --json only");
         if (strict || offline)
                 return usage_error("--strict and --offline go with --check");
         if (optind < argc)
@@ -279,6 +286,10 @@ int main(int argc, char *argv[]) {
 
                 if (restore)
                         return topoctl_restore(a.root, a.state_dir, a.json);
+                if (oneshot && log_level >= 0)
+                        return usage_error("--log-level goes with the daemon (no --oneshot)");
+                if (dry_run && state_dir)
+                        return usage_error("--dry-run uses no state directory (no --state-dir)");
                 if (!oneshot) {
                         DaemonArgs da = { .root = root, .config = config, .policies = policies, .state_dir = state_dir,
                                           .log_level = log_level };
