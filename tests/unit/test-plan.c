@@ -6,6 +6,7 @@
  * change. Runs in the source tree. */
 
 #include "base/json.h"
+#include "base/util.h"
 #include "decide/plan.h"
 #include "tests.h"
 
@@ -216,7 +217,9 @@ static void test_facts(void) {
                 if (g->policy >= 0 && streq(ps->policies[g->policy]->name, "latency"))
                         lat_groups++;
                 if (streq(g->path, "batch-node0")) {
-                        ASSERT_EQ(g->weight, 200 * 32); /* max: weight x 32 CPUs of node 0 */
+                        /* max: weight x the 28 CPUs of node 0 that the
+                         * exclusive pinned (2-5) leaves */
+                        ASSERT_EQ(g->weight, 200 * 28);
                         ASSERT_EQ(g->n_tasks, 12);      /* pack: both jobs fit node 0 */
                 }
         }
@@ -241,6 +244,88 @@ static void test_facts(void) {
                 for (char **n = p->notes; n && *n; n++)
                         saw |= strstr(*n, "exclusive CPUs overlap") != NULL;
                 ASSERT_TRUE(saw);
+        }
+        /* The exclusive one's CPUs in no other group (the kernel refuses a
+         * partition a sibling's cpuset.cpus overlaps). */
+        {
+                const PlanGroup *x = NULL;
+
+                for (size_t i = 0; i < p->n_groups; i++)
+                        if (p->groups[i].exclusive) {
+                                ASSERT_NULL(x);
+                                x = &p->groups[i];
+                        }
+                ASSERT_TRUE(x && streq(x->path, "pinned"));
+                for (size_t i = 0; i < p->n_groups; i++)
+                        if (&p->groups[i] != x)
+                                ASSERT_FALSE(bitmap_intersects(p->groups[i].cpus, x->cpus));
+        }
+}
+
+/* An exclusive group that would leave another without a CPU is not
+ * exclusive, and takes nothing. */
+static void test_exclusive_covers(void) {
+        static const char SMALL[] = "[policy]\nname = small\n[match]\ncomm = small\n[place]\ngroup = small\ncpus = 2-3\n";
+        static const char BIG[] = "[policy]\nname = big\n[match]\ncomm = big\n[place]\ngroup = big\ncpus = 0-5\n"
+                                  "exclusive = yes\n";
+        static const char OTHER[] = "[policy]\nname = other\n[match]\ncomm = other\n[place]\ngroup = other\n"
+                                    "cpus = 4-7\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:4 pu:2" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        IniSource ini[3] = { { "10-small.ini", SMALL, sizeof(SMALL) - 1 }, { "20-big.ini", BIG, sizeof(BIG) - 1 },
+                             { "30-other.ini", OTHER, sizeof(OTHER) - 1 } };
+        PlanTaskInput tasks[3] = {
+                { .tid = 10, .tgid = 10, .match = { .comm = "small" } },
+                { .tid = 11, .tgid = 11, .match = { .comm = "big" } },
+                { .tid = 12, .tgid = 12, .match = { .comm = "other" } },
+        };
+        KernelCaps caps = {};
+        bool in_force[3] = { true, true, true };
+        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = tasks };
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        in.topology = t;
+        in.config = config;
+        /* small (2-3) inside big (0-5): big is not exclusive, nothing taken. */
+        {
+                _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+                _cleanup_(plan_freep) Plan *p = NULL;
+                _cleanup_free_ char *a = NULL;
+
+                ASSERT_OK(policy_set_parse(ini, 3, d, &ps));
+                in.policies = ps;
+                in.n_tasks = 3;
+                ASSERT_OK(plan_build(&in, &p));
+                for (size_t i = 0; i < p->n_groups; i++) {
+                        ASSERT_FALSE(p->groups[i].exclusive);
+                        if (streq(p->groups[i].path, "other"))
+                                ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &a));
+                }
+                ASSERT_STREQ(a, "4-7");
+                ASSERT_TRUE(strv_contains(p->notes, "big: exclusive CPUs cover all of small's: not exclusive"));
+        }
+        /* Without small: big is exclusive and other keeps 6-7 only. */
+        {
+                _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+                _cleanup_(plan_freep) Plan *p = NULL;
+                _cleanup_free_ char *a = NULL;
+
+                ASSERT_OK(policy_set_parse(ini + 1, 2, d, &ps));
+                in.policies = ps;
+                in.tasks = tasks + 1;
+                in.n_tasks = 2;
+                ASSERT_OK(plan_build(&in, &p));
+                for (size_t i = 0; i < p->n_groups; i++) {
+                        if (streq(p->groups[i].path, "big"))
+                                ASSERT_TRUE(p->groups[i].exclusive);
+                        if (streq(p->groups[i].path, "other"))
+                                ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &a));
+                }
+                ASSERT_STREQ(a, "6-7");
+                ASSERT_TRUE(strv_contains(p->notes, "other: CPUs 0-5 taken by the exclusive big"));
         }
 }
 
@@ -388,5 +473,6 @@ int main(void) {
         RUN(test_kernel_only_while_matched);
         RUN(test_golden_plans);
         RUN(test_facts);
+        RUN(test_exclusive_covers);
         return 0;
 }

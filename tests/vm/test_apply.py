@@ -41,6 +41,17 @@ def threads_by_tgid(look, pids):
     return out
 
 
+# An exclusive group on CPUs 8-9, inside the ping-pong group's 8-15 (and
+# maybe a crunch LLC group's): the kernel makes a partition valid only when
+# no sibling's cpuset.cpus overlaps it, so the plan takes 8-9 from the
+# others. The partition reads "root", and every group's effective CPUs are
+# its planned ones.
+EXCLUSIVE = ("printf '[policy]\\nname = vm-pinned\\npriority = 400\\n[match]\\ncomm = pinned\\n"
+             "[place]\\ngroup = pinned\\ncpus = 8-9\\nexclusive = yes\\ncookie = none\\n' "
+             "> /etc/topod-test/policies.d/30-pinned.ini; workload idle pinned & sleep 1.5; "
+             "topod --oneshot --json " + CONF + "; echo rc=$?; rm /etc/topod-test/policies.d/30-pinned.ini")
+
+
 def test(args):
     nosmt = args.nosmt
     r = vmlib.run_guest(
@@ -57,7 +68,11 @@ def test(args):
          "ls /sys/fs/cgroup/topod.slice 2>&1; ls -A /run/topod",            # 10
          "cat /tmp/pids",                                                    # 11
          "topod --oneshot " + CONF + " > /dev/null; topoctl plan --json " + CONF,     # 12
-         "topoctl reset > /dev/null; topoctl plan --json " + CONF],                   # 13
+         "topoctl reset > /dev/null; topoctl plan --json " + CONF,                    # 13
+         EXCLUSIVE,                                                                   # 14
+         "for d in /sys/fs/cgroup/topod.slice/*/; do echo $(basename $d) $(cat $d/cpuset.cpus) "
+         "$(cat $d/cpuset.cpus.effective) $(cat $d/cpuset.cpus.partition); done",    # 15
+         "topoctl reset > /dev/null; echo rc=$?; ls /sys/fs/cgroup/topod.slice 2>&1"],  # 16
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -133,6 +148,20 @@ def test(args):
     reset = c.json(r, 13, "topoctl plan after reset")
     c.true((c.get(reset, "counts") or {}).get("differs", 0) > 0, "plan after reset: changes to make",
            str(c.get(reset, "counts")))
+
+    out14 = r.stdout(14)
+    c.true(out14.rstrip().endswith("rc=0"), "an exclusive group inside another's CPUs: applied, nothing failed",
+           out14[-2000:])
+    groups = {f[0]: f[1:] for f in (l.split(None, 3) for l in r.stdout(15).splitlines()) if len(f) >= 3}
+    # nosmt: the odd CPUs are offline, and plans hold the online ones.
+    pinned, rest = ("8", "10,12,14") if nosmt else ("8-9", "10-15")
+    c.eq((groups.get("pinned") or [None] * 3)[1:3], [pinned, "root"],
+         "the exclusive group: CPUs %s, a valid partition" % pinned)
+    c.eq((groups.get("pingpong") or [None])[0], rest, "the ping-pong group gave them up (planned 8-15)")
+    bad = {g: v for g, v in groups.items() if g != "pinned" and (len(v) < 2 or v[0] != v[1])}
+    c.eq(bad, {}, "every other group's effective CPUs are its planned ones")
+    c.true("rc=0" in r.stdout(16) and "No such file" in r.stdout(16), "reset after it: topod.slice gone",
+           r.stdout(16))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -93,6 +93,64 @@ static int mems_of(const Topology *t, const Bitmap *cpus, Bitmap **ret) {
         return 0;
 }
 
+/* Is a an ancestor directory of b (a path prefix ending at a '/')? */
+static bool group_is_above(const PlanGroup *a, const PlanGroup *b) {
+        size_t n = strlen(a->path);
+
+        return strneq(a->path, b->path, n) && b->path[n] == '/';
+}
+
+/* An exclusive group is a cpuset partition: the kernel makes it valid only
+ * when no sibling's cpuset.cpus overlaps it (6.12: "Cpu list in
+ * cpuset.cpus not exclusive", measured in the test guest), and no group
+ * outside it runs on its CPUs after. So its CPUs are taken from every
+ * group but itself and the directories above it (which hold them), and
+ * the plan says so; a group that would be left without a CPU keeps them,
+ * and the exclusive one is not exclusive. mems follow the CPUs left. */
+static int take_exclusive(Plan *p, const Topology *t) {
+        int k;
+
+        for (size_t e = 0; e < p->n_groups; e++) {
+                PlanGroup *x = &p->groups[e];
+
+                if (!x->exclusive)
+                        continue;
+                for (size_t i = 0; i < p->n_groups && x->exclusive; i++) {
+                        const PlanGroup *g = &p->groups[i];
+
+                        if (i == e || g->policy < 0 || group_is_above(g, x) || group_is_above(x, g) ||
+                            !bitmap_is_subset(g->cpus, x->cpus))
+                                continue;
+                        x->exclusive = false;
+                        if ((k = note(p, "%s: exclusive CPUs cover all of %s's: not exclusive", x->path, g->path)) < 0)
+                                return k;
+                }
+        }
+        for (size_t e = 0; e < p->n_groups; e++) {
+                const PlanGroup *x = &p->groups[e];
+
+                if (!x->exclusive)
+                        continue;
+                for (size_t i = 0; i < p->n_groups; i++) {
+                        PlanGroup *g = &p->groups[i];
+                        _cleanup_free_ char *list = NULL;
+
+                        if (i == e || group_is_above(g, x) || group_is_above(x, g) ||
+                            !bitmap_intersects(g->cpus, x->cpus))
+                                continue;
+                        BITMAP_FOREACH(c, x->cpus)
+                                bitmap_clear(g->cpus, (unsigned) c);
+                        bitmap_free(g->mems);
+                        g->mems = NULL;
+                        if ((k = mems_of(t, g->cpus, &g->mems)) < 0 || (k = bitmap_format_list(x->cpus, &list)) < 0)
+                                return k;
+                        if ((k = note(p, "%s: CPUs %s taken by the exclusive %s", g->path, list, x->path)) < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
 unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores) {
         unsigned n = 0;
 
@@ -720,9 +778,12 @@ int plan_build(const PlanInputs *in, Plan **ret) {
                                                 goto finish;
                                         break;
                                 }
-                if ((k = set_weight(p, in, g)) < 0)
-                        goto finish;
         }
+        if ((k = take_exclusive(p, t)) < 0)
+                goto finish;
+        for (size_t i = 0; i < p->n_groups; i++)
+                if (p->groups[i].policy >= 0 && (k = set_weight(p, in, &p->groups[i])) < 0)
+                        goto finish;
 
         /* Cookie groups. */
         for (size_t i = 0; i < p->n_tasks; i++) {
