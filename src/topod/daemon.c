@@ -30,6 +30,7 @@
 #include "observe/observe-print.h"
 #include "observe/sysload.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/plan-diff.h"
 #include "restore.h"
 #include "sandbox.h"
 
@@ -1075,7 +1076,11 @@ static void print_status_json(const Daemon *d, Json *j) {
         json_object_end(j);
 }
 
+/* The plan in force compared with the machine (as topoctl plan does
+ * without topod: the same shape, and topod's state besides). */
 static void print_plan(const Daemon *d, bool json, FILE *f) {
+        PlanDiffCounts counts;
+
         if (json) {
                 _cleanup_(json_freep) Json *j = json_new(f, true);
 
@@ -1085,6 +1090,12 @@ static void print_plan(const Daemon *d, bool json, FILE *f) {
                 json_kv_bool(j, "paused", d->paused);
                 json_key(j, "plan");
                 (void) plan_print_json(j, d->plan, d->p->policies);
+                json_key(j, "differences");
+                json_array_begin(j);
+                (void) plan_diff(d->p, d->paused ? NULL : d->plan, j, NULL, &counts);
+                json_array_end(j);
+                json_key(j, "counts");
+                plan_diff_print_counts(&counts, j, NULL);
                 json_key(j, "last_apply");
                 if (d->report)
                         (void) reconcile_report_print_json(j, d->report);
@@ -1094,10 +1105,13 @@ static void print_plan(const Daemon *d, bool json, FILE *f) {
                 return;
         }
         (void) plan_print_text(f, d->plan, d->p->policies);
-        if (d->report) {
-                fputs("\nLast apply:\n", f);
-                (void) reconcile_report_print_text(f, d->report);
+        if (d->paused) {
+                fputs("\npaused by 'topoctl reset': nothing is applied ('topoctl reload' resumes)\n", f);
+                return;
         }
+        fputs("\nCompared with the machine:\n", f);
+        (void) plan_diff(d->p, d->plan, NULL, f, &counts);
+        plan_diff_print_counts(&counts, NULL, f);
 }
 
 static int get_cookie(pid_t tid, uint64_t *ret, void *userdata) {

@@ -148,13 +148,14 @@ def test(args):
          "cat /proc/$(sed -n 's/^p1=//p' /tmp/pids)/cgroup /proc/$(sed -n 's/^p2=//p' /tmp/pids)/cgroup; "
          "cat /tmp/status.json",                                       # 19
          "rm /etc/topod-test/policies.d/30-broken.ini; " + up(5),      # 20
-         COOKIES + "cookies",                                          # 21
-         SCX_ON,                                                       # 22
-         SCX_OFF,                                                      # 23
-         FORK,                                                         # 24
-         STOP,                                                         # 25
+         "sleep 2; topoctl plan --json",                               # 21
+         COOKIES + "cookies",                                          # 22
+         SCX_ON,                                                       # 23
+         SCX_OFF,                                                      # 24
+         FORK,                                                         # 25
+         STOP,                                                         # 26
          COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state; "
-         + KIDS + "for p in $(kids $(sed -n 's/^f=//p' /tmp/pids)); do echo child $(workload cookie $p); done"],  # 26
+         + KIDS + "for p in $(kids $(sed -n 's/^f=//p' /tmp/pids)); do echo child $(workload cookie $p); done"],  # 27
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -242,25 +243,31 @@ def test(args):
     # its keep-alive go, so that the kernel can switch core scheduling off;
     # unloaded, they come back.
     c.eq(r.rc(20), 0, "started a fifth time")
-    before = cookie_lines(r.stdout(21))
+    plan = c.json(r, 21, "topoctl plan --json from the running topod")
+    counts = (plan or {}).get("counts") or {}
+    c.true(counts.get("differs") == 0 and counts.get("same", 0) > 0,
+           "the running topod's plan compared with the machine: nothing differs", str(counts))
+    c.true(any(d.get("kind") == "task" and d.get("state") == "same" for d in (plan or {}).get("differences", [])),
+           "its comparison covers the managed tasks")
+    before = cookie_lines(r.stdout(22))
     c.true(len(before.get("pp", [])) == 2 and 0 not in before["pp"] and len(set(before["pp"])) == 1 and
            before.get("keepalive", [0])[0] != 0,
-           "before: the ping-pong pair shares a cookie, the worker holds its keep-alive", r.stdout(21))
-    during = cookie_lines(r.stdout(22))
+           "before: the ping-pong pair shares a cookie, the worker holds its keep-alive", r.stdout(22))
+    during = cookie_lines(r.stdout(23))
     c.true(during.get("pp") == [0, 0] and during.get("keepalive") == [0],
-           "sched_ext loaded: the pair's cookies and the keep-alive cleared", r.stdout(22))
-    c.true("now enabled" in r.stdout(22), "topod says why it cleared them", r.stdout(22))
-    after = cookie_lines(r.stdout(23))
+           "sched_ext loaded: the pair's cookies and the keep-alive cleared", r.stdout(23))
+    c.true("now enabled" in r.stdout(23), "topod says why it cleared them", r.stdout(23))
+    after = cookie_lines(r.stdout(24))
     c.true(len(after.get("pp", [])) == 2 and 0 not in after["pp"] and len(set(after["pp"])) == 1 and
            after.get("keepalive", [0])[0] not in (0, after["pp"][0]),
-           "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(23))
-    fork = {l.split()[0]: l.split()[-1] for l in r.stdout(24).splitlines() if len(l.split()) == 3}
+           "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(24))
+    fork = {l.split()[0]: l.split()[-1] for l in r.stdout(25).splitlines() if len(l.split()) == 3}
     c.true(fork.get("parent", "0") != "0" and fork.get("child") == fork.get("parent"),
-           "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(24))
-    c.eq(r.rc(25), 0, "stopped the fifth time")
-    c.eq(cookie_lines(r.stdout(26)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
-    c.true(re.search(r"^child \d+ 0$", r.stdout(26), re.M) is not None,
-           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(26))
+           "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(25))
+    c.eq(r.rc(26), 0, "stopped the fifth time")
+    c.eq(cookie_lines(r.stdout(27)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
+    c.true(re.search(r"^child \d+ 0$", r.stdout(27), re.M) is not None,
+           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(27))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

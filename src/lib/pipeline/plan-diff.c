@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "pipeline/plan-diff.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply/feat.h"
+#include "base/macro.h"
+#include "base/util.h"
+#include "observe/procfs.h"
+
+typedef struct Diff {
+        Json *j;   /* NULL: text to out */
+        FILE *out;
+        PlanDiffCounts counts;
+} Diff;
+
+_printf_(5, 6) static void item(Diff *d, const char *kind, const char *want, const char *have, const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
+        const char *state;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&what, fmt, ap) < 0)
+                what = NULL;
+        va_end(ap);
+        if (!have) {
+                state = "unknown";
+                d->counts.unknown++;
+        } else if (streq(want, have)) {
+                state = "same";
+                d->counts.same++;
+        } else {
+                state = "differs";
+                d->counts.differs++;
+        }
+        if (d->j) {
+                json_object_begin(d->j);
+                json_kv_string(d->j, "kind", kind);
+                json_kv_string(d->j, "what", what);
+                json_kv_string(d->j, "state", state);
+                json_kv_string(d->j, "planned", want);
+                json_kv_string(d->j, "current", have);
+                json_object_end(d->j);
+        } else if (!streq(state, "same"))
+                fprintf(d->out, "%-8s %-8s %s: planned %s, now %s\n", state, kind, what ?: "?", want,
+                        have ?: "(unreadable)");
+}
+
+static char *read_attr(const Pipeline *p, const char *cg, const char *attr) {
+        _cleanup_free_ char *rel = NULL;
+        char *v = NULL;
+
+        if (asprintf(&rel, "%s%s/%s", p->caps->cgroup2_mount, cg, attr) < 0)
+                return NULL;
+        if (root_read_line(p->root, rel, &v) < 0)
+                return NULL;
+        return v;
+}
+
+static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
+        _cleanup_(feature_state_freep) FeatureState *fs = NULL;
+
+        if (p->caps->debugfs_mount)
+                (void) feat_read(p->root, p->caps->debugfs_mount, &fs);
+        for (size_t i = 0; i < plan->kernel->n_features; i++) {
+                const PolicyFeature *f = &plan->kernel->features[i];
+                int now = fs ? feature_state_get(fs, f->name) : -1;
+
+                item(d, "feature", f->on ? "on" : "off", now < 0 ? NULL : now ? "on" : "off", "%s", f->name);
+        }
+        if (plan->mode && plan->mode_written)
+                item(d, "mode", plan->mode, p->caps->cgroup_mode_active, "cgroup_mode");
+}
+
+static void diff_groups(Diff *d, const Pipeline *p, const Plan *plan) {
+        for (size_t i = 0; i < plan->n_groups; i++) {
+                const PlanGroup *g = &plan->groups[i];
+                _cleanup_free_ char *cg = NULL, *cpus = NULL, *mems = NULL, *want_w = NULL, *have_cpus = NULL,
+                                    *have_mems = NULL, *have_w = NULL, *have_part = NULL;
+
+                if (asprintf(&cg, "%s/%s", plan->cgroup_root, g->path) < 0 || bitmap_format_list(g->cpus, &cpus) < 0 ||
+                    (g->mems && bitmap_format_list(g->mems, &mems) < 0) || asprintf(&want_w, "%u", g->weight) < 0)
+                        return;
+                have_cpus = read_attr(p, cg, "cpuset.cpus");
+                have_mems = read_attr(p, cg, "cpuset.mems");
+                have_w = read_attr(p, cg, "cpu.weight");
+                have_part = read_attr(p, cg, "cpuset.cpus.partition");
+                item(d, "cgroup", cpus, have_cpus ?: "(absent)", "%s cpuset.cpus", cg);
+                if (mems)
+                        item(d, "cgroup", mems, have_mems ?: "(absent)", "%s cpuset.mems", cg);
+                /* "root invalid (why)" differs from "root", and says why. */
+                if (g->exclusive)
+                        item(d, "cgroup", "root", have_part ?: "(absent)", "%s cpuset.cpus.partition", cg);
+                if (g->policy >= 0)
+                        item(d, "cgroup", want_w, have_w ?: "(absent)", "%s cpu.weight", cg);
+        }
+}
+
+static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
+        for (size_t i = 0; i < plan->n_tasks; i++) {
+                const PlanTask *t = &plan->tasks[i];
+                const TaskFacts *f = task_snapshot_find(p->snap, t->tid);
+                _cleanup_free_ char *cg = NULL;
+
+                _cleanup_free_ char *rel = NULL, *text = NULL, *now = NULL;
+                size_t len = 0;
+
+                if (!f || asprintf(&cg, "%s/%s", plan->cgroup_root, plan->groups[t->group].path) < 0)
+                        continue;
+                /* Where it is now (the fast path may have placed it since
+                 * the scan), or where the scan saw it. */
+                if (asprintf(&rel, "proc/%d/cgroup", (int) t->tgid) >= 0 &&
+                    root_read_file(p->root, rel, 64 * 1024, &text, &len) >= 0)
+                        (void) procfs_parse_cgroup(text, len, &now);
+                item(d, "task", cg, now ?: f->process->cgroup, "tid %d (%s) cgroup", (int) t->tid, f->comm);
+        }
+        /* Cookies: a group is as planned when its tasks share one nonzero
+         * cookie; values are compared between live tasks only, read now. */
+        for (size_t g = 0; g < plan->n_cookie_groups; g++) {
+                uint64_t first = 0;
+                bool known = true, same = true, any = false;
+
+                for (size_t i = 0; i < plan->n_tasks; i++) {
+                        const TaskFacts *f;
+                        uint64_t c = 0;
+                        int e;
+
+                        if (plan->tasks[i].cookie_group != (int) g)
+                                continue;
+
+                        f = task_snapshot_find(p->snap, plan->tasks[i].tid);
+                        if (!f) {
+                                known = false;
+                                continue;
+                        }
+                        /* Now, as the scan asks (the last pass's apply
+                         * came after its scan). */
+                        if (p->caps->core_sched.available)
+                                e = tasks_get_cookie_host(f->tid, &c, NULL);
+                        else {
+                                e = f->cookie_error;
+                                c = f->cookie;
+                        }
+                        if (e < 0) {
+                                known = false;
+                                continue;
+                        }
+                        if (!any)
+                                first = c;
+                        same = same && c != 0 && c == first;
+                        any = true;
+                }
+                item(d, "cookie", "shared", known ? (same ? "shared" : "not shared") : NULL, "cookie group %zu (%u tasks)",
+                     g, plan->cookie_groups[g].n_tasks);
+        }
+}
+
+int plan_diff(const Pipeline *p, const Plan *plan, Json *j, FILE *out, PlanDiffCounts *ret) {
+        Diff d = { .j = j, .out = out };
+
+        if (!plan || !p->snap) {
+                *ret = d.counts;
+                return 0;
+        }
+        diff_kernel(&d, p, plan);
+        if (p->caps->cgroup2_mount)
+                diff_groups(&d, p, plan);
+        diff_tasks(&d, p, plan);
+        *ret = d.counts;
+        return 0;
+}
+
+void plan_diff_print_counts(const PlanDiffCounts *c, Json *j, FILE *out) {
+        if (j) {
+                json_object_begin(j);
+                json_kv_uint(j, "differs", c->differs);
+                json_kv_uint(j, "same", c->same);
+                json_kv_uint(j, "unknown", c->unknown);
+                json_object_end(j);
+        } else
+                fprintf(out, "%u to change, %u already so, %u unknown\n", c->differs, c->same, c->unknown);
+}
