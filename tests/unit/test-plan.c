@@ -329,6 +329,39 @@ static void test_exclusive_covers(void) {
         }
 }
 
+/* A mode the kernel has a file for but does not list: not set, and not
+ * emulated either (the weight as written). */
+static void test_mode_not_listed(void) {
+        static const char text[] = "[policy]\nname = m\n[match]\ncomm = m\n[place]\ngroup = m\ncpus = 0-3\n"
+                                   "weight = 100\n[kernel]\ncgroup_mode = max\n";
+        static char *modes[] = { (char *) "smp", (char *) "concur", NULL };
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:4 pu:2" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(plan_freep) Plan *p = NULL;
+        IniSource ini = { "m.ini", text, sizeof(text) - 1 };
+        PlanTaskInput task = { .tid = 10, .tgid = 10, .match = { .comm = "m" } };
+        KernelCaps caps = { .cgroup_mode = { .available = true }, .cgroup_modes = modes };
+        bool in_force[1] = { true };
+        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = &task, .n_tasks = 1 };
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
+        in.topology = t;
+        in.config = config;
+        in.policies = ps;
+        ASSERT_OK(plan_build(&in, &p));
+        ASSERT_FALSE(p->mode_written);
+        ASSERT_FALSE(p->mode_emulated);
+        ASSERT_EQ(p->n_groups, 1);
+        ASSERT_EQ(p->groups[0].weight, 100); /* not 100 x 4 CPUs */
+        ASSERT_TRUE(strstr(p->groups[0].weight_why, "not among the kernel's"));
+        ASSERT_TRUE(strv_contains(p->notes, "cgroup_mode max is not among the kernel's modes: not set"));
+}
+
 /* A policy with [match] and no [place] sets kernel values only while a task
  * it matches is there. */
 static void test_kernel_only_while_matched(void) {
@@ -474,5 +507,6 @@ int main(void) {
         RUN(test_golden_plans);
         RUN(test_facts);
         RUN(test_exclusive_covers);
+        RUN(test_mode_not_listed);
         return 0;
 }

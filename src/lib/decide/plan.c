@@ -430,9 +430,15 @@ static int set_weight(Plan *p, const PlanInputs *in, PlanGroup *g) {
         const char *mode = p->mode;
         int k = 0;
 
-        if (!mode || p->mode_written)
-                k = asprintf(&g->weight_why, mode ? "policy weight %u (the kernel applies cgroup_mode %s)" : "policy weight %u",
-                             base, mode);
+        if (!mode)
+                k = asprintf(&g->weight_why, "policy weight %u", base);
+        else if (p->mode_written)
+                k = asprintf(&g->weight_why, "policy weight %u (the kernel applies cgroup_mode %s)", base, mode);
+        else if (!p->mode_emulated)
+                /* A kernel with modes, not this one: nothing to emulate
+                 * either (the plan's note says it is not set). */
+                k = asprintf(&g->weight_why, "policy weight %u (cgroup_mode %s not among the kernel's: not set)", base,
+                             mode);
         else if (streq(mode, "max")) {
                 w = (uint64_t) base * MAX(ncpus, 1u);
                 k = asprintf(&g->weight_why, "max emulated: %u x %u CPUs", base, ncpus);
