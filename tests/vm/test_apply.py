@@ -8,6 +8,9 @@ is left alone. `topod --oneshot` applies (journaling originals), a second
 run finds everything already so, `topod --restore` puts back features,
 cgroups and cookies and removes the journal. With --nosmt the same policies
 on a nosmt guest: no cookies (reported, not failed), the rest applied.
+Then an exclusive group inside the ping-pong group's CPUs (a valid
+partition, the others' CPUs as planned), and the same policies with
+hierarchy = nested (node and LLC directories, the groups below).
 Exit 0 pass, 1 fail, 77 skip."""
 
 import argparse
@@ -51,6 +54,13 @@ EXCLUSIVE = ("printf '[policy]\\nname = vm-pinned\\npriority = 400\\n[match]\\nc
              "> /etc/topod-test/policies.d/30-pinned.ini; workload idle pinned & sleep 1.5; "
              "topod --oneshot --json " + CONF + "; echo rc=$?; rm /etc/topod-test/policies.d/30-pinned.ini")
 
+# The same policies with hierarchy = nested: the planner's tree, node and
+# LLC directories with their cpusets, the groups below them.
+NESTED = ("sed 's/^hierarchy = flat/hierarchy = nested/' /etc/topod-test/topod.conf > /etc/topod-test/nested.conf; "
+          "topod --oneshot --config /etc/topod-test/nested.conf > /dev/null; echo rc=$?; "
+          "cd /sys/fs/cgroup/topod.slice && find . -mindepth 1 -type d | sort | while read d; do "
+          "echo ${d#./} $(cat $d/cpuset.cpus.effective) $(cat $d/cpu.weight); done")
+
 
 def test(args):
     nosmt = args.nosmt
@@ -72,7 +82,9 @@ def test(args):
          EXCLUSIVE,                                                                   # 14
          "for d in /sys/fs/cgroup/topod.slice/*/; do echo $(basename $d) $(cat $d/cpuset.cpus) "
          "$(cat $d/cpuset.cpus.effective) $(cat $d/cpuset.cpus.partition); done",    # 15
-         "topoctl reset > /dev/null; echo rc=$?; ls /sys/fs/cgroup/topod.slice 2>&1"],  # 16
+         "topoctl reset > /dev/null; echo rc=$?; ls /sys/fs/cgroup/topod.slice 2>&1",  # 16
+         NESTED,                                                                      # 17
+         "topoctl reset > /dev/null; echo rc=$?; ls /sys/fs/cgroup/topod.slice 2>&1"],  # 18
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -162,6 +174,18 @@ def test(args):
     c.eq(bad, {}, "every other group's effective CPUs are its planned ones")
     c.true("rc=0" in r.stdout(16) and "No such file" in r.stdout(16), "reset after it: topod.slice gone",
            r.stdout(16))
+
+    out17 = r.stdout(17).splitlines()
+    c.eq(out17[:1], ["rc=0"], "hierarchy = nested: applied, nothing failed")
+    tree = {l.split()[0]: l.split()[1:] for l in out17[1:] if l.strip()}
+    llc = lambda a, b: "%d,%d" % (a, a + 2) if nosmt else "%d-%d" % (a, b)
+    want = {"node0": ["0,2,4,6" if nosmt else "0-7", "100"],
+            "node0/llc0": [llc(0, 3), "100"], "node0/llc0/crunch": [llc(0, 3), "100"],
+            "node0/llc1": [llc(4, 7), "100"], "node0/llc1/crunch": [llc(4, 7), "100"],
+            "pingpong": ["8,10,12,14" if nosmt else "8-15", "300"]}
+    c.eq(tree, want, "hierarchy = nested: node and LLC directories with their CPUs, the groups below")
+    c.true("rc=0" in r.stdout(18) and "No such file" in r.stdout(18), "reset after it: topod.slice gone",
+           r.stdout(18))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)
