@@ -262,6 +262,53 @@ static void test_facts(void) {
         }
 }
 
+/* A plan for a synthetic machine, policy files and tasks, every policy in
+ * force; what it is built from stays in m until mini_done(). */
+typedef struct Mini {
+        Topology *t;
+        Config *config;
+        PolicySet *ps;
+} Mini;
+
+static Plan *mini_plan(Mini *m, const char *topology, const IniSource *ini, size_t n_ini, const KernelCaps *caps,
+                       const PlanTaskInput *tasks, size_t n_tasks) {
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = topology };
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        bool in_force[8] = { true, true, true, true, true, true, true, true };
+        PlanInputs in = { .caps = caps, .in_force = in_force, .tasks = tasks, .n_tasks = n_tasks };
+        Plan *p = NULL;
+
+        ASSERT_TRUE(n_ini <= ELEMENTSOF(in_force));
+        if (!m->t)
+                ASSERT_OK(topology_load(&src, &m->t));
+        if (!m->config)
+                ASSERT_OK(config_new(&m->config));
+        m->ps = policy_set_free(m->ps);
+        ASSERT_OK(policy_set_parse(ini, n_ini, d, &m->ps));
+        in.topology = m->t;
+        in.config = m->config;
+        in.policies = m->ps;
+        ASSERT_OK(plan_build(&in, &p));
+        return p;
+}
+
+static void mini_done(Mini *m) {
+        m->ps = policy_set_free(m->ps);
+        config_free(m->config);
+        topology_free(m->t);
+        *m = (Mini) {};
+}
+
+/* The CPUs of the group at path, as a list ("" when there is none). */
+static char *group_cpus(const Plan *p, const char *path) {
+        char *s = NULL;
+
+        for (size_t i = 0; i < p->n_groups; i++)
+                if (streq(p->groups[i].path, path))
+                        ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &s));
+        return s ?: strdup("");
+}
+
 /* An exclusive group that would leave another without a CPU is not
  * exclusive, and takes nothing. */
 static void test_exclusive_covers(void) {
@@ -270,10 +317,6 @@ static void test_exclusive_covers(void) {
                                   "exclusive = yes\n";
         static const char OTHER[] = "[policy]\nname = other\n[match]\ncomm = other\n[place]\ngroup = other\n"
                                     "cpus = 4-7\n";
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:4 pu:2" };
-        _cleanup_(topology_freep) Topology *t = NULL;
-        _cleanup_(config_freep) Config *config = NULL;
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
         IniSource ini[3] = { { "10-small.ini", SMALL, sizeof(SMALL) - 1 }, { "20-big.ini", BIG, sizeof(BIG) - 1 },
                              { "30-other.ini", OTHER, sizeof(OTHER) - 1 } };
         PlanTaskInput tasks[3] = {
@@ -282,51 +325,30 @@ static void test_exclusive_covers(void) {
                 { .tid = 12, .tgid = 12, .match = { .comm = "other" } },
         };
         KernelCaps caps = {};
-        bool in_force[3] = { true, true, true };
-        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = tasks };
+        Mini m = {};
 
-        ASSERT_OK(topology_load(&src, &t));
-        ASSERT_OK(config_new(&config));
-        in.topology = t;
-        in.config = config;
         /* small (2-3) inside big (0-5): big is not exclusive, nothing taken. */
         {
-                _cleanup_(policy_set_freep) PolicySet *ps = NULL;
-                _cleanup_(plan_freep) Plan *p = NULL;
-                _cleanup_free_ char *a = NULL;
+                _cleanup_(plan_freep) Plan *p = mini_plan(&m, "pack:1 core:4 pu:2", ini, 3, &caps, tasks, 3);
+                _cleanup_free_ char *a = group_cpus(p, "other");
 
-                ASSERT_OK(policy_set_parse(ini, 3, d, &ps));
-                in.policies = ps;
-                in.n_tasks = 3;
-                ASSERT_OK(plan_build(&in, &p));
-                for (size_t i = 0; i < p->n_groups; i++) {
+                for (size_t i = 0; i < p->n_groups; i++)
                         ASSERT_FALSE(p->groups[i].exclusive);
-                        if (streq(p->groups[i].path, "other"))
-                                ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &a));
-                }
                 ASSERT_STREQ(a, "4-7");
                 ASSERT_TRUE(strv_contains(p->notes, "big: exclusive CPUs cover all of small's: not exclusive"));
         }
         /* Without small: big is exclusive and other keeps 6-7 only. */
         {
-                _cleanup_(policy_set_freep) PolicySet *ps = NULL;
-                _cleanup_(plan_freep) Plan *p = NULL;
-                _cleanup_free_ char *a = NULL;
+                _cleanup_(plan_freep) Plan *p = mini_plan(&m, "pack:1 core:4 pu:2", ini + 1, 2, &caps, tasks + 1, 2);
+                _cleanup_free_ char *a = group_cpus(p, "other");
 
-                ASSERT_OK(policy_set_parse(ini + 1, 2, d, &ps));
-                in.policies = ps;
-                in.tasks = tasks + 1;
-                in.n_tasks = 2;
-                ASSERT_OK(plan_build(&in, &p));
-                for (size_t i = 0; i < p->n_groups; i++) {
+                for (size_t i = 0; i < p->n_groups; i++)
                         if (streq(p->groups[i].path, "big"))
                                 ASSERT_TRUE(p->groups[i].exclusive);
-                        if (streq(p->groups[i].path, "other"))
-                                ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &a));
-                }
                 ASSERT_STREQ(a, "6-7");
                 ASSERT_TRUE(strv_contains(p->notes, "other: CPUs 0-5 taken by the exclusive big"));
         }
+        mini_done(&m);
 }
 
 /* A mode the kernel has a file for but does not list: not set, and not
@@ -335,67 +357,43 @@ static void test_mode_not_listed(void) {
         static const char text[] = "[policy]\nname = m\n[match]\ncomm = m\n[place]\ngroup = m\ncpus = 0-3\n"
                                    "weight = 100\n[kernel]\ncgroup_mode = max\n";
         static char *modes[] = { (char *) "smp", (char *) "concur", NULL };
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:4 pu:2" };
-        _cleanup_(topology_freep) Topology *t = NULL;
-        _cleanup_(config_freep) Config *config = NULL;
-        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(plan_freep) Plan *p = NULL;
         IniSource ini = { "m.ini", text, sizeof(text) - 1 };
         PlanTaskInput task = { .tid = 10, .tgid = 10, .match = { .comm = "m" } };
         KernelCaps caps = { .cgroup_mode = { .available = true }, .cgroup_modes = modes };
-        bool in_force[1] = { true };
-        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = &task, .n_tasks = 1 };
+        Mini m = {};
+        Plan *p = mini_plan(&m, "pack:1 core:4 pu:2", &ini, 1, &caps, &task, 1);
 
-        ASSERT_OK(topology_load(&src, &t));
-        ASSERT_OK(config_new(&config));
-        ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
-        in.topology = t;
-        in.config = config;
-        in.policies = ps;
-        ASSERT_OK(plan_build(&in, &p));
         ASSERT_FALSE(p->mode_written);
         ASSERT_FALSE(p->mode_emulated);
         ASSERT_EQ(p->n_groups, 1);
         ASSERT_EQ(p->groups[0].weight, 100); /* not 100 x 4 CPUs */
         ASSERT_TRUE(strstr(p->groups[0].weight_why, "not among the kernel's"));
         ASSERT_TRUE(strv_contains(p->notes, "cgroup_mode max is not among the kernel's modes: not set"));
+        plan_free(p);
+        mini_done(&m);
 }
 
 /* A policy with [match] and no [place] sets kernel values only while a task
  * it matches is there. */
 static void test_kernel_only_while_matched(void) {
         static const char text[] = "[policy]\nname = tuned\n[match]\ncomm = special\n[features]\nHRTICK = on\n";
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:1 core:2 pu:2" };
-        _cleanup_(topology_freep) Topology *t = NULL;
-        _cleanup_(config_freep) Config *config = NULL;
-        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
         IniSource ini = { "tuned.ini", text, sizeof(text) - 1 };
         PlanTaskInput task = { .tid = 10, .tgid = 10, .match = { .comm = "other" } };
         KernelCaps caps = {};
-        bool in_force[1] = { true };
-        PlanInputs in = { .caps = &caps, .in_force = in_force, .tasks = &task, .n_tasks = 1 };
+        Mini m = {};
 
-        ASSERT_OK(topology_load(&src, &t));
-        ASSERT_OK(config_new(&config));
-        ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
-        in.topology = t;
-        in.config = config;
-        in.policies = ps;
         {
-                _cleanup_(plan_freep) Plan *p = NULL;
-                ASSERT_OK(plan_build(&in, &p));
+                _cleanup_(plan_freep) Plan *p = mini_plan(&m, "pack:1 core:2 pu:2", &ini, 1, &caps, &task, 1);
                 ASSERT_EQ(p->kernel->n_features, 0);
         }
         task.match.comm = "special";
         {
-                _cleanup_(plan_freep) Plan *p = NULL;
-                ASSERT_OK(plan_build(&in, &p));
+                _cleanup_(plan_freep) Plan *p = mini_plan(&m, "pack:1 core:2 pu:2", &ini, 1, &caps, &task, 1);
                 ASSERT_EQ(p->kernel->n_features, 1);
                 ASSERT_STREQ(p->kernel->features[0].name, "HRTICK");
                 ASSERT_EQ(p->n_tasks, 0); /* no [place]: not moved */
         }
+        mini_done(&m);
 }
 
 /* A group whose tasks left stays in the next plan when the plan in force is
