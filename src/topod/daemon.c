@@ -48,6 +48,10 @@
 /* Explain of a task the last scan did not see runs a pass, at most this
  * often. */
 #define DAEMON_EXPLAIN_PASS_USEC 100000u
+/* A Plan reply (the plan compared with the machine: a read of every
+ * managed process's cgroup, with the lock held) is made at most this often
+ * and given again meanwhile: any user may ask, as often as they like. */
+#define DAEMON_PLAN_REPLY_USEC 1000000u
 /* Where the kernel splits the proc connector's events: how often forks and
  * exits alone may wake us. In the test guest at 20 execs/s, 50 ms cost the
  * main thread 520 ms of CPU over 5 s (a wake-up per fork: a read, a timer,
@@ -140,6 +144,9 @@ typedef struct Daemon {
         uint64_t fresh_since_usec; /* that tick */
         unsigned storm_defers;
         uint64_t last_explain_pass_usec;
+        char *plan_reply[2];          /* the last Plan reply, text [0] and JSON [1] */
+        uint64_t plan_reply_usec[2];
+        uint64_t plan_reply_passes[2]; /* d->passes when it was made */
 
         unsigned reloads, reloads_refused;
         char *last_reload;       /* one line: when and how the last reload went */
@@ -178,6 +185,13 @@ static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
 static void arm_soon(Daemon *d);
 static void arm_retry(Daemon *d);
 
+/* The Plan replies kept (DAEMON_PLAN_REPLY_USEC), dropped when what they
+ * say changed without a pass: a reload, a reset. */
+static void plan_reply_forget(Daemon *d) {
+        for (size_t i = 0; i < ELEMENTSOF(d->plan_reply); i++)
+                d->plan_reply[i] = mfree(d->plan_reply[i]);
+}
+
 /* The cookie worker's interlocks, from the capabilities as last read. */
 static void set_interlocks(Daemon *d) {
         CookieInterlocks il = { .smt_off = !d->p->caps->smt_active, .sched_ext_active = d->p->caps->sched_ext_active };
@@ -200,12 +214,26 @@ static void interlocks_changed(Daemon *d) {
                 log_warning(d, "a sched_ext scheduler (%s) is now %s: no more cookies, and those topod gave are "
                                "cleared (core scheduling with sched_ext is reported to hang hosts)",
                             c->sched_ext_ops ?: "unnamed", c->sched_ext_state ?: "enabled");
-                if (d->cookies)
+                if (d->cookies) {
+                        Reconciler rc = reconciler(d);
+                        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+
+                        /* Those inherited first: the values of the
+                         * journaled ones, which the apply clears, tell
+                         * them. */
+                        if (reconcile_clear_inherited_cookies(&rc, &r) >= 0 && r && r->n > 0)
+                                log_notice(d, "cleared %u cookies threads had inherited (%u failed)",
+                                           r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
                         (void) cookie_applier_release(d->cookies);
+                }
         } else if (!c->smt_active)
                 log_warning(d, "SMT is now off: no cookies until it is on again");
-        else
+        else if (d->cookies && c->core_sched.available)
                 log_notice(d, "SMT is on and no sched_ext scheduler runs: cookies are given again");
+        else
+                log_notice(d, "SMT is on and no sched_ext scheduler runs, but core scheduling was unavailable when "
+                              "topod started (%s): no cookies until it is restarted",
+                           c->core_sched.reason ?: "unknown");
 }
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
@@ -415,7 +443,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Not usec: that is when the timer was due, and it runs late by up
          * to its accuracy. */
         uint64_t now = pipeline_now_usec(), next;
-        bool storm;
+        bool storm, changed;
 
         now = MAX(now, usec);
         storm = storm_on(d, now);
@@ -423,10 +451,16 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
          * counts for the next tick. */
         d->fresh_since_tick = 0;
         d->fresh_since_usec = now;
+        /* Before the gates: a sched_ext scheduler loaded does not make the
+         * machine busy, and must not wait for minutes of idle skips (two
+         * files a tick). A change is a pass now, whatever the gates say. */
+        changed = kernelcaps_refresh_interlocks(d->p->caps, d->p->root) > 0;
+        if (changed)
+                interlocks_changed(d);
 
-        if (machine_idle(d, now))
+        if (!changed && machine_idle(d, now))
                 d->idle_skips++;
-        else if (storm && now - MIN(d->last_scan_end_usec, now) < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+        else if (!changed && storm && now - MIN(d->last_scan_end_usec, now) < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
                 /* Processes are being started by the dozen and the fast
                  * path places them: a scan of every thread would hold the
                  * loop (and their placement) up, and learn little of
@@ -876,6 +910,7 @@ static int reload(Daemon *d, char **ret_messages) {
         k = pipeline_reload(d->p, dg);
         log_diagnostics(d, dg);
         d->reloads++;
+        plan_reply_forget(d);
         free(d->last_reload);
         if (k < 0) {
                 log_error(d, "reload refused (%s): the running policy stays in force",
@@ -1194,14 +1229,43 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
                 } else
                         print_status_text(d, f);
                 break;
-        case BUS_METHOD_PLAN:
-                print_plan(d, call->json, f);
+        case BUS_METHOD_PLAN: {
+                uint64_t now = pipeline_now_usec();
+                int v = !!call->json;
+
+                if (d->plan_reply[v] && d->plan_reply_passes[v] == d->passes &&
+                    now - d->plan_reply_usec[v] < DAEMON_PLAN_REPLY_USEC) {
+                        fputs(d->plan_reply[v], f);
+                        break;
+                }
+                {
+                        _cleanup_free_ char *reply = NULL;
+                        size_t n = 0;
+                        FILE *g = open_memstream(&reply, &n);
+
+                        if (!g) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        print_plan(d, call->json, g);
+                        if (fclose(g) != 0) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        fputs(reply, f);
+                        free(d->plan_reply[v]);
+                        d->plan_reply[v] = TAKE_PTR(reply);
+                        d->plan_reply_usec[v] = now;
+                        d->plan_reply_passes[v] = d->passes;
+                }
                 break;
+        }
         case BUS_METHOD_RESET: {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
 
                 log_notice(d, "reset asked by pid %d: restoring and pausing until a reload", (int) call->peer_pid);
                 d->paused = true;
+                plan_reply_forget(d);
                 (void) pipeline_use_plan(d->p, NULL);
                 k = restore_all(d, "reset", &r);
                 if (k >= 0 && !r) {
@@ -1389,6 +1453,8 @@ finish:
         restore_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
         journal_free(d.journal);
         plan_free(d.plan);
+        free(d.plan_reply[0]);
+        free(d.plan_reply[1]);
         reconcile_report_free(d.report);
         free(d.last_reload);
         free(d.state_dir);

@@ -270,12 +270,12 @@ typedef struct Mini {
         PolicySet *ps;
 } Mini;
 
-static Plan *mini_plan(Mini *m, const char *topology, const IniSource *ini, size_t n_ini, const KernelCaps *caps,
-                       const PlanTaskInput *tasks, size_t n_tasks) {
+static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini, size_t n_ini, const KernelCaps *caps,
+                            const PlanTaskInput *tasks, size_t n_tasks, const Plan *keep) {
         TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = topology };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         bool in_force[8] = { true, true, true, true, true, true, true, true };
-        PlanInputs in = { .caps = caps, .in_force = in_force, .tasks = tasks, .n_tasks = n_tasks };
+        PlanInputs in = { .caps = caps, .in_force = in_force, .tasks = tasks, .n_tasks = n_tasks, .keep = keep };
         Plan *p = NULL;
 
         ASSERT_TRUE(n_ini <= ELEMENTSOF(in_force));
@@ -283,13 +283,21 @@ static Plan *mini_plan(Mini *m, const char *topology, const IniSource *ini, size
                 ASSERT_OK(topology_load(&src, &m->t));
         if (!m->config)
                 ASSERT_OK(config_new(&m->config));
-        m->ps = policy_set_free(m->ps);
-        ASSERT_OK(policy_set_parse(ini, n_ini, d, &m->ps));
+        /* The plan kept names the policies of the set it was built from. */
+        if (!keep) {
+                m->ps = policy_set_free(m->ps);
+                ASSERT_OK(policy_set_parse(ini, n_ini, d, &m->ps));
+        }
         in.topology = m->t;
         in.config = m->config;
         in.policies = m->ps;
         ASSERT_OK(plan_build(&in, &p));
         return p;
+}
+
+static Plan *mini_plan(Mini *m, const char *topology, const IniSource *ini, size_t n_ini, const KernelCaps *caps,
+                       const PlanTaskInput *tasks, size_t n_tasks) {
+        return mini_plan_kept(m, topology, ini, n_ini, caps, tasks, n_tasks, NULL);
 }
 
 static void mini_done(Mini *m) {
@@ -335,7 +343,7 @@ static void test_exclusive_covers(void) {
                 for (size_t i = 0; i < p->n_groups; i++)
                         ASSERT_FALSE(p->groups[i].exclusive);
                 ASSERT_STREQ(a, "4-7");
-                ASSERT_TRUE(strv_contains(p->notes, "big: exclusive CPUs cover all of small's: not exclusive"));
+                ASSERT_TRUE(strv_contains(p->notes, "big: exclusive CPUs would leave small none: not exclusive"));
         }
         /* Without small: big is exclusive and other keeps 6-7 only. */
         {
@@ -347,6 +355,38 @@ static void test_exclusive_covers(void) {
                                 ASSERT_TRUE(p->groups[i].exclusive);
                 ASSERT_STREQ(a, "6-7");
                 ASSERT_TRUE(strv_contains(p->notes, "other: CPUs 0-5 taken by the exclusive big"));
+                /* other's tasks gone, the plan kept: other stays, with the
+                 * CPUs it has (fewer than its domain's). */
+                {
+                        _cleanup_(plan_freep) Plan *q = mini_plan_kept(&m, "pack:1 core:4 pu:2", ini + 1, 2, &caps,
+                                                                        tasks + 1, 1, p);
+                        _cleanup_free_ char *kept = group_cpus(q, "other");
+
+                        ASSERT_STREQ(kept, "6-7");
+                }
+        }
+        /* Two exclusive groups that together cover a third: the second is
+         * not exclusive, the third keeps its CPUs. */
+        {
+                static const char X1[] = "[policy]\nname = x1\n[match]\ncomm = x1\n[place]\ngroup = x1\ncpus = 0-1\n"
+                                         "exclusive = yes\n";
+                static const char X2[] = "[policy]\nname = x2\n[match]\ncomm = x2\n[place]\ngroup = x2\ncpus = 2-3\n"
+                                         "exclusive = yes\n";
+                static const char G[] = "[policy]\nname = g\n[match]\ncomm = g\n[place]\ngroup = g\ncpus = 0-3\n";
+                IniSource three[3] = { { "10-x1.ini", X1, sizeof(X1) - 1 }, { "20-x2.ini", X2, sizeof(X2) - 1 },
+                                       { "30-g.ini", G, sizeof(G) - 1 } };
+                PlanTaskInput ts[3] = {
+                        { .tid = 20, .tgid = 20, .match = { .comm = "x1" } },
+                        { .tid = 21, .tgid = 21, .match = { .comm = "x2" } },
+                        { .tid = 22, .tgid = 22, .match = { .comm = "g" } },
+                };
+                _cleanup_(plan_freep) Plan *p = mini_plan(&m, "pack:1 core:4 pu:2", three, 3, &caps, ts, 3);
+                _cleanup_free_ char *a = group_cpus(p, "g");
+
+                for (size_t i = 0; i < p->n_groups; i++)
+                        ASSERT_EQ(p->groups[i].exclusive, streq(p->groups[i].path, "x1"));
+                ASSERT_STREQ(a, "2-3");
+                ASSERT_TRUE(strv_contains(p->notes, "x2: exclusive CPUs would leave g none: not exclusive"));
         }
         mini_done(&m);
 }

@@ -92,8 +92,10 @@ RELOAD_BAD = ("sed -i 's/^cpus = 0-7/cpus = 8-15/' /etc/topod-test/policies.d/20
 COOKIES = ("cookies() { T=$(cat /tmp/topod.pid); PP=$(sed -n 's/^pp=//p' /tmp/pids); "
            "for t in /proc/$PP/task/*; do echo pp $(workload cookie ${t##*/}); done; "
            "for t in /proc/$T/task/*; do [ \"$(cat $t/comm)\" = topod-cookie ] && "
-           "echo keepalive $(workload cookie ${t##*/}); done; }; ")
-SCX_ON = (COOKIES + "echo enabled > /tmp/scx-state; mount -o bind /tmp/scx-state /sys/kernel/sched_ext/state; "
+           "echo keepalive $(workload cookie ${t##*/}); done; "
+           "[ -z \"$EARLY\" ] || echo early $(workload cookie $(cat /tmp/early-child)); }; ")
+# With EARLY set, the child of crunch-8 (forked before: fork_child()) too.
+SCX_ON = (COOKIES + "EARLY=1; echo enabled > /tmp/scx-state; mount -o bind /tmp/scx-state /sys/kernel/sched_ext/state; "
           "for i in $(seq 300); do cookies > /tmp/ck; grep -qv ' 0$' /tmp/ck || break; sleep 0.1; done; "
           "cat /tmp/ck; grep -o 'sched_ext scheduler (unnamed) is now enabled' /tmp/topod.log")
 SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
@@ -102,15 +104,21 @@ SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
 
 
 # A process topod gave a cookie forks a child that no policy matches: the
-# child inherits the cookie (and the cgroup) without topod placing it. The
-# stop clears its cookie too (found in topod's cgroup by the value).
+# child inherits the cookie (and the cgroup) without topod placing it.
+# crunch-8's child, forked before sched_ext "loads", is cleared with the
+# others then; crunch-9's, forked after, by the stop (found in topod's
+# cgroup by the value, both times).
 KIDS = ("kids() { awk -v p=$1 '/^PPid:/ && $2 == p { split(FILENAME, f, \"/\"); print f[3] }' "
         "/proc/[0-9]*/status 2>/dev/null; }; ")
-FORK = (KIDS + "workload forker crunch-9 /tmp/fork-now & F=$!; echo f=$F >> /tmp/pids; "
-        "for i in $(seq 300); do grep -q topod.slice /proc/$F/cgroup && "
-        "workload cookie $F | grep -qv ' 0$' && break; sleep 0.1; done; touch /tmp/fork-now; "
-        "for i in $(seq 100); do C=$(kids $F); [ -n \"$C\" ] && break; sleep 0.1; done; "
-        "sleep 0.3; echo child=$C; echo parent $(workload cookie $F); echo child $(workload cookie $C)")
+
+
+def fork_child(name, key):
+    return (KIDS + "workload forker %s /tmp/fork-%s & F=$!; echo %s=$F >> /tmp/pids; "
+            "for i in $(seq 300); do grep -q topod.slice /proc/$F/cgroup && "
+            "workload cookie $F | grep -qv ' 0$' && break; sleep 0.1; done; touch /tmp/fork-%s; "
+            "for i in $(seq 100); do C=$(kids $F); [ -n \"$C\" ] && break; sleep 0.1; done; "
+            "sleep 0.3; echo $C > /tmp/%s-child; echo parent $(workload cookie $F); echo child $(workload cookie $C)"
+            % (name, key, key, key, key))
 
 
 def cookie_lines(text):
@@ -118,7 +126,7 @@ def cookie_lines(text):
     out = {}
     for l in text.splitlines():
         f = l.split()
-        if len(f) == 3 and f[0] in ("pp", "keepalive") and f[2].isdigit():
+        if len(f) == 3 and f[0] in ("pp", "keepalive", "early") and f[2].isdigit():
             out.setdefault(f[0], []).append(int(f[2]))
     return out
 
@@ -150,12 +158,13 @@ def test(args):
          "rm /etc/topod-test/policies.d/30-broken.ini; " + up(5),      # 20
          "sleep 2; topoctl plan --json",                               # 21
          COOKIES + "cookies",                                          # 22
-         SCX_ON,                                                       # 23
-         SCX_OFF,                                                      # 24
-         FORK,                                                         # 25
-         STOP,                                                         # 26
+         fork_child("crunch-8", "early"),                              # 23
+         SCX_ON,                                                       # 24
+         SCX_OFF,                                                      # 25
+         fork_child("crunch-9", "late"),                               # 26
+         STOP,                                                         # 27
          COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state; "
-         + KIDS + "for p in $(kids $(sed -n 's/^f=//p' /tmp/pids)); do echo child $(workload cookie $p); done"],  # 27
+         "echo child $(workload cookie $(cat /tmp/late-child))"],     # 28
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -253,21 +262,25 @@ def test(args):
     c.true(len(before.get("pp", [])) == 2 and 0 not in before["pp"] and len(set(before["pp"])) == 1 and
            before.get("keepalive", [0])[0] != 0,
            "before: the ping-pong pair shares a cookie, the worker holds its keep-alive", r.stdout(22))
-    during = cookie_lines(r.stdout(23))
+    early = {l.split()[0]: l.split()[-1] for l in r.stdout(23).splitlines() if len(l.split()) == 3}
+    c.true(early.get("parent", "0") != "0" and early.get("child") == early.get("parent"),
+           "a child forked by crunch-8 (which has the crunch cookie) inherited it", r.stdout(23))
+    during = cookie_lines(r.stdout(24))
     c.true(during.get("pp") == [0, 0] and during.get("keepalive") == [0],
-           "sched_ext loaded: the pair's cookies and the keep-alive cleared", r.stdout(23))
-    c.true("now enabled" in r.stdout(23), "topod says why it cleared them", r.stdout(23))
-    after = cookie_lines(r.stdout(24))
+           "sched_ext loaded: the pair's cookies and the keep-alive cleared", r.stdout(24))
+    c.eq(during.get("early"), [0], "sched_ext loaded: the cookie crunch-8's child inherited cleared too")
+    c.true("now enabled" in r.stdout(24), "topod says why it cleared them", r.stdout(24))
+    after = cookie_lines(r.stdout(25))
     c.true(len(after.get("pp", [])) == 2 and 0 not in after["pp"] and len(set(after["pp"])) == 1 and
            after.get("keepalive", [0])[0] not in (0, after["pp"][0]),
-           "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(24))
-    fork = {l.split()[0]: l.split()[-1] for l in r.stdout(25).splitlines() if len(l.split()) == 3}
+           "sched_ext unloaded: the pair's cookie and the keep-alive are back", r.stdout(25))
+    fork = {l.split()[0]: l.split()[-1] for l in r.stdout(26).splitlines() if len(l.split()) == 3}
     c.true(fork.get("parent", "0") != "0" and fork.get("child") == fork.get("parent"),
-           "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(25))
-    c.eq(r.rc(26), 0, "stopped the fifth time")
-    c.eq(cookie_lines(r.stdout(27)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
-    c.true(re.search(r"^child \d+ 0$", r.stdout(27), re.M) is not None,
-           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(27))
+           "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(26))
+    c.eq(r.rc(27), 0, "stopped the fifth time")
+    c.eq(cookie_lines(r.stdout(28)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
+    c.true(re.search(r"^child \d+ 0$", r.stdout(28), re.M) is not None,
+           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(28))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -813,6 +813,28 @@ static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
         return 0;
 }
 
+int reconcile_clear_inherited_cookies(const Reconciler *rc, ReconcileReport **ret) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        _cleanup_free_ CookieTask *inherited = NULL;
+        size_t n = 0;
+        int k;
+
+        if (!rc->journal)
+                return -EINVAL;
+        if ((k = new_report(&r)) < 0)
+                return k;
+        k = inherited_cookies(rc, rc->journal->cookies, rc->journal->n_cookies, &inherited, &n);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                (void) add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
+                           "cookies inherited in topod's cgroups");
+        else if ((k = clear_in_jobs(rc, r, inherited, n, "cookie cleared (inherited, not journaled)")) < 0)
+                return k;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
 int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;

@@ -83,6 +83,14 @@ int reconcile_apply(const Reconciler *r, const Plan *plan, ReconcileReport **ret
  * caller when empty). */
 int reconcile_restore(const Reconciler *r, ReconcileReport **ret);
 
+/* Clear the cookies that threads in topod's cgroups inherited from those
+ * topod gave and the journal does not name (a child forked, a thread
+ * started, since the last pass), as reconcile_restore() does first; the
+ * journaled ones are left to the caller. For a sched_ext scheduler loaded
+ * while topod runs: the apply that follows clears the journaled ones, and
+ * by then their values, which tell the inherited ones, are gone. */
+int reconcile_clear_inherited_cookies(const Reconciler *r, ReconcileReport **ret);
+
 /* ── The fast path: new processes placed from the last plan ──
  *
  * One placement as decide/place.h picked it: the process (its main thread

@@ -105,9 +105,11 @@ static bool group_is_above(const PlanGroup *a, const PlanGroup *b) {
  * cpuset.cpus not exclusive", measured in the test guest), and no group
  * outside it runs on its CPUs after. So its CPUs are taken from every
  * group but itself and the directories above it (which hold them), and
- * the plan says so; a group that would be left without a CPU keeps them,
- * and the exclusive one is not exclusive. mems follow the CPUs left. */
+ * the plan says so. The exclusive groups are taken in order: one that
+ * would leave another group without a CPU (with those the ones before
+ * took) keeps them, and is not exclusive. mems follow the CPUs left. */
 static int take_exclusive(Plan *p, const Topology *t) {
+        _cleanup_(bitmap_freep) Bitmap *left = NULL;
         int k;
 
         for (size_t e = 0; e < p->n_groups; e++) {
@@ -118,11 +120,27 @@ static int take_exclusive(Plan *p, const Topology *t) {
                 for (size_t i = 0; i < p->n_groups && x->exclusive; i++) {
                         const PlanGroup *g = &p->groups[i];
 
-                        if (i == e || g->policy < 0 || group_is_above(g, x) || group_is_above(x, g) ||
-                            !bitmap_is_subset(g->cpus, x->cpus))
+                        if (i == e || g->policy < 0 || g->exclusive || group_is_above(g, x) || group_is_above(x, g))
+                                continue;
+                        /* What g keeps: its CPUs but the accepted exclusive
+                         * groups' (those before x) and x's, each where g is
+                         * not on its line. */
+                        bitmap_free(left);
+                        if (!(left = bitmap_copy(g->cpus)))
+                                return -ENOMEM;
+                        for (size_t o = 0; o <= e; o++) {
+                                const PlanGroup *y = &p->groups[o];
+
+                                if (!y->exclusive || group_is_above(g, y) || group_is_above(y, g))
+                                        continue;
+                                BITMAP_FOREACH(c, y->cpus)
+                                        bitmap_clear(left, (unsigned) c);
+                        }
+                        if (!bitmap_is_empty(left))
                                 continue;
                         x->exclusive = false;
-                        if ((k = note(p, "%s: exclusive CPUs cover all of %s's: not exclusive", x->path, g->path)) < 0)
+                        if ((k = note(p, "%s: exclusive CPUs would leave %s none: not exclusive", x->path, g->path)) <
+                            0)
                                 return k;
                 }
         }
@@ -719,7 +737,9 @@ int plan_build(const PlanInputs *in, Plan **ret) {
                         Domain *dom = &domains[pol][d];
                         int g;
 
-                        if (dom->kind != og->kind || dom->id != og->domain || !bitmap_equal(dom->cpus, og->cpus))
+                        /* Its CPUs, or fewer: those an exclusive group took. */
+                        if (dom->kind != og->kind || dom->id != og->domain || bitmap_is_empty(og->cpus) ||
+                            !bitmap_is_subset(og->cpus, dom->cpus))
                                 continue;
                         g = group_for(&b, pol, dom);
                         if (g < 0 && g != -EEXIST) {

@@ -72,8 +72,16 @@ static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
 
                 item(d, "feature", f->on ? "on" : "off", now < 0 ? NULL : now ? "on" : "off", "%s", f->name);
         }
-        if (plan->mode && plan->mode_written)
-                item(d, "mode", plan->mode, p->caps->cgroup_mode_active, "cgroup_mode");
+        if (plan->mode && plan->mode_written) {
+                /* Now, not as at the start: topod writes it, and others may. */
+                _cleanup_free_ char *rel = NULL, *text = NULL, *active = NULL;
+                _cleanup_strv_free_ char **modes = NULL;
+
+                if (p->caps->debugfs_mount && asprintf(&rel, "%s/sched/cgroup_mode", p->caps->debugfs_mount) >= 0 &&
+                    root_read_file(p->root, rel, 4096, &text, NULL) >= 0)
+                        (void) kernelcaps_parse_cgroup_mode(text, &modes, &active);
+                item(d, "mode", plan->mode, active, "cgroup_mode");
+        }
 }
 
 static void diff_groups(Diff *d, const Pipeline *p, const Plan *plan) {
@@ -101,21 +109,29 @@ static void diff_groups(Diff *d, const Pipeline *p, const Plan *plan) {
 }
 
 static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
+        _cleanup_free_ char *now = NULL; /* where process `read` is now, NULL: unknown */
+        pid_t read = 0;
+
         for (size_t i = 0; i < plan->n_tasks; i++) {
                 const PlanTask *t = &plan->tasks[i];
                 const TaskFacts *f = task_snapshot_find(p->snap, t->tid);
                 _cleanup_free_ char *cg = NULL;
 
-                _cleanup_free_ char *rel = NULL, *text = NULL, *now = NULL;
-                size_t len = 0;
-
                 if (!f || asprintf(&cg, "%s/%s", plan->cgroup_root, plan->groups[t->group].path) < 0)
                         continue;
-                /* Where it is now (the fast path may have placed it since
-                 * the scan), or where the scan saw it. */
-                if (asprintf(&rel, "proc/%d/cgroup", (int) t->tgid) >= 0 &&
-                    root_read_file(p->root, rel, 64 * 1024, &text, &len) >= 0)
-                        (void) procfs_parse_cgroup(text, len, &now);
+                /* Where its process is now (the fast path may have placed
+                 * it since the scan), read once a process (its threads
+                 * come together); or where the scan saw it. */
+                if (t->tgid != read) {
+                        _cleanup_free_ char *rel = NULL, *text = NULL;
+                        size_t len = 0;
+
+                        now = mfree(now);
+                        read = t->tgid;
+                        if (asprintf(&rel, "proc/%d/cgroup", (int) t->tgid) >= 0 &&
+                            root_read_file(p->root, rel, 64 * 1024, &text, &len) >= 0)
+                                (void) procfs_parse_cgroup(text, len, &now);
+                }
                 item(d, "task", cg, now ?: f->process->cgroup, "tid %d (%s) cgroup", (int) t->tid, f->comm);
         }
         /* Cookies: a group is as planned when its tasks share one nonzero
