@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""vm-concur: the concur mode emulated on a kernel without sched/cgroup_mode.
+"""vm-concur: the concur mode emulated on a kernel without sched/cgroup_mode
+(and, on one with it, 7.3 and later, left to the kernel: not emulated).
 
 Two busy processes in one group: topod reads the group's cpu.stat
 usage_usec pass after pass and scales cpu.weight by the measured
@@ -23,7 +24,8 @@ CONF = "--config /etc/topod-test/topod.conf"
 UP = ("topod " + CONF + " --log-level debug 2>/tmp/topod.log & echo $! > /tmp/topod.pid; "
       "workload busy & echo $! > /tmp/b1; workload busy & echo $! > /tmp/b2; "
       "for i in $(seq 300); do grep -q topod.slice /proc/$(cat /tmp/b2)/cgroup && exit 0; sleep 0.1; done; exit 1")
-WEIGHT = "sleep 4; cat /sys/fs/cgroup/topod.slice/batch/cpu.weight; topoctl plan | grep -i 'concur'"
+WEIGHT = ("sleep 4; cat /sys/fs/cgroup/topod.slice/batch/cpu.weight; topoctl plan | grep -i 'concur'; "
+          "echo \"mode: $(cat /sys/kernel/debug/sched/cgroup_mode 2>/dev/null || echo none)\"")
 # One of the two stopped: the group's concurrency halves. (Both stopped,
 # the idle gate would skip the passes: an idle group's weight decides
 # nothing, and the next reading after it covers the idle time.)
@@ -42,6 +44,22 @@ def test(args):
     c = vmlib.Checks()
     c.eq(r.rc(0), 0, "topod placed both busy processes")
     out = r.stdout(1).splitlines()
+    mode = next((l[len("mode: "):] for l in out if l.startswith("mode: ")), "none")
+    if mode != "none":
+        # 7.3 and later: the kernel applies concur itself; the weight is the
+        # policy's, whatever the concurrency.
+        busy = int(out[0]) if out and out[0].isdigit() else 0
+        c.true("(concur)" in mode.split(), "the kernel's cgroup_mode reads (concur)", mode)
+        c.eq(busy, 100, "busy: the weight is the policy's (the kernel applies concur, topod does not emulate it)")
+        c.true(any("the kernel applies cgroup_mode concur" in l for l in out), "the plan says the kernel applies it",
+               "\n".join(out))
+        idle = r.stdout(2).split()
+        c.eq(idle[:1], ["100"], "one stopped: the weight stays the policy's")
+        c.eq(r.rc(3), 0, "stopped and restored")
+        if c.failed:
+            print(r.stdout(4))
+        return c.finish()
+    out = [l for l in out if not l.startswith("mode: ")]
     busy = int(out[0]) if out and out[0].isdigit() else 0
     why = "\n".join(out[1:])
     m = re.search(r"concurrency (\d+)\.(\d+)", why)

@@ -9,8 +9,10 @@
   * crash: the helper flips the feature and is killed with SIGKILL; the
     journal stays behind; the helper started again in restore mode puts
     the feature back and removes the journal;
-  * sched/cgroup_mode does not exist before 7.3: reported cleanly as absent,
-    nothing written, nothing journaled;
+  * sched/cgroup_mode: before 7.3 it does not exist, and is reported
+    cleanly as absent, nothing written, nothing journaled; on 7.3 and later
+    (a guest kernel given by TOPOD_VM_KERNEL) it is set to max with its
+    original journaled, read back, and restored;
   * an unknown feature: EINVAL, nothing journaled.
 
 Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
@@ -26,6 +28,7 @@ import vmlib  # noqa: E402
 FEATURES = "/sys/kernel/debug/sched/features"
 JDIR = "/run/topod"
 JFILE = JDIR + "/journal"
+MODE = "/sys/kernel/debug/sched/cgroup_mode"
 
 COMMANDS = [
     # 0: what the library reads
@@ -51,10 +54,13 @@ COMMANDS = [
     "feattool restore --journal %s" % JDIR,
     # 8: read back; nothing left behind
     "cat %s; echo ---; ls -A %s" % (FEATURES, JDIR),
-    # 9: cgroup_mode on 6.12: absent, reported cleanly
+    # 9: cgroup_mode: absent before 7.3, reported cleanly
     "feattool mode",
-    # 10: setting it: a clean failure, nothing journaled
-    "feattool mode --journal %s max; echo \"rc=$?\"; ls -A %s" % (JDIR, JDIR),
+    # 10: setting it: before 7.3 a clean failure, nothing journaled; from
+    # 7.3 written, read back, journaled, restored
+    "feattool mode --journal %s max; echo \"rc=$?\"; echo ---; cat %s 2>&1; echo ---; cat %s 2>&1; echo ---; "
+    "feattool restore --journal %s > /dev/null; cat %s 2>&1; echo ---; ls -A %s"
+    % (JDIR, MODE, JFILE, JDIR, MODE, JDIR),
     # 11: unknown feature: EINVAL, nothing written or journaled
     "feattool set --journal %s NOT_A_FEATURE on; echo \"rc=$?\"; ls -A %s" % (JDIR, JDIR),
     # 12: restore with nothing to restore
@@ -129,17 +135,32 @@ def test(args):
     c.true("NO_TTWU_QUEUE" not in kfile.split(), "kernel features: not left off")
     c.eq(ls, "", "nothing left in the journal directory")
 
-    # 9, 10: cgroup_mode absent on 6.12
+    # 9, 10: cgroup_mode
     md = c.json(r, 9, "feattool mode")
-    c.eq(c.get(md, "cgroup_mode.present"), False, "cgroup_mode: absent")
-    c.eq(c.get(md, "cgroup_mode.error"), "ENOENT", "cgroup_mode: ENOENT")
-    c.true("absent" in str(c.get(md, "cgroup_mode.caps_reason")),
-           "cgroup_mode: the caps say why", str(c.get(md, "cgroup_mode.caps_reason")))
-    out = r.stdout(10)
-    c.true('"outcome": "failed"' in out and '"error": "ENOENT"' in out and "absent" in out,
-           "set cgroup_mode: failed cleanly as absent", out)
-    c.true('"journaled": false' in out, "set cgroup_mode: nothing journaled", out)
-    c.true(out.rstrip().endswith("rc=1"), "set cgroup_mode: exit status 1, no crash", out)
+    setout, kmode, jtext, kafter, ls = (split(r.stdout(10)) + [""] * 5)[:5]
+    if c.get(md, "cgroup_mode.present") is True:
+        # 7.3 and later: the real file
+        active = c.get(md, "cgroup_mode.active")
+        c.true(active in ("up", "smp", "concur", "max", "tasks") and "max" in (c.get(md, "cgroup_mode.modes") or []),
+               "cgroup_mode: present, its modes and the active one read", str(md))
+        if active == "max":
+            c.true(False, "cgroup_mode: the guest starts in max, so setting max tests nothing", str(md))
+        c.true('"outcome": "done"' in setout and '"journaled": true' in setout and setout.endswith("rc=0"),
+               "set cgroup_mode max: done, journaled first", setout)
+        c.true("(max)" in kmode.split(), "the kernel's cgroup_mode reads (max)", kmode)
+        c.true(("cgroup_mode %s" % active) in jtext.splitlines(), "the journal holds the original mode", jtext)
+        c.true(("(%s)" % active) in kafter.split(), "restore: cgroup_mode back to %s" % active, kafter)
+        c.eq(ls, "", "restore: journal removed")
+    else:
+        c.eq(c.get(md, "cgroup_mode.present"), False, "cgroup_mode: absent")
+        c.eq(c.get(md, "cgroup_mode.error"), "ENOENT", "cgroup_mode: ENOENT")
+        c.true("absent" in str(c.get(md, "cgroup_mode.caps_reason")),
+               "cgroup_mode: the caps say why", str(c.get(md, "cgroup_mode.caps_reason")))
+        c.true('"outcome": "failed"' in setout and '"error": "ENOENT"' in setout and "absent" in setout,
+               "set cgroup_mode: failed cleanly as absent", setout)
+        c.true('"journaled": false' in setout, "set cgroup_mode: nothing journaled", setout)
+        c.true(setout.endswith("rc=1"), "set cgroup_mode: exit status 1, no crash", setout)
+        c.eq(ls, "", "set cgroup_mode: journal directory empty")
 
     # 11: unknown feature
     out = r.stdout(11)
