@@ -236,6 +236,15 @@ static void interlocks_changed(Daemon *d) {
                            c->core_sched.reason ?: "unknown");
 }
 
+/* What forbids cookies, read again (two files); acted on when it changed.
+ * Whether it did. */
+static bool refresh_interlocks(Daemon *d) {
+        if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root) <= 0)
+                return false;
+        interlocks_changed(d);
+        return true;
+}
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
 static int pass_run(Daemon *d, PassCause cause) {
@@ -270,12 +279,8 @@ static int pass_run(Daemon *d, PassCause cause) {
         d->last_pass_deferred = ss.deferred;
         /* What forbids cookies can change while topod runs: a sched_ext
          * scheduler loaded, SMT switched off. Read at every pass, so that
-         * this plan and the cookie worker follow (two files). */
-        k = kernelcaps_refresh_interlocks(d->p->caps, d->p->root);
-        if (k == -ENOMEM)
-                return k;
-        if (k > 0)
-                interlocks_changed(d);
+         * this plan and the cookie worker follow. */
+        (void) refresh_interlocks(d);
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
@@ -454,9 +459,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Before the gates: a sched_ext scheduler loaded does not make the
          * machine busy, and must not wait for minutes of idle skips (two
          * files a tick). A change is a pass now, whatever the gates say. */
-        changed = kernelcaps_refresh_interlocks(d->p->caps, d->p->root) > 0;
-        if (changed)
-                interlocks_changed(d);
+        changed = refresh_interlocks(d);
 
         if (!changed && machine_idle(d, now))
                 d->idle_skips++;

@@ -773,16 +773,32 @@ static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieT
         return 0;
 }
 
+/* The inherited ones of inherited_cookies() cleared into r (a failure to
+ * look for them is an item of r). */
+static int clear_inherited(const Reconciler *rc, ReconcileReport *r, const JournalCookie *all, size_t n) {
+        _cleanup_free_ CookieTask *inherited = NULL;
+        size_t m = 0;
+        int k;
+
+        k = inherited_cookies(rc, all, n, &inherited, &m);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
+                           "cookies inherited in topod's cgroups");
+        return clear_in_jobs(rc, r, inherited, m, "cookie cleared (inherited, not journaled)");
+}
+
 /* Every cookie topod gave, cleared, and those threads in its cgroups
  * inherited from them; the entries forgotten in one sweep whatever came of
  * each (a cookie that cannot be cleared now will not clear later either).
  * One by one, each forgetting rebuilt the journal's index: quadratic in
  * the entries, at every stop. */
 static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
-        size_t n = rc->journal->n_cookies, n_inherited = 0;
+        size_t n = rc->journal->n_cookies;
         _cleanup_free_ JournalCookie *all = NULL;
         _cleanup_free_ uint64_t *to = NULL;
-        _cleanup_free_ CookieTask *tasks = NULL, *inherited = NULL;
+        _cleanup_free_ CookieTask *tasks = NULL;
         int k;
 
         if (n == 0)
@@ -796,14 +812,7 @@ static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
         for (size_t i = 0; i < n; i++)
                 tasks[i] = (CookieTask) { all[i].tid, all[i].start_time };
         /* Before the holders' are cleared: their values tell the others. */
-        k = inherited_cookies(rc, all, n, &inherited, &n_inherited);
-        if (k == -ENOMEM)
-                return k;
-        if (k < 0)
-                (void) add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
-                           "cookies inherited in topod's cgroups");
-        if ((k = clear_in_jobs(rc, r, inherited, n_inherited, "cookie cleared (inherited, not journaled)")) < 0 ||
-            (k = clear_in_jobs(rc, r, tasks, n, "cookie cleared")) < 0)
+        if ((k = clear_inherited(rc, r, all, n)) < 0 || (k = clear_in_jobs(rc, r, tasks, n, "cookie cleared")) < 0)
                 return k;
         (void) journal_rename_cookies(rc->journal, all, to, n);
         /* One named 0 is renamed to what it is: forgotten here. */
@@ -815,21 +824,11 @@ static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
 
 int reconcile_clear_inherited_cookies(const Reconciler *rc, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_free_ CookieTask *inherited = NULL;
-        size_t n = 0;
         int k;
 
         if (!rc->journal)
                 return -EINVAL;
-        if ((k = new_report(&r)) < 0)
-                return k;
-        k = inherited_cookies(rc, rc->journal->cookies, rc->journal->n_cookies, &inherited, &n);
-        if (k == -ENOMEM)
-                return k;
-        if (k < 0)
-                (void) add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
-                           "cookies inherited in topod's cgroups");
-        else if ((k = clear_in_jobs(rc, r, inherited, n, "cookie cleared (inherited, not journaled)")) < 0)
+        if ((k = new_report(&r)) < 0 || (k = clear_inherited(rc, r, rc->journal->cookies, rc->journal->n_cookies)) < 0)
                 return k;
         *ret = TAKE_PTR(r);
         return 0;
