@@ -74,12 +74,11 @@ static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
         }
         if (plan->mode && plan->mode_written) {
                 /* Now, not as at the start: topod writes it, and others may. */
-                _cleanup_free_ char *rel = NULL, *text = NULL, *active = NULL;
+                _cleanup_free_ char *active = NULL;
                 _cleanup_strv_free_ char **modes = NULL;
 
-                if (p->caps->debugfs_mount && asprintf(&rel, "%s/sched/cgroup_mode", p->caps->debugfs_mount) >= 0 &&
-                    root_read_file(p->root, rel, 4096, &text, NULL) >= 0)
-                        (void) kernelcaps_parse_cgroup_mode(text, &modes, &active);
+                if (p->caps->debugfs_mount)
+                        (void) feat_read_cgroup_mode(p->root, p->caps->debugfs_mount, &modes, &active);
                 item(d, "mode", plan->mode, active, "cgroup_mode");
         }
 }
