@@ -28,8 +28,10 @@ typedef struct World {
         pid_t next_pid;
 } World;
 
+/* topology: an hwloc synthetic description, or the path of an XML export. */
 static void world_init(World *w, const char *topology, bool smt, const char *const *policy_texts, size_t n) {
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = topology };
+        TopologySource src = { .kind = strstr(topology, ".xml") ? TOPOLOGY_SOURCE_XML : TOPOLOGY_SOURCE_SYNTHETIC,
+                               .arg = topology };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         IniSource ini[16];
         char names[16][16];
@@ -240,6 +242,37 @@ static void test_spread(void) {
         /* Ties go to the first in domain order. */
         pick = one_new(&w, "svc-e");
         ASSERT_EQ(pick.verdict, PLACE_GROUP);
+        world_done(&w);
+}
+
+/* Domains of two sizes (LLCs of 4 and 2 cores): spread counts the load
+ * relative to the size, the fast path as the planner. */
+static void test_spread_uneven(void) {
+        static const struct {
+                const char *comm, *cpus;
+        } steps[] = {
+                { "svc-c", "0-7" },  /* 1 of 4 cores and 1 of 2: the larger is the less loaded */
+                { "svc-d", "0-7" },  /* 2 of 4 and 1 of 2: a tie, the first (by threads alone, the smaller) */
+                { "svc-e", "8-11" }, /* 3 of 4 and 1 of 2: the smaller */
+        };
+        const char *const pol[] = { SPREAD_LLC };
+        World w;
+
+        world_init(&w, "tests/data/topologies/uneven-llc.xml", true, pol, 1);
+        add_process(&w, "svc-a", 1, POLICY_CLASS_OTHER);
+        add_process(&w, "svc-b", 1, POLICY_CLASS_OTHER);
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                pid_t tgid = w.next_pid;
+                PlacePick pick = one_new(&w, steps[i].comm);
+                _cleanup_(plan_freep) Plan *p = world_plan(&w);
+                const PlanTask *t = plan_find_task(p, tgid);
+                _cleanup_free_ char *cpus = NULL;
+
+                ASSERT_EQ(pick.verdict, PLACE_GROUP);
+                ASSERT_TRUE(t && t->group >= 0);
+                ASSERT_OK(bitmap_format_list(p->groups[t->group].cpus, &cpus));
+                ASSERT_STREQ(cpus, steps[i].cpus);
+        }
         world_done(&w);
 }
 
@@ -709,6 +742,7 @@ static void test_random(void) {
 int main(void) {
         RUN(test_pack);
         RUN(test_spread);
+        RUN(test_spread_uneven);
         RUN(test_group_cookie);
         RUN(test_cookie_sources);
         RUN(test_classes);

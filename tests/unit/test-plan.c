@@ -317,6 +317,44 @@ static char *group_cpus(const Plan *p, const char *path) {
         return s ?: strdup("");
 }
 
+/* spread counts a domain's size: on a machine whose second LLC has half
+ * the cores of the first (tests/data/topologies/uneven-llc.xml, CPUs 0-7
+ * and 8-11), six processes go four and two, not three and three; a cookie'd
+ * policy counts whole cores, the others CPUs, and both halve alike. */
+static void test_spread_by_size(void) {
+        static const char SPREAD[] = "[policy]\nname = s\n[match]\ncomm = s\n[place]\ngroup = s\ncpus = llc\n"
+                                     "spread = spread\ncookie = process\n";
+        static const char PLAIN[] = "[policy]\nname = s\n[match]\ncomm = s\n[place]\ngroup = s\ncpus = llc\n"
+                                    "spread = spread\ncookie = none\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_XML, .arg = "tests/data/topologies/uneven-llc.xml" };
+        PlanTaskInput tasks[6];
+        KernelCaps caps = { .core_sched = { .available = true }, .smt = { .available = true }, .smt_active = true };
+
+        for (size_t i = 0; i < ELEMENTSOF(tasks); i++)
+                tasks[i] = (PlanTaskInput) { .tid = (pid_t) (10 + i), .tgid = (pid_t) (10 + i), .match = { .comm = "s" } };
+        for (int cookie = 0; cookie < 2; cookie++) {
+                IniSource ini[1] = { { "10-s.ini", cookie ? SPREAD : PLAIN, (cookie ? sizeof(SPREAD) : sizeof(PLAIN)) - 1 } };
+                Mini m = {};
+                _cleanup_(plan_freep) Plan *p = NULL;
+                unsigned n[2] = {};
+
+                ASSERT_OK(topology_load(&src, &m.t));
+                ASSERT_EQ(m.t->n_llcs, 2u);
+                p = mini_plan(&m, NULL, ini, 1, &caps, tasks, ELEMENTSOF(tasks));
+                ASSERT_EQ(p->n_groups, 2u);
+                for (size_t i = 0; i < p->n_groups; i++) {
+                        _cleanup_free_ char *cpus = NULL;
+
+                        ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &cpus));
+                        ASSERT_TRUE(streq(cpus, "0-7") || streq(cpus, "8-11"));
+                        n[streq(cpus, "8-11")] = p->groups[i].n_tasks;
+                }
+                ASSERT_EQ(n[0], 4u);
+                ASSERT_EQ(n[1], 2u);
+                mini_done(&m);
+        }
+}
+
 /* An exclusive group that would leave another without a CPU is not
  * exclusive, and takes nothing. */
 static void test_exclusive_covers(void) {
@@ -545,6 +583,7 @@ int main(void) {
         RUN(test_golden_plans);
         RUN(test_facts);
         RUN(test_exclusive_covers);
+        RUN(test_spread_by_size);
         RUN(test_mode_not_listed);
         return 0;
 }

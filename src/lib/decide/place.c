@@ -179,7 +179,7 @@ static size_t pack_step(const unsigned *load, const unsigned *cap, const int *g,
 }
 
 /* The least loaded relative to its size, first on a tie: where the planner
- * puts a process once every domain is full. */
+ * puts a spread process, and a pack one once every domain is full. */
 static size_t least_loaded(const unsigned *load, const unsigned *cap, const int *g, size_t n) {
         size_t best = 0;
 
@@ -499,7 +499,7 @@ static void select_policy(const PlaceState *s, const PlaceProcess *p, PlacePick 
 }
 
 static int pick_group(const PlaceState *s, const PlacePolicy *pp, PolicySpread spread, unsigned need) {
-        size_t n = pp->n_groups, best = 0, c;
+        size_t n = pp->n_groups, c;
         const int *g = pp->groups;
 
         if (n == 0)
@@ -514,11 +514,8 @@ static int pick_group(const PlaceState *s, const PlacePolicy *pp, PolicySpread s
                 return g[least_loaded(s->load, s->capacity, g, n)];
         }
         if (n < pp->n_domains)
-                return -1; /* an empty domain is the fewest threads */
-        for (size_t i = 1; i < n; i++)
-                if (s->load[g[i]] < s->load[g[best]])
-                        best = i;
-        return g[best];
+                return -1; /* an empty domain is the least loaded */
+        return g[least_loaded(s->load, s->capacity, g, n)];
 }
 
 void place_pick(const PlaceState *s, const PlaceProcess *p, PlacePick *ret) {

@@ -285,15 +285,11 @@ static int pick_domain(const Domain *d, size_t n, unsigned need, PolicySpread sp
                         (*cursor)++;
                 if (*cursor < n)
                         return (int) *cursor;
-                /* All full: the least loaded, relative to its size. */
-                for (size_t i = 1; i < n; i++)
-                        if ((uint64_t) d[i].load * MAX(d[best].capacity, 1u) <
-                            (uint64_t) d[best].load * MAX(d[i].capacity, 1u))
-                                best = i;
-                return (int) best;
         }
+        /* spread, or pack with every domain full: the least loaded relative
+         * to its size (whole cores for a cookie'd policy), first on a tie. */
         for (size_t i = 1; i < n; i++)
-                if (d[i].load < d[best].load)
+                if ((uint64_t) d[i].load * MAX(d[best].capacity, 1u) < (uint64_t) d[best].load * MAX(d[i].capacity, 1u))
                         best = i;
         return (int) best;
 }
