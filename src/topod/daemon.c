@@ -228,18 +228,20 @@ static void interlocks_changed(Daemon *d) {
                 }
         } else if (!c->smt_active)
                 log_warning(d, "SMT is now off: no cookies until it is on again");
-        else if (d->cookies && c->core_sched.available)
-                log_notice(d, "SMT is on and no sched_ext scheduler runs: cookies are given again");
-        else
-                log_notice(d, "SMT is on and no sched_ext scheduler runs, but core scheduling was unavailable when "
-                              "topod started (%s): no cookies until it is restarted",
+        else if (!c->core_sched.available)
+                log_notice(d, "SMT is on and no sched_ext scheduler runs, but core scheduling is unavailable: %s",
                            c->core_sched.reason ?: "unknown");
+        else if (!d->cookies)
+                log_notice(d, "SMT is on and no sched_ext scheduler runs, but topod's cookie worker could not be "
+                              "started: no cookies until topod is restarted");
+        else
+                log_notice(d, "SMT is on and no sched_ext scheduler runs: cookies are given");
 }
 
 /* What forbids cookies, read again (two files); acted on when it changed.
  * Whether it did. */
 static bool refresh_interlocks(Daemon *d) {
-        if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root) <= 0)
+        if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root, NULL) <= 0)
                 return false;
         interlocks_changed(d);
         return true;
@@ -1371,7 +1373,8 @@ int topod_run(const DaemonArgs *a) {
         (void) chmod(d.state_dir, 0755);
         (void) cgroup_held_new(&d.held); /* without: opened per move */
         d.pidref.pidfs_idents = d.p->caps->pidfs.available;
-        if (d.p->caps->core_sched.available && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0)
+        /* With SMT off too: the interlock holds it back until SMT is on. */
+        if (kernelcaps_core_sched_built(d.p->caps) && cookie_applier_new(d.p->root, NULL, &d.cookies) >= 0)
                 set_interlocks(&d);
         if (found)
                 /* A journal left by a crash: put the machine back first, so

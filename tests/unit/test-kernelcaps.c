@@ -214,33 +214,84 @@ static void test_refresh_interlocks(void) {
         FakeSyscalls fs = { 0, 0, 1 };
         _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d, &fs);
         _cleanup_(root_freep) Root *r = NULL;
+        KernelProbeOps ops = { .core_sched_get = fake_core_sched, .proc_connector = fake_proc_connector,
+                               .pidfs = fake_pidfs, .userdata = &fs };
 
         ASSERT_OK(root_open(d, &r));
         ASSERT_FALSE(c->sched_ext_active);
         ASSERT_TRUE(c->smt_active);
-        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 0);
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 0);
 
         fake_write(d, "sys/kernel/sched_ext/state", "enabled\n");
         fake_write(d, "sys/kernel/sched_ext/root/ops", "simple\n");
-        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_TRUE(c->sched_ext_active);
         ASSERT_STREQ(c->sched_ext_ops, "simple");
         ASSERT_TRUE(strstr(c->sched_ext.reason, "simple"));
-        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 0); /* once */
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 0); /* once */
         ASSERT_TRUE(c->sched_ext_active);
 
         fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
         fake_write(d, "sys/devices/system/cpu/smt/control", "off\n");
-        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_FALSE(c->smt_active);
         ASSERT_STREQ(c->smt_control, "off");
 
         fake_write(d, "sys/kernel/sched_ext/state", "disabled\n");
         fake_write(d, "sys/devices/system/cpu/smt/active", "1\n");
-        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r), 1);
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_FALSE(c->sched_ext_active);
         ASSERT_TRUE(c->smt_active);
         ASSERT_TRUE(strstr(c->sched_ext.reason, "no BPF scheduler"));
+        fake_root_remove(d);
+}
+
+/* Started with SMT off, core scheduling answers ENODEV: built in, not
+ * usable. SMT switched on, the kernel is asked again and it is usable; off
+ * again, unusable again. A kernel without it (EINVAL) is not asked again. */
+static void test_refresh_core_sched(void) {
+        char *d = full_tree();
+        FakeSyscalls fs = { -ENODEV, 0, 1 };
+        KernelProbeOps ops = { .core_sched_get = fake_core_sched, .proc_connector = fake_proc_connector,
+                               .pidfs = fake_pidfs, .userdata = &fs };
+        _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
+        _cleanup_(root_freep) Root *r = NULL;
+
+        fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
+        fake_write(d, "sys/devices/system/cpu/smt/control", "off\n");
+        c = probe(d, &fs);
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_FALSE(c->core_sched.available);
+        ASSERT_TRUE(kernelcaps_core_sched_built(c));
+
+        /* Unchanged SMT: the kernel is not asked (it would say yes now). */
+        fs.core_sched = 0;
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 0);
+        ASSERT_FALSE(c->core_sched.available);
+
+        fake_write(d, "sys/devices/system/cpu/smt/active", "1\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
+        ASSERT_TRUE(c->smt_active);
+        ASSERT_TRUE(c->core_sched.available);
+        ASSERT_TRUE(strstr(c->core_sched.reason, "usable"));
+
+        fs.core_sched = -ENODEV;
+        fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
+        ASSERT_FALSE(c->core_sched.available);
+        ASSERT_EQ(c->core_sched.error, -ENODEV);
+        ASSERT_TRUE(kernelcaps_core_sched_built(c));
+        kernelcaps_free(TAKE_PTR(c));
+
+        /* Without core scheduling: SMT changes, the answer stays. */
+        fs.core_sched = -EINVAL;
+        c = probe(d, &fs);
+        ASSERT_FALSE(kernelcaps_core_sched_built(c));
+        fs.core_sched = 0;
+        fake_write(d, "sys/devices/system/cpu/smt/active", "1\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
+        ASSERT_FALSE(c->core_sched.available);
+        ASSERT_EQ(c->core_sched.error, -EINVAL);
         fake_root_remove(d);
 }
 
@@ -337,6 +388,7 @@ int main(void) {
         RUN(test_partial);
         RUN(test_hybrid);
         RUN(test_refresh_interlocks);
+        RUN(test_refresh_core_sched);
         RUN(test_features_refused); /* last: it may skip */
         return 0;
 }

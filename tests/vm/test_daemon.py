@@ -100,7 +100,7 @@ SCX_ON = (COOKIES + "EARLY=1; echo enabled > /tmp/scx-state; mount -o bind /tmp/
           "cat /tmp/ck; grep -o 'sched_ext scheduler (unnamed) is now enabled' /tmp/topod.log")
 SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
            "for i in $(seq 300); do cookies > /tmp/ck; grep -q ' 0$' /tmp/ck || break; sleep 0.1; done; "
-           "cat /tmp/ck; grep -o 'cookies are given again' /tmp/topod.log")
+           "cat /tmp/ck; grep -o 'cookies are given' /tmp/topod.log")
 
 
 # A process topod gave a cookie forks a child that no policy matches: the

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """vm-nosmt: the standard guest booted with `nosmt`: core scheduling is
 unavailable (prctl gives ENODEV) and topoctl says so, naming SMT; SMT is not
-active.  Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
+active. Then topod, started with SMT off, gives the ping-pong pair no cookie;
+SMT switched on (smt/control) while it runs, the pair gets its cookie and
+the worker its keep-alive, read back with PR_SCHED_CORE_GET, and the stop
+clears them.  Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
 
 import argparse
 import os
@@ -10,17 +13,36 @@ import sys
 sys.dont_write_bytecode = True        # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vmlib  # noqa: E402
+from test_apply import CONF, DATA  # noqa: E402
+from test_daemon import COOKIES, STOP, cookie_lines, up  # noqa: E402
 
 # No topod runs here: status says so on stderr, prints the kernel probe and
 # exits 1; any other exit status is a failure.
 STATUS = "topoctl status --json || [ $? -eq 1 ]"
 
+START = "workload pingpong & echo pp=$! > /tmp/pids; sleep 1.5"
+# SMT on while topod runs: wait (30 s at most) for every ping-pong thread
+# and the keep-alive to read a cookie.
+SMT_ON = (COOKIES + "echo on > /sys/devices/system/cpu/smt/control; cat /sys/devices/system/cpu/smt/active; "
+          "for i in $(seq 300); do cookies > /tmp/ck; grep -qE '^[a-z]+$| 0$' /tmp/ck || break; sleep 0.1; done; "
+          "cat /tmp/ck; grep -o 'SMT is .*' /tmp/topod.log")
+
 
 def test(args):
     r = vmlib.run_guest(
-        [STATUS,
-         "cat /sys/devices/system/cpu/smt/active /sys/devices/system/cpu/smt/control"],
-        binaries={"topoctl": args.topoctl}, append_extra="nosmt")
+        [STATUS,                                                                  # 0
+         "cat /sys/devices/system/cpu/smt/active /sys/devices/system/cpu/smt/control",  # 1
+         START,                                                                   # 2
+         up(1),                                                                   # 3
+         COOKIES + "cookies",                                                     # 4
+         SMT_ON,                                                                  # 5
+         "topoctl status --json",                                                 # 6
+         STOP,                                                                    # 7
+         COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; cat /tmp/topod.log"],  # 8
+        binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
+        files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
+               "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini")},
+        append_extra="nosmt")
     c = vmlib.Checks()
 
     c.eq(r.stdout(1).split(), ["0", "off"], "guest sysfs: smt/active, smt/control")
@@ -35,12 +57,39 @@ def test(args):
            "status core_scheduling.reason mentions SMT", "reason: %r" % (reason,))
     c.eq(c.get(caps, "smt.active"), False, "status smt.active")
 
+    # topod started with SMT off: placed, but no cookie (the kernel answers
+    # ENODEV: nothing to read back).
+    c.eq(r.rc(3), 0, "topod started with SMT off and placed the ping-pong process")
+    before = r.stdout(4).split()
+    c.true(before.count("pp") >= 2 and not cookie_lines(r.stdout(4)),
+           "SMT off: no cookie to read on the ping-pong threads", r.stdout(4))
+
+    on = r.stdout(5).splitlines()
+    c.eq(on[:1], ["1"], "smt/active after smt/control on")
+    ck = cookie_lines(r.stdout(5))
+    pp = set(ck.get("pp", []))
+    c.true(len(ck.get("pp", [])) >= 2 and len(pp) == 1 and 0 not in pp,
+           "SMT on: the ping-pong threads share one cookie", str(ck))
+    c.true(len(ck.get("keepalive", [])) == 1 and ck["keepalive"][0] not in pp | {0},
+           "SMT on: the worker holds a keep-alive cookie of its own", str(ck))
+    c.true(any("SMT is on" in l and "cookies are given" in l for l in on),
+           "topod says cookies are given now", "\n".join(on))
+    caps = c.get(c.json(r, 6, "topoctl status --json (from topod, SMT on)"), "kernel.capabilities")
+    c.eq(c.get(caps, "core_scheduling.available"), True, "topod's status: core_scheduling.available after SMT on")
+    c.eq(c.get(caps, "smt.active"), True, "topod's status: smt.active after SMT on")
+
+    c.eq(r.rc(7), 0, "topod stopped")
+    after = cookie_lines(r.stdout(8))
+    c.eq(sorted(set(after.get("pp", []))), [0], "after the stop: the ping-pong cookies cleared")
+
     if c.failed:
-        print("outputs: %s/out/  (0 = status)" % r.run_dir)
+        print("outputs: %s/out/  (0 = status, 4-5 = cookies before and after SMT on, 8 = log)" % r.run_dir)
     return c.finish()
 
 
 if __name__ == "__main__":
     p = vmlib.add_common_args(argparse.ArgumentParser(description=__doc__))
+    p.add_argument("--topod", required=True, help="path to the topod binary")
     p.add_argument("--topoctl", required=True, help="path to the topoctl binary")
+    p.add_argument("--workload", required=True, help="path to the workload helper")
     vmlib.main(test, p.parse_args())

@@ -495,7 +495,11 @@ static int probe_sched_ext(KernelCaps *c, const Root *root) {
         return cap_set(&c->sched_ext, true, 0, "built in, no BPF scheduler loaded");
 }
 
-int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root) {
+bool kernelcaps_core_sched_built(const KernelCaps *c) {
+        return c->core_sched.available || c->core_sched.error == -ENODEV;
+}
+
+int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelProbeOps *ops) {
         bool smt = c->smt_active, ext = c->sched_ext_active;
         int k;
 
@@ -505,6 +509,11 @@ int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root) {
         c->sched_ext_ops = mfree(c->sched_ext_ops);
         c->smt_active = c->sched_ext_active = false;
         if ((k = probe_smt(c, root)) < 0 || (k = probe_sched_ext(c, root)) < 0)
+                return k;
+        /* Core scheduling built in answers ENODEV while SMT is off and
+         * works once it is on: ask the kernel again. */
+        if (smt != c->smt_active && kernelcaps_core_sched_built(c) &&
+            (k = probe_core_sched(c, ops ?: &kernel_probe_ops_host)) < 0)
                 return k;
         return smt != c->smt_active || ext != c->sched_ext_active;
 }

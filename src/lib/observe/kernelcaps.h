@@ -79,12 +79,18 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
 KernelCaps *kernelcaps_free(KernelCaps *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KernelCaps *, kernelcaps_free);
 
+/* Whether the kernel has core scheduling, usable now or once SMT is on
+ * (PR_SCHED_CORE_GET gave ENODEV: built in, no SMT sibling online). */
+bool kernelcaps_core_sched_built(const KernelCaps *c);
+
 /* Read again what forbids cookies and can change while topod runs: SMT
  * switched off or on (smt/active), a sched_ext scheduler loaded or
- * unloaded (sched_ext/state). Their reasons are rewritten too. 1 when
- * smt_active or sched_ext_active changed, 0 when neither did, negative
- * errno (ENOMEM). */
-int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root);
+ * unloaded (sched_ext/state). Their reasons are rewritten too. When SMT
+ * changed on a kernel with core scheduling built in, core_sched is probed
+ * again through ops (NULL: the real syscall), so a topod started with SMT
+ * off gives cookies once it is on. 1 when smt_active or sched_ext_active
+ * changed, 0 when neither did, negative errno (ENOMEM). */
+int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelProbeOps *ops);
 
 /* Parse the text of sched/cgroup_mode ("up smp (concur) max tasks "). */
 int kernelcaps_parse_cgroup_mode(const char *text, char ***ret_modes, char **ret_active);

@@ -184,7 +184,7 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
         classify_params_from_config(p->config, &params);
-        if ((k = task_scanner_new(p->root, p->caps->core_sched.available ? &ops : NULL, &p->scanner)) < 0 ||
+        if ((k = task_scanner_new(p->root, kernelcaps_core_sched_built(p->caps) ? &ops : NULL, &p->scanner)) < 0 ||
             (k = classifier_new(&params, &p->classifier)) < 0)
                 return k;
         if (o->events) {
