@@ -682,6 +682,8 @@ static void test_random(void) {
                 "pack:2 [numa] l3:2 core:2 pu:2",
                 "pack:1 l3:4 core:1 pu:2",
                 "pack:2 l3:1 group:2 [numa] core:2 pu:2",
+                "tests/data/topologies/uneven-llc.xml",
+                "tests/data/topologies/uneven-llc-half-core.xml",
         };
         static const char *const spreads[] = { "pack", "spread" };
         static const char *const cookies[] = { "none", "group", "process" };
@@ -694,7 +696,11 @@ static void test_random(void) {
         srand(seed);
         for (int round = 0; round < 300; round++) {
                 char a[256], b[256];
-                const char *pol[2] = { a, b };
+                const char *pol[3] = { a, b,
+                                       /* Some rounds: an exclusive group that takes CPUs from the others'. */
+                                       "[policy]\nname = x\npriority = 300\n[match]\ncomm = x*\n"
+                                       "[place]\ncpus = 2-3\nexclusive = yes\ncookie = none\n" };
+                bool exclusive = rand() % 3 == 0;
                 World w;
                 Plan *before;
                 PlaceState *s;
@@ -706,7 +712,9 @@ static void test_random(void) {
                 snprintf(b, sizeof(b), "[policy]\nname = b\npriority = 100\n[match]\ncomm = *\n"
                                        "[place]\ncpus = %s\nspread = %s\ncookie = %s\n",
                          cpus[rand() % 3], spreads[rand() % 2], cookies[rand() % 3]);
-                world_init(&w, topologies[rand() % ELEMENTSOF(topologies)], rand() % 4 != 0, pol, 2);
+                world_init(&w, topologies[rand() % ELEMENTSOF(topologies)], rand() % 4 != 0, pol, exclusive ? 3 : 2);
+                if (exclusive)
+                        add_process(&w, "x-old", 1, POLICY_CLASS_OTHER);
                 for (int i = 0; i < existing; i++)
                         add_process(&w, rand() % 2 ? "a-old" : "b-old", 1 + (unsigned) (rand() % 3),
                                     POLICY_CLASS_OTHER);

@@ -317,16 +317,18 @@ static char *group_cpus(const Plan *p, const char *path) {
         return s ?: strdup("");
 }
 
-/* spread counts a domain's size: on a machine whose second LLC has half
- * the cores of the first (tests/data/topologies/uneven-llc.xml, CPUs 0-7
- * and 8-11), six processes go four and two, not three and three; a cookie'd
- * policy counts whole cores, the others CPUs, and both halve alike. */
+/* spread counts a domain's size: on a machine whose second LLC has 5 CPUs
+ * in 3 cores (one of them without its sibling) beside 8 CPUs in 4 cores
+ * (tests/data/topologies/uneven-llc-half-core.xml: 0-7, 8-12), six
+ * processes go 4 and 2 by CPUs (3/8 < 2/5 for the sixth), and 3 and 3 for
+ * a cookie'd policy, which counts whole cores (3/4 > 2/3). Counting
+ * threads alone gives 3 and 3 for both. */
 static void test_spread_by_size(void) {
         static const char SPREAD[] = "[policy]\nname = s\n[match]\ncomm = s\n[place]\ngroup = s\ncpus = llc\n"
                                      "spread = spread\ncookie = process\n";
         static const char PLAIN[] = "[policy]\nname = s\n[match]\ncomm = s\n[place]\ngroup = s\ncpus = llc\n"
                                     "spread = spread\ncookie = none\n";
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_XML, .arg = "tests/data/topologies/uneven-llc.xml" };
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_XML, .arg = "tests/data/topologies/uneven-llc-half-core.xml" };
         PlanTaskInput tasks[6];
         KernelCaps caps = { .core_sched = { .available = true }, .smt = { .available = true }, .smt_active = true };
 
@@ -346,11 +348,11 @@ static void test_spread_by_size(void) {
                         _cleanup_free_ char *cpus = NULL;
 
                         ASSERT_OK(bitmap_format_list(p->groups[i].cpus, &cpus));
-                        ASSERT_TRUE(streq(cpus, "0-7") || streq(cpus, "8-11"));
-                        n[streq(cpus, "8-11")] = p->groups[i].n_tasks;
+                        ASSERT_TRUE(streq(cpus, "0-7") || streq(cpus, "8-12"));
+                        n[streq(cpus, "8-12")] = p->groups[i].n_tasks;
                 }
-                ASSERT_EQ(n[0], 4u);
-                ASSERT_EQ(n[1], 2u);
+                ASSERT_EQ(n[0], cookie ? 3u : 4u);
+                ASSERT_EQ(n[1], cookie ? 3u : 2u);
                 mini_done(&m);
         }
 }

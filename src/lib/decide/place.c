@@ -305,7 +305,6 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
         for (size_t i = 0; i < ps->n; i++) {
                 const Policy *pol = ps->policies[i];
                 PlacePolicy *pp = &s->pol[i];
-                bool whole = pol->place.cookie != POLICY_COOKIE_NONE && plan->cookies_allowed;
                 size_t n = 0;
 
                 pp->cookie_group = -1;
@@ -329,7 +328,7 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                         if (pg->policy != (int) i)
                                 continue;
                         keyed[n++] = (KeyedGroup) { domain_key(t, pg), (int) g };
-                        s->capacity[g] = plan_capacity(t, pg->cpus, whole);
+                        s->capacity[g] = pg->capacity;
                 }
                 if (n > 0) {
                         qsort(keyed, n, sizeof(KeyedGroup), compare_keyed);

@@ -39,7 +39,8 @@
  *     cookies); with no room the planner would open the next domain, which
  *     has no group yet (PLACE_NEED_PASS), or, when every domain is in use,
  *     take the least loaded relative to its size. spread: the group with
- *     the fewest threads, first in domain order on a tie — but while some
+ *     the fewest threads relative to its size, first in domain order on a
+ *     tie (sizes are the planner's: PlanGroup.capacity) — but while some
  *     domain of the policy has no group, that empty domain is the planner's
  *     choice: PLACE_NEED_PASS. The loads are the plan's, kept up to date with the
  *     exits and new threads the events report (place_note_*()) and with

@@ -169,7 +169,9 @@ static int take_exclusive(Plan *p, const Topology *t) {
         return 0;
 }
 
-unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores) {
+/* What a group of these CPUs holds: PUs, or whole cores (a group with
+ * cookies owns whole cores). */
+static unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores) {
         unsigned n = 0;
 
         if (!whole_cores)
@@ -400,6 +402,7 @@ static int group_for(Builder *b, int policy, Domain *dom) {
         if ((k = add_group(b, path, policy, dom->kind, dom->id, dom->cpus, &idx)) < 0)
                 return k;
         b->plan->groups[idx].exclusive = pol->place.exclusive;
+        b->plan->groups[idx].capacity = dom->capacity;
         dom->group = idx;
         return idx;
 }

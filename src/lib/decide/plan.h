@@ -20,8 +20,11 @@
  *     domain per LLC / node / package; all and an explicit list give one.
  *     Threads of one process stay in one domain. pack fills domains in id
  *     order up to their capacity (PUs, or cores when the policy gives
- *     cookies: a cookie'd group owns whole cores) before opening the next;
- *     spread puts each process where the fewest threads already are.
+ *     cookies while cookies are given: a cookie'd group owns whole cores)
+ *     before opening the next; spread puts each process where the fewest
+ *     threads already are relative to that capacity. A domain's capacity
+ *     is counted before exclusive groups take CPUs from it, and kept in
+ *     its PlanGroup so that the fast path (place.h) counts alike.
  *     Processes are taken in tgid order.
  *   - weight: with sched/cgroup_mode the policy's weight is written as is
  *     and the mode is set; without it the mode is emulated by scaling
@@ -103,6 +106,7 @@ typedef struct PlanGroup {
         char *weight_why; /* how the weight was reached */
         unsigned n_tasks;
         unsigned n_runnable;
+        unsigned capacity; /* a policy group's domain's, as pack and spread count it (see above) */
 } PlanGroup;
 
 typedef struct PlanTask {
@@ -143,9 +147,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
 const PlanTask *plan_find_task(const Plan *p, pid_t tid);
 
-/* What a group of these CPUs holds: PUs, or whole cores (a group with
- * cookies owns whole cores). */
-unsigned plan_capacity(const Topology *t, const Bitmap *cpus, bool whole_cores);
 /* How many candidate domains a policy's [place] cpus make on t. */
 int plan_count_domains(const Topology *t, const Policy *pol, size_t *ret);
 const char *plan_domain_kind_to_string(PlanDomainKind k);
