@@ -247,6 +247,28 @@ static bool refresh_interlocks(Daemon *d) {
         return true;
 }
 
+/* Which policies are in force, after the load (read here: one file) and
+ * SMT as last read; each one that entered or left force is said. Whether
+ * any did: the plan in use was made without it. */
+static bool refresh_in_force(Daemon *d) {
+        const PolicySet *ps = d->p->policies;
+        _cleanup_free_ bool *was = malloc(MAX(ps->n, (size_t) 1) * sizeof(bool));
+
+        if (!was)
+                return false;
+        memcpy(was, d->p->in_force, ps->n * sizeof(bool));
+        if (pipeline_refresh_in_force(d->p, true) == 0)
+                return false;
+        for (size_t i = 0; i < ps->n; i++)
+                if (was[i] != d->p->in_force[i])
+                        log_notice(d, "policy %s (%s) %s force: [when] %s now (load %s%u%%, SMT %s)", ps->policies[i]->name,
+                                   ps->policies[i]->file, d->p->in_force[i] ? "enters" : "leaves",
+                                   d->p->in_force[i] ? "holds" : "does not hold", d->p->have_load ? "" : "unknown, last ",
+                                   d->p->load_percent, d->p->caps->smt_active ? "on" : "off");
+        plan_reply_forget(d);
+        return true;
+}
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
 static int pass_run(Daemon *d, PassCause cause) {
@@ -462,6 +484,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
          * machine busy, and must not wait for minutes of idle skips (two
          * files a tick). A change is a pass now, whatever the gates say. */
         changed = refresh_interlocks(d);
+        /* [when] smt = and load = : a policy entering or leaving force is
+         * a pass now too. */
+        changed = refresh_in_force(d) || changed;
 
         if (!changed && machine_idle(d, now))
                 d->idle_skips++;
@@ -1038,6 +1063,10 @@ static void print_status_text(const Daemon *d, FILE *f) {
                         fprintf(f, " and %zu more", in_force - shown);
         }
         fprintf(f, "%s (%zu loaded; --json lists them all)\n", *sep ? "" : " none", d->p->policies->n);
+        if (d->p->have_load)
+                fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->load_percent);
+        else
+                fputs("load: unknown (/proc/loadavg unreadable): no [when] load = band holds\n", f);
         if (d->plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->plan->n_tasks, d->plan->n_groups,
                         d->plan->n_cookie_groups);
@@ -1085,6 +1114,11 @@ static void print_status_json(const Daemon *d, Json *j) {
                 json_object_end(j);
         }
         json_array_end(j);
+        json_key(j, "load_percent");
+        if (d->p->have_load)
+                json_uint(j, d->p->load_percent);
+        else
+                json_null(j);
         json_kv_uint(j, "tasks_managed", d->plan ? d->plan->n_tasks : 0);
         json_kv_uint(j, "groups", d->plan ? d->plan->n_groups : 0);
         json_kv_uint(j, "cookie_groups", d->plan ? d->plan->n_cookie_groups : 0);

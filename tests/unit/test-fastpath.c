@@ -164,7 +164,7 @@ static const CgroupOps fake_cgroup_ops = { .mkdir = fk_mkdir, .rmdir = fk_rmdir,
 /* Fake tids are small (below 65536); the applier's own threads (real tids)
  * take a few slots of their own. */
 #define COOKIES_DIRECT 65536
-#define COOKIES_OTHER 16
+#define COOKIES_OTHER 256
 
 typedef struct FakeCookies {
         pthread_mutex_t lock;
@@ -1677,6 +1677,88 @@ static unsigned concurrency_of(const Pipeline *p) {
         return p->usage[0].concurrency_permille;
 }
 
+/* [when] load = bands: the load from the fake /proc/loadavg over the
+ * recorded machine's 16 CPUs, held with the configured hysteresis and
+ * dwell; a policy entering force is placed by the next pass; an unknown
+ * load holds no band. */
+static void test_load_bands(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        Plan *plan;
+        World w;
+        size_t light = SIZE_MAX, heavy = SIZE_MAX, batch = SIZE_MAX;
+
+        world_new(&w);
+        fake_write(root_dir, "etc/topod/policies.d/40-light.ini",
+                   "[policy]\nname = light\npriority = 300\n[when]\nload = 0-40%\n[match]\ncomm = light*\n"
+                   "[place]\ngroup = light\ncookie = none\n");
+        fake_write(root_dir, "etc/topod/policies.d/50-heavy.ini",
+                   "[policy]\nname = heavy\npriority = 300\n[when]\nload = 50-100%\n[match]\ncomm = heavy*\n"
+                   "[place]\ngroup = heavy\ncookie = none\n");
+        fake_write(root_dir, "proc/loadavg", "4.00 3.00 2.00 5/300 999\n"); /* 25% of 16 CPUs */
+        ASSERT_OK(pipeline_reload(w.p, d));
+        ASSERT_EQ(d->n_errors, 0);
+        ASSERT_EQ(w.p->policies->n, 5);
+        for (size_t i = 0; i < w.p->policies->n; i++) {
+                const char *name = w.p->policies->policies[i]->name;
+
+                if (streq(name, "light"))
+                        light = i;
+                else if (streq(name, "heavy"))
+                        heavy = i;
+                else if (streq(name, "batch"))
+                        batch = i;
+        }
+        ASSERT_TRUE(light < 5 && heavy < 5 && batch < 5);
+        ASSERT_TRUE(w.p->have_load);
+        ASSERT_EQ(w.p->load_percent, 25u);
+        ASSERT_TRUE(w.p->in_force[light]);
+        ASSERT_FALSE(w.p->in_force[heavy]);
+        fake_process(500, "heavy-a", "/user.slice");
+        fake_process(501, "light-a", "/user.slice");
+        plan = pass(&w, &r1);
+        ASSERT_STREQ(process_cgroup(500), "/user.slice");
+        ASSERT_STREQ(process_cgroup(501), "/topod.slice/light");
+
+        /* No dwell; hysteresis 5 points. 43%: light is held, heavy not yet. */
+        w.p->config->load_dwell_usec = 0;
+        fake_write(root_dir, "proc/loadavg", "6.88 3.00 2.00 5/300 999\n");
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
+        ASSERT_EQ(w.p->load_percent, 43u);
+        ASSERT_TRUE(w.p->in_force[light]);
+        /* 52%: light left (beyond 45), heavy entered. */
+        fake_write(root_dir, "proc/loadavg", "8.32 3.00 2.00 5/300 999\n");
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 2u);
+        ASSERT_FALSE(w.p->in_force[light]);
+        ASSERT_TRUE(w.p->in_force[heavy]);
+        (void) pipeline_use_plan(w.p, NULL);
+        plan_free(plan);
+        plan = pass(&w, &r2);
+        ASSERT_STREQ(process_cgroup(500), "/topod.slice/heavy");
+
+        /* With the dwell, a change waits for it. */
+        w.p->config->load_dwell_usec = 3600 * USEC_PER_SEC;
+        fake_write(root_dir, "proc/loadavg", "1.00 3.00 2.00 5/300 999\n");
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
+        ASSERT_TRUE(w.p->in_force[heavy]);
+
+        /* The load unreadable: no band holds. */
+        {
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof(path), "%s/proc/loadavg", root_dir);
+                ASSERT_EQ(unlink(path), 0);
+        }
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 1u);
+        ASSERT_FALSE(w.p->have_load);
+        ASSERT_FALSE(w.p->in_force[light]);
+        ASSERT_FALSE(w.p->in_force[heavy]);
+        ASSERT_TRUE(w.p->in_force[batch]); /* no [when]: as it was */
+        (void) pipeline_use_plan(w.p, NULL);
+        plan_free(plan);
+        world_free(&w);
+}
+
 static void test_measure(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -2145,6 +2227,7 @@ int main(void) {
                 test_skip("%s not found: run in the source tree", GUEST);
         RUN(test_journal_log);
         RUN(test_no_plan);
+        RUN(test_load_bands);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
         RUN(test_storm_pass_defers);

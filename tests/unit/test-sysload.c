@@ -57,8 +57,26 @@ static void test_quiet(void) {
         ASSERT_FALSE(sysload_quiet(&b, &a, 0, 1000000));
 }
 
+static void test_loadavg(void) {
+        uint64_t c = 0;
+
+        ASSERT_OK(sysload_parse_loadavg("1.23 0.58 0.59 2/1234 5678\n", 27, &c));
+        ASSERT_EQ(c, 123u);
+        ASSERT_OK(sysload_parse_loadavg("104.5 1 1 1/1 1", 15, &c));
+        ASSERT_EQ(c, 10450u);
+        ASSERT_OK(sysload_parse_loadavg("0.999 x", 7, &c)); /* hundredths, not rounded */
+        ASSERT_EQ(c, 99u);
+        ASSERT_OK(sysload_parse_loadavg("7\n", 2, &c));
+        ASSERT_EQ(c, 700u);
+        ASSERT_ERROR(sysload_parse_loadavg("", 0, &c), EINVAL);
+        ASSERT_ERROR(sysload_parse_loadavg("-1.00 0 0", 9, &c), EINVAL);
+        ASSERT_ERROR(sysload_parse_loadavg("1.2x 0 0", 8, &c), EINVAL);
+        ASSERT_ERROR(sysload_parse_loadavg("99999999999999999999.00", 23, &c), ERANGE);
+}
+
 int main(void) {
         RUN(test_parse);
+        RUN(test_loadavg);
         RUN(test_idle);
         RUN(test_quiet);
         return 0;

@@ -211,6 +211,13 @@ def test(args):
     c.true(not pidfs or caps.get("pidfs", {}).get("available") is True,
            "kernel %s: pidfds are pidfs inodes, and topod names the processes it pins by them" % release,
            str(caps.get("pidfs")))
+    # vm-plain has [when] load = 0-1000%: in force by the guest's own
+    # /proc/loadavg (plain-1 and plain-2 were placed by it, above).
+    load = status.get("load_percent")
+    plain_force = [p.get("in_force") for p in status.get("policies", []) if p.get("name") == "vm-plain"]
+    c.true(isinstance(load, int) and 0 <= load <= 1000 and plain_force == [True],
+           "topod's status: the load it read, and vm-plain ([when] load = 0-1000%) in force",
+           "load_percent %r, vm-plain in_force %r" % (load, plain_force))
     look = threads_by_tgid(c.json(r, 4, "classify after the late process"), pids)
     ck = {k: sorted({t.get("cookie") for t in v}) for k, v in look.items()}
     c.true(ck.get("c1") == ck.get("c2") and ck.get("c1") and ck["c1"][0] not in (0, None),

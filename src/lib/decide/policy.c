@@ -1118,13 +1118,42 @@ static bool condition_holds(const PolicyCondition *c, uint64_t v) {
 }
 
 bool policy_when_holds(const PolicyWhen *w, const PolicyMachine *m) {
+        if (w->has_load && (!m->has_load || m->load < w->load_low || m->load > w->load_high))
+                return false;
+        return policy_when_holds_but_load(w, m);
+}
+
+bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
+                             uint64_t dwell_usec, uint64_t now_usec) {
+        bool inside = load >= w->load_low && load <= w->load_high, flip;
+
+        if (!b->started) {
+                *b = (PolicyLoadBand) { .holds = inside, .started = true };
+                return b->holds;
+        }
+        /* Held: left only beyond the hysteresis. Not held: entered inside. */
+        flip = b->holds ? load + hysteresis < w->load_low || load > w->load_high + hysteresis : inside;
+        if (!flip) {
+                b->pending = false;
+                return b->holds;
+        }
+        if (!b->pending) {
+                b->pending = true;
+                b->since_usec = now_usec;
+        }
+        if (now_usec - MIN(b->since_usec, now_usec) >= dwell_usec) {
+                b->holds = !b->holds;
+                b->pending = false;
+        }
+        return b->holds;
+}
+
+bool policy_when_holds_but_load(const PolicyWhen *w, const PolicyMachine *m) {
         if (w->smt == POLICY_SMT_ON && !m->smt)
                 return false;
         if (w->smt == POLICY_SMT_OFF && m->smt)
                 return false;
         if (w->vendors && (!m->vendor || !strv_contains(w->vendors, m->vendor)))
-                return false;
-        if (w->has_load && (!m->has_load || m->load < w->load_low || m->load > w->load_high))
                 return false;
         for (size_t i = 0; i < w->n_conditions; i++) {
                 const PolicyCondition *c = &w->conditions[i];

@@ -260,6 +260,26 @@ bool policy_cmp_holds(PolicyCmp cmp, uint64_t lhs, uint64_t rhs);
  * has_load false) make the lines about them fail. Load is the raw band
  * test; hysteresis and dwell time are the planner's (topod.conf [load]). */
 bool policy_when_holds(const PolicyWhen *w, const PolicyMachine *m);
+/* Every line but the load band, which a running topod holds with
+ * hysteresis and dwell (PolicyLoadBand). */
+bool policy_when_holds_but_load(const PolicyWhen *w, const PolicyMachine *m);
+
+/* A [when] load band over time (topod.conf [load]): a band that holds
+ * stays held until the load has been more than `hysteresis` points outside
+ * it for `dwell`; one that does not hold is entered once the load has been
+ * inside it for `dwell`. The first reading decides at once: a topod
+ * started (or reloaded) does not wait a dwell to put its policies in
+ * force. */
+typedef struct PolicyLoadBand {
+        bool holds;
+        bool started;       /* a reading has been seen */
+        bool pending;       /* the load is on the other side, since since_usec */
+        uint64_t since_usec;
+} PolicyLoadBand;
+
+/* Take the load (percent) read at now_usec; whether the band holds. */
+bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
+                             uint64_t dwell_usec, uint64_t now_usec);
 
 /* The facts of one task that [match] looks at. NULL strings never match a
  * pattern for them. */

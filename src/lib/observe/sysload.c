@@ -78,6 +78,48 @@ int sysload_read(const Root *root, SysLoad *ret) {
         return sysload_parse(text, len, ret);
 }
 
+int sysload_parse_loadavg(const char *text, size_t len, uint64_t *ret_centi) {
+        const char *p = text, *end = text + len;
+        uint64_t whole, frac = 0;
+        unsigned digits = 0;
+
+        int k = parse_u64(&p, end, &whole);
+
+        if (k < 0)
+                return k;
+        if (whole > UINT64_MAX / 100 - 1)
+                return -ERANGE;
+        if (p < end && *p == '.')
+                for (p++; p < end && *p >= '0' && *p <= '9'; p++)
+                        if (digits < 2) {
+                                frac = frac * 10 + (uint64_t) (*p - '0');
+                                digits++;
+                        }
+        if (digits == 1)
+                frac *= 10;
+        if (p < end && *p != ' ' && *p != '\n')
+                return -EINVAL;
+        *ret_centi = whole * 100 + frac;
+        return 0;
+}
+
+int sysload_read_percent(const Root *root, unsigned n_cpus, unsigned *ret_percent) {
+        _cleanup_free_ char *text = NULL;
+        uint64_t centi;
+        size_t len;
+        int k;
+
+        if (n_cpus == 0)
+                return -EINVAL;
+        k = root_read_file(root, "proc/loadavg", SYSLOAD_TEXT_MAX, &text, &len);
+        if (k < 0)
+                return k;
+        if ((k = sysload_parse_loadavg(text, len, &centi)) < 0)
+                return k;
+        *ret_percent = (unsigned) MIN(centi / n_cpus, (uint64_t) SYSLOAD_PERCENT_MAX);
+        return 0;
+}
+
 bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_t slack_ticks, long ticks_per_sec) {
         uint64_t busy, own;
 

@@ -36,3 +36,14 @@ bool sysload_idle(const SysLoad *a, const SysLoad *b, uint64_t own_usec, uint64_
  * own_switches: ours (each of our sleeps costs the CPU two: away from us
  * and back); max_switches: what the rest of the machine may do. */
 bool sysload_quiet(const SysLoad *a, const SysLoad *b, uint64_t own_switches, uint64_t max_switches);
+
+/* The load that policies' [when] load = bands name: the kernel's 1-minute
+ * load average (/proc/loadavg: runnable and uninterruptible threads) per
+ * CPU, in percent: 100 is one thread per CPU. Parse the file's text into
+ * the load average in hundredths ("1.23 ..." gives 123); -EINVAL when it
+ * is not there. */
+int sysload_parse_loadavg(const char *text, size_t len, uint64_t *ret_centi);
+/* Read it and divide by n_cpus (> 0): the percent, at most
+ * SYSLOAD_PERCENT_MAX. */
+#define SYSLOAD_PERCENT_MAX 100000u
+int sysload_read_percent(const Root *root, unsigned n_cpus, unsigned *ret_percent);

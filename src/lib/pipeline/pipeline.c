@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
+#include "observe/sysload.h"
 
 uint64_t pipeline_now_usec(void) {
         struct timespec ts;
@@ -48,6 +49,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         lives_free(p->lives);
         users_free(p->users);
         free(p->in_force);
+        free(p->bands);
         free(p->seen);
         policy_set_free(p->policies);
         config_free(p->config);
@@ -86,21 +88,56 @@ static void raise_fd_limit(void) {
         }
 }
 
-static int load_in_force(Pipeline *p) {
+/* Which policies are in force: enabled, and [when] holds now; a load
+ * band as its PolicyLoadBand says (an unknown load holds none). How many
+ * changed. */
+static unsigned compute_in_force(Pipeline *p) {
         PolicyMachine m;
+        unsigned changed = 0;
 
-        /* Which policies are in force: enabled, and [when] holds now. The
-         * load band's hysteresis and dwell come with the daemon's loop. */
         check_machine_from(p->topology, p->caps, p->kernel_version, &m);
-        free(p->in_force);
-        p->in_force = calloc(MAX(p->policies->n, (size_t) 1), sizeof(bool));
-        if (!p->in_force)
-                return -ENOMEM;
         for (size_t i = 0; i < p->policies->n; i++) {
                 const Policy *pol = p->policies->policies[i];
-                p->in_force[i] = pol->enabled && (!pol->has_when || policy_when_holds(&pol->when, &m));
+                bool f = pol->enabled && (!pol->has_when || (policy_when_holds_but_load(&pol->when, &m) &&
+                                                             (!pol->when.has_load || (p->have_load && p->bands[i].holds))));
+
+                changed += f != p->in_force[i];
+                p->in_force[i] = f;
         }
+        return changed;
+}
+
+/* Read the load (sysload.h) and take it into every load band. */
+static void read_load(Pipeline *p, uint64_t now_usec) {
+        p->have_load = p->topology && sysload_read_percent(p->root, p->topology->n_pus, &p->load_percent) >= 0;
+        if (!p->have_load)
+                return;
+        for (size_t i = 0; i < p->policies->n; i++) {
+                const Policy *pol = p->policies->policies[i];
+
+                if (pol->has_when && pol->when.has_load)
+                        (void) policy_load_band_update(&p->bands[i], &pol->when, p->load_percent,
+                                                       p->config->load_hysteresis, p->config->load_dwell_usec, now_usec);
+        }
+}
+
+/* For a new policy set: every band starts afresh from the load now. */
+static int load_in_force(Pipeline *p) {
+        free(p->in_force);
+        free(p->bands);
+        p->in_force = calloc(MAX(p->policies->n, (size_t) 1), sizeof(bool));
+        p->bands = calloc(MAX(p->policies->n, (size_t) 1), sizeof(PolicyLoadBand));
+        if (!p->in_force || !p->bands)
+                return -ENOMEM;
+        read_load(p, pipeline_now_usec());
+        (void) compute_in_force(p);
         return 0;
+}
+
+unsigned pipeline_refresh_in_force(Pipeline *p, bool read_load_now) {
+        if (read_load_now)
+                read_load(p, pipeline_now_usec());
+        return compute_in_force(p);
 }
 
 static bool known_changed(Pipeline *p, pid_t tgid);

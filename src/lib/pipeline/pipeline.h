@@ -66,6 +66,9 @@ typedef struct Pipeline {
         Config *config;
         PolicySet *policies;
         bool *in_force; /* per policy: enabled and [when] holds now */
+        PolicyLoadBand *bands; /* per policy: its [when] load band over time */
+        bool have_load;        /* the last reading of the load worked, */
+        unsigned load_percent; /* and said this (sysload_read_percent()) */
         Topology *topology;
         KernelCaps *caps;
         uint64_t kernel_version;
@@ -180,6 +183,13 @@ uint64_t pipeline_now_usec(void);
  * untouched and -EINVAL is returned; else the new one is swapped in (the
  * classifier keeps its samples, with the new thresholds). */
 int pipeline_reload(Pipeline *p, Diagnostics *d);
+
+/* Which policies are in force, again: after SMT or the load changed
+ * ([when] smt = and load =). With read_load_now, the load is read first
+ * and taken into the bands (hysteresis and dwell of topod.conf [load]).
+ * How many policies entered or left force. The plan in use was made with
+ * the old answer: when some did, make a pass. */
+unsigned pipeline_refresh_in_force(Pipeline *p, bool read_load_now);
 
 /* Handle queued proc-connector events (without blocking). */
 void pipeline_drain_events(Pipeline *p);

@@ -830,12 +830,48 @@ TEST(did_you_mean) {
         ASSERT_EQ(diag_edit_distance("abc", "abc", 1), 0);
 }
 
+/* A load band over time: entered after the dwell inside it, left after the
+ * dwell beyond the hysteresis; the first reading decides at once; a
+ * reading back on the side it is on resets the dwell. */
+TEST(load_band) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_freep) Policy *p = parse_ok("[policy]\nname = b\n[when]\nload = 50-100%\n[features]\nX = on\n",
+                                                     "b.ini", d);
+        const PolicyWhen *w = &p->when;
+        PolicyLoadBand b = {};
+        const uint64_t s = 1000000; /* dwell 30 s, hysteresis 5 points */
+
+        ASSERT_FALSE(policy_load_band_update(&b, w, 20, 5, 30 * s, 0)); /* first: outside, at once */
+        ASSERT_FALSE(policy_load_band_update(&b, w, 60, 5, 30 * s, 1 * s)); /* inside, dwell begins */
+        ASSERT_FALSE(policy_load_band_update(&b, w, 60, 5, 30 * s, 30 * s));
+        ASSERT_FALSE(policy_load_band_update(&b, w, 40, 5, 30 * s, 31 * s)); /* outside again: reset */
+        ASSERT_FALSE(policy_load_band_update(&b, w, 50, 5, 30 * s, 32 * s));
+        ASSERT_FALSE(policy_load_band_update(&b, w, 100, 5, 30 * s, 61 * s));
+        ASSERT_TRUE(policy_load_band_update(&b, w, 70, 5, 30 * s, 62 * s)); /* 30 s inside */
+        /* Within the hysteresis: held, however long. */
+        ASSERT_TRUE(policy_load_band_update(&b, w, 45, 5, 30 * s, 63 * s));
+        ASSERT_TRUE(policy_load_band_update(&b, w, 105, 5, 30 * s, 200 * s));
+        /* Beyond it: left after the dwell, not before. */
+        ASSERT_TRUE(policy_load_band_update(&b, w, 44, 5, 30 * s, 201 * s));
+        ASSERT_TRUE(policy_load_band_update(&b, w, 106, 5, 30 * s, 230 * s));
+        ASSERT_FALSE(policy_load_band_update(&b, w, 300, 5, 30 * s, 231 * s));
+        ASSERT_FALSE(b.pending);
+
+        /* No dwell: at once; the first reading inside holds. */
+        b = (PolicyLoadBand) {};
+        ASSERT_TRUE(policy_load_band_update(&b, w, 75, 0, 0, 5 * s));
+        ASSERT_FALSE(policy_load_band_update(&b, w, 101, 0, 0, 5 * s));
+        ASSERT_TRUE(policy_load_band_update(&b, w, 100, 0, 0, 5 * s));
+        ASSERT_FALSE(policy_load_band_update(&b, w, 49, 0, 0, 6 * s));
+}
+
 int main(void) {
         RUN(full_sketch);
         RUN(defaults);
         RUN(syntax_variants);
         RUN(kernel_versions);
         RUN(when_holds);
+        RUN(load_band);
         RUN(match_task);
         RUN(match_literal);
         RUN(index_walk);
