@@ -241,9 +241,24 @@ static void interlocks_changed(Daemon *d) {
 /* What forbids cookies, read again (two files); acted on when it changed.
  * Whether it did. */
 static bool refresh_interlocks(Daemon *d) {
+        bool smt = d->p->caps->smt_active;
+        int k;
+
         if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root, NULL) <= 0)
                 return false;
         interlocks_changed(d);
+        /* SMT switched on or off: the siblings came online or went. The
+         * plans are made on the CPUs online. */
+        if (smt != d->p->caps->smt_active) {
+                plan_reply_forget(d);
+                if ((k = pipeline_reload_topology(d->p)) < 0)
+                        log_warning(d, "SMT is %s, but the topology cannot be read again (%s): planning goes on with "
+                                       "the CPUs online before",
+                                    d->p->caps->smt_active ? "on" : "off", strerror(-k));
+                else
+                        log_notice(d, "SMT is %s: topology read again, %u CPUs online", d->p->caps->smt_active ? "on" : "off",
+                                   d->p->topology->n_pus);
+        }
         return true;
 }
 

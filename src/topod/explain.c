@@ -361,7 +361,7 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         else
                 fprintf(f, "; kernel: %s\n",
                         a->cookie_error == -ENODATA ? "not asked"
-                        : !x->p->caps->core_sched.available ? "no core scheduling on this kernel"
+                        : !x->p->caps->core_sched.available ? x->p->caps->core_sched.reason ?: "no core scheduling"
                                                             : strerror(-a->cookie_error));
         fprintf(f, "  cgroup:   %s", a->cgroup ?: "(unknown)");
         if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))

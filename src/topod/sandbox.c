@@ -156,6 +156,11 @@ static const ArgRule arg_rules[] = {
          * (daemon.c), on the calling thread alone (pid 0). */
         { "sched_getattr", 0, INT_MASK, 0 },
         { "sched_setattr", 0, INT_MASK, 0 },
+        /* sched_setaffinity(): the topology read again when SMT is
+         * switched on or off (daemon.c): hwloc's x86 backend binds the
+         * calling thread (pid 0) to each CPU in turn to read CPUID there,
+         * and back. Never another task's. */
+        { "sched_setaffinity", 0, INT_MASK, 0 },
 
         /* clone(): threads only (pthread_create), no new processes. */
         { "clone", CLONE_FLAGS_ARG, CLONE_VM | CLONE_THREAD, CLONE_VM | CLONE_THREAD },

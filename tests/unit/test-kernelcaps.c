@@ -281,6 +281,11 @@ static void test_refresh_core_sched(void) {
         ASSERT_FALSE(c->core_sched.available);
         ASSERT_EQ(c->core_sched.error, -ENODEV);
         ASSERT_TRUE(kernelcaps_core_sched_built(c));
+        /* SMT that can never come on: nothing to wait for. */
+        fake_write(d, "sys/devices/system/cpu/smt/control", "notsupported\n");
+        ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 0);
+        ASSERT_FALSE(kernelcaps_core_sched_built(c));
+        fake_write(d, "sys/devices/system/cpu/smt/control", "off\n");
         kernelcaps_free(TAKE_PTR(c));
 
         /* Without core scheduling: SMT changes, the answer stays. */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "observe/topology.h"
 #include "sandbox.h"
 #include "tests.h"
 
@@ -176,8 +178,23 @@ static void child_fork(void) {
         _exit(4);
 }
 
+/* Another task's CPUs are not ours to set. */
+static void child_affinity_other(void) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        child_install(SANDBOX_ENFORCE);
+        (void) sched_setaffinity(getppid(), sizeof(set), &set);
+        _exit(4);
+}
+
 static void test_arguments_are_checked(void) {
         Child c;
+
+        run_child(child_affinity_other, &c);
+        assert_killed_by_sigsys(&c);
+        assert_refusal_line(&c, "sched_setaffinity", SYS_sched_setaffinity, "allows it only with other arguments");
 
         run_child(child_inet_socket, &c);
         assert_killed_by_sigsys(&c);
@@ -351,6 +368,30 @@ static void child_daemon_work(void) {
         fprintf(stderr, "daemon work done\n");
 }
 
+/* The topology read again under the filter, as topod does when SMT is
+ * switched on or off: hwloc's x86 backend binds the calling thread to
+ * each CPU in turn to read CPUID there. */
+static void child_topology(void) {
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = NULL };
+        Topology *t = NULL;
+
+        child_prepare();
+        child_install(SANDBOX_ENFORCE);
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_TRUE(t->n_pus > 0);
+        topology_free(t);
+        fprintf(stderr, "topology read\n");
+}
+
+static void test_topology_is_allowed(void) {
+        Child c;
+
+        run_child(child_topology, &c);
+        assert_exited_ok(&c);
+        if (!strstr(c.err, "topology read\n"))
+                TEST_FAIL("the child did not get to the end; its stderr:\n%s", c.err);
+}
+
 static void test_daemon_work_is_allowed(void) {
         Child c;
 
@@ -483,6 +524,7 @@ int main(void) {
         RUN(test_unlisted_is_refused);
         RUN(test_arguments_are_checked);
         RUN(test_daemon_work_is_allowed);
+        RUN(test_topology_is_allowed);
         RUN(test_log_kills_nothing);
         RUN(test_older_threads_are_filtered);
         RUN(test_off_installs_nothing);

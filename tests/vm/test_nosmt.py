@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """vm-nosmt: the standard guest booted with `nosmt`: core scheduling is
 unavailable (prctl gives ENODEV) and topoctl says so, naming SMT; SMT is not
-active. Then topod, started with SMT off, gives the ping-pong pair no cookie;
-SMT switched on (smt/control) while it runs, the pair gets its cookie and
-the worker its keep-alive, read back with PR_SCHED_CORE_GET, and the stop
-clears them.  Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
+active. Then topod, started with SMT off, gives the ping-pong pair no cookie and plans
+on the CPUs online; SMT switched on (smt/control) while it runs, the pair
+gets its cookie and the worker its keep-alive, read back with
+PR_SCHED_CORE_GET, the group's cpuset takes the siblings, and the stop
+clears the cookies.  Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
 
 import argparse
 import os
@@ -25,7 +26,10 @@ START = "workload pingpong & echo pp=$! > /tmp/pids; sleep 1.5"
 # and the keep-alive to read a cookie.
 SMT_ON = (COOKIES + "echo on > /sys/devices/system/cpu/smt/control; cat /sys/devices/system/cpu/smt/active; "
           "for i in $(seq 300); do cookies > /tmp/ck; grep -qE '^[a-z]+$| 0$' /tmp/ck || break; sleep 0.1; done; "
-          "cat /tmp/ck; grep -o 'SMT is .*' /tmp/topod.log")
+          "cat /tmp/ck; G=/sys/fs/cgroup/topod.slice/pingpong; "
+          "for i in $(seq 300); do [ \"$(cat $G/cpuset.cpus)\" = 8-15 ] && break; sleep 0.1; done; "
+          "echo cpus $(cat $G/cpuset.cpus) effective $(cat $G/cpuset.cpus.effective); "
+          "grep -o 'SMT is .*' /tmp/topod.log")
 
 
 def test(args):
@@ -63,6 +67,10 @@ def test(args):
     before = r.stdout(4).split()
     c.true(before.count("pp") >= 2 and not cookie_lines(r.stdout(4)),
            "SMT off: no cookie to read on the ping-pong threads", r.stdout(4))
+    # The cookie worker runs (with SMT off it holds nothing): the same
+    # thread takes the keep-alive once SMT is on.
+    c.true(r.stdout(4).split("\n").count("keepalive") == 1, "SMT off: topod's cookie worker runs, with no cookie",
+           r.stdout(4))
 
     on = r.stdout(5).splitlines()
     c.eq(on[:1], ["1"], "smt/active after smt/control on")
@@ -74,6 +82,10 @@ def test(args):
            "SMT on: the worker holds a keep-alive cookie of its own", str(ck))
     c.true(any("SMT is on" in l and "cookies are given" in l for l in on),
            "topod says cookies are given now", "\n".join(on))
+    # Planned on the CPUs online: 8,10,12,14 with SMT off; the siblings
+    # once it is on (topology read again).
+    c.true("cpus 8-15 effective 8-15" in on, "SMT on: the ping-pong group's cpuset holds the siblings (8-15)",
+           "\n".join(on))
     caps = c.get(c.json(r, 6, "topoctl status --json (from topod, SMT on)"), "kernel.capabilities")
     c.eq(c.get(caps, "core_scheduling.available"), True, "topod's status: core_scheduling.available after SMT on")
     c.eq(c.get(caps, "smt.active"), True, "topod's status: smt.active after SMT on")

@@ -496,7 +496,11 @@ static int probe_sched_ext(KernelCaps *c, const Root *root) {
 }
 
 bool kernelcaps_core_sched_built(const KernelCaps *c) {
-        return c->core_sched.available || c->core_sched.error == -ENODEV;
+        /* ENODEV: built in, SMT off; unless SMT can never come on
+         * (forceoff, notsupported, notimplemented). */
+        return c->core_sched.available ||
+               (c->core_sched.error == -ENODEV && c->smt_control &&
+                (streq(c->smt_control, "off") || streq(c->smt_control, "on")));
 }
 
 int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelProbeOps *ops) {

@@ -79,8 +79,9 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
 KernelCaps *kernelcaps_free(KernelCaps *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KernelCaps *, kernelcaps_free);
 
-/* Whether the kernel has core scheduling, usable now or once SMT is on
- * (PR_SCHED_CORE_GET gave ENODEV: built in, no SMT sibling online). */
+/* Whether the kernel has core scheduling, usable now or once SMT is
+ * switched on (PR_SCHED_CORE_GET gave ENODEV: built in, no SMT sibling
+ * online; and smt/control is "off", not forceoff or notsupported). */
 bool kernelcaps_core_sched_built(const KernelCaps *c);
 
 /* Read again what forbids cookies and can change while topod runs: SMT

@@ -134,6 +134,20 @@ static int load_in_force(Pipeline *p) {
         return 0;
 }
 
+int pipeline_reload_topology(Pipeline *p) {
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+        Topology *t = NULL;
+        int k = topology_load(&src, &t);
+
+        if (k < 0)
+                return k;
+        /* The fast path's state points into the old one. */
+        (void) pipeline_use_plan(p, NULL);
+        topology_free(p->topology);
+        p->topology = t;
+        return 0;
+}
+
 unsigned pipeline_refresh_in_force(Pipeline *p, bool read_load_now) {
         if (read_load_now)
                 read_load(p, pipeline_now_usec());

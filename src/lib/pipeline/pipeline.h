@@ -184,6 +184,11 @@ uint64_t pipeline_now_usec(void);
  * classifier keeps its samples, with the new thresholds). */
 int pipeline_reload(Pipeline *p, Diagnostics *d);
 
+/* Read the machine's topology again (the CPUs online changed: SMT
+ * switched on or off). The fast path waits for the next plan, made on
+ * it; on failure the old one stays. 0 or negative errno. */
+int pipeline_reload_topology(Pipeline *p);
+
 /* Which policies are in force, again: after SMT or the load changed
  * ([when] smt = and load =). With read_load_now, the load is read first
  * and taken into the bands (hysteresis and dwell of topod.conf [load]).
