@@ -383,22 +383,22 @@ static void child_topology(void) {
         fprintf(stderr, "topology read\n");
 }
 
-static void test_topology_is_allowed(void) {
+/* The child ran fn to its end: exit 0, and its last words on stderr. */
+static void assert_child_finished(void (*fn)(void), const char *last_words) {
         Child c;
 
-        run_child(child_topology, &c);
+        run_child(fn, &c);
         assert_exited_ok(&c);
-        if (!strstr(c.err, "topology read\n"))
+        if (!strstr(c.err, last_words))
                 TEST_FAIL("the child did not get to the end; its stderr:\n%s", c.err);
 }
 
-static void test_daemon_work_is_allowed(void) {
-        Child c;
+static void test_topology_is_allowed(void) {
+        assert_child_finished(child_topology, "topology read\n");
+}
 
-        run_child(child_daemon_work, &c);
-        assert_exited_ok(&c);
-        if (!strstr(c.err, "daemon work done\n"))
-                TEST_FAIL("the child did not get to the end; its stderr:\n%s", c.err);
+static void test_daemon_work_is_allowed(void) {
+        assert_child_finished(child_daemon_work, "daemon work done\n");
 }
 
 static void child_unlisted_log(void) {
