@@ -241,24 +241,9 @@ static void interlocks_changed(Daemon *d) {
 /* What forbids cookies, read again (two files); acted on when it changed.
  * Whether it did. */
 static bool refresh_interlocks(Daemon *d) {
-        bool smt = d->p->caps->smt_active;
-        int k;
-
         if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root, NULL) <= 0)
                 return false;
         interlocks_changed(d);
-        /* SMT switched on or off: the siblings came online or went. The
-         * plans are made on the CPUs online. */
-        if (smt != d->p->caps->smt_active) {
-                plan_reply_forget(d);
-                if ((k = pipeline_reload_topology(d->p)) < 0)
-                        log_warning(d, "SMT is %s, but the topology cannot be read again (%s): planning goes on with "
-                                       "the CPUs online before",
-                                    d->p->caps->smt_active ? "on" : "off", strerror(-k));
-                else
-                        log_notice(d, "SMT is %s: topology read again, %u CPUs online", d->p->caps->smt_active ? "on" : "off",
-                                   d->p->topology->n_pus);
-        }
         return true;
 }
 
@@ -274,14 +259,39 @@ static bool refresh_in_force(Daemon *d) {
         memcpy(was, d->p->in_force, ps->n * sizeof(bool));
         if (pipeline_refresh_in_force(d->p, true) == 0)
                 return false;
+        char load[32] = "unreadable";
+
+        if (d->p->have_load)
+                snprintf(load, sizeof(load), "%u%%", d->p->load_percent);
         for (size_t i = 0; i < ps->n; i++)
                 if (was[i] != d->p->in_force[i])
-                        log_notice(d, "policy %s (%s) %s force: [when] %s now (load %s%u%%, SMT %s)", ps->policies[i]->name,
-                                   ps->policies[i]->file, d->p->in_force[i] ? "enters" : "leaves",
-                                   d->p->in_force[i] ? "holds" : "does not hold", d->p->have_load ? "" : "unknown, last ",
-                                   d->p->load_percent, d->p->caps->smt_active ? "on" : "off");
+                        log_notice(d, "policy %s (%s) %s force: [when] %s now (load %s, SMT %s, %u CPUs)",
+                                   ps->policies[i]->name, ps->policies[i]->file, d->p->in_force[i] ? "enters" : "leaves",
+                                   d->p->in_force[i] ? "holds" : "does not hold", load,
+                                   d->p->caps->smt_active ? "on" : "off", d->p->topology->n_pus);
         plan_reply_forget(d);
         return true;
+}
+
+/* What can change under a running topod and changes its plan: the
+ * interlocks (SMT, sched_ext), the CPUs online (SMT switched on brings
+ * siblings online one by one: read again until the list stays), and so
+ * which policies are in force (the load, SMT, the CPU counts of [when]).
+ * Four small files. Whether anything changed. */
+static bool refresh_machine(Daemon *d) {
+        bool changed = refresh_interlocks(d);
+        int k = pipeline_refresh_topology(d->p);
+
+        if (k < 0)
+                log_warning(d, "the CPUs online changed, but the topology cannot be read again (%s): planning goes on "
+                               "with the CPUs before; tried again at the next tick",
+                            strerror(-k));
+        else if (k > 0) {
+                log_notice(d, "the CPUs online changed: topology read again, %u CPUs", d->p->topology->n_pus);
+                plan_reply_forget(d);
+                changed = true;
+        }
+        return refresh_in_force(d) || changed;
 }
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
@@ -316,10 +326,11 @@ static int pass_run(Daemon *d, PassCause cause) {
         scanned = pipeline_now_usec();
         task_scanner_stats(d->p->scanner, &ss);
         d->last_pass_deferred = ss.deferred;
-        /* What forbids cookies can change while topod runs: a sched_ext
-         * scheduler loaded, SMT switched off. Read at every pass, so that
-         * this plan and the cookie worker follow. */
-        (void) refresh_interlocks(d);
+        /* What forbids cookies can change while topod runs (a sched_ext
+         * scheduler loaded, SMT switched off), and with it the CPUs online
+         * and the policies in force. Read at every pass, so that this plan
+         * and the cookie worker follow. */
+        (void) refresh_machine(d);
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
@@ -498,10 +509,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Before the gates: a sched_ext scheduler loaded does not make the
          * machine busy, and must not wait for minutes of idle skips (two
          * files a tick). A change is a pass now, whatever the gates say. */
-        changed = refresh_interlocks(d);
-        /* [when] smt = and load = : a policy entering or leaving force is
-         * a pass now too. */
-        changed = refresh_in_force(d) || changed;
+        changed = refresh_machine(d);
 
         if (!changed && machine_idle(d, now))
                 d->idle_skips++;

@@ -13,6 +13,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "decide/classify.h"
+#include "decide/policy-check.h"
 
 /* Why a policy that looked at the thread did not place it. */
 typedef enum Verdict {
@@ -92,6 +93,26 @@ static int add_cand(ThreadAnswer *a, int policy, Verdict v, char *why) {
 }
 
 static char *strf(const char *fmt, ...) _printf_(1, 2);
+static char *strf(const char *fmt, ...);
+
+/* Why policy i (enabled) is not in force: its [when], and where the load
+ * band is what keeps it out, the band's state. */
+static char *not_in_force_why(const ExplainContext *x, size_t i) {
+        const Policy *p = x->p->policies->policies[i];
+        const PolicyLoadBand *b = &x->p->bands[i];
+        PolicyMachine m;
+
+        check_machine_from(x->p->topology, x->p->caps, x->p->kernel_version, &m);
+        if (!p->when.has_load || !policy_when_holds_but_load(&p->when, &m))
+                return strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line);
+        if (!b->started)
+                return strf("[when] load = %u-%u%% (%s:%u): the load has not been read", p->when.load_low,
+                            p->when.load_high, p->file, p->when_line);
+        return strf("[when] load = %u-%u%% (%s:%u): the load is %u%%%s", p->when.load_low, p->when.load_high, p->file,
+                    p->when_line, x->p->load_percent,
+                    b->pending ? ", inside the band: it enters force once it has stayed there the [load] dwell" : "");
+}
+
 static char *strf(const char *fmt, ...) {
         va_list ap;
         char *s;
@@ -147,8 +168,7 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
                 } else if (!p->enabled)
                         k = add_cand(a, (int) i, VERDICT_DISABLED, strf("disabled (%s:%u)", p->file, p->enabled_line));
                 else if (!x->p->in_force[i])
-                        k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE,
-                                     strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line));
+                        k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE, not_in_force_why(x, i));
                 else if (!p->place.present)
                         k = add_cand(a, (int) i, VERDICT_NO_PLACE,
                                      strf("has no [place]: it sets kernel settings only (%s)", p->file));

@@ -1742,19 +1742,65 @@ static void test_load_bands(void) {
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
         ASSERT_TRUE(w.p->in_force[heavy]);
 
-        /* The load unreadable: no band holds. */
+        /* The load unreadable: the bands stay as they were. */
         {
                 char path[PATH_MAX];
 
                 snprintf(path, sizeof(path), "%s/proc/loadavg", root_dir);
                 ASSERT_EQ(unlink(path), 0);
         }
-        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 1u);
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
         ASSERT_FALSE(w.p->have_load);
         ASSERT_FALSE(w.p->in_force[light]);
-        ASSERT_FALSE(w.p->in_force[heavy]);
-        ASSERT_TRUE(w.p->in_force[batch]); /* no [when]: as it was */
+        ASSERT_TRUE(w.p->in_force[heavy]);
+        ASSERT_TRUE(w.p->in_force[batch]); /* no [when] */
+
+        /* A reload keeps the bands of the policies it keeps (heavy, held
+         * without a reading); a new band holds nothing before its first
+         * reading (medium); light, its band changed, starts afresh. */
+        fake_write(root_dir, "etc/topod/policies.d/60-medium.ini",
+                   "[policy]\nname = medium\npriority = 300\n[when]\nload = 0-1000%\n[match]\ncomm = medium*\n"
+                   "[place]\ngroup = medium\ncookie = none\n");
+        fake_write(root_dir, "etc/topod/policies.d/40-light.ini",
+                   "[policy]\nname = light\npriority = 300\n[when]\nload = 0-1000%\n[match]\ncomm = light*\n"
+                   "[place]\ngroup = light\ncookie = none\n");
         (void) pipeline_use_plan(w.p, NULL);
+        ASSERT_OK(pipeline_reload(w.p, d));
+        ASSERT_EQ(w.p->policies->n, 6);
+        for (size_t i = 0; i < w.p->policies->n; i++) {
+                const char *name = w.p->policies->policies[i]->name;
+
+                if (streq(name, "heavy"))
+                        ASSERT_TRUE(w.p->in_force[i]);
+                else if (streq(name, "medium") || streq(name, "light"))
+                        ASSERT_FALSE(w.p->in_force[i]);
+        }
+        fake_write(root_dir, "proc/loadavg", "1.00 3.00 2.00 5/300 999\n");
+        ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 2u); /* medium and light at their first reading */
+        plan_free(plan);
+        world_free(&w);
+}
+
+/* The CPUs online changed (SMT switched off, then on): the topology is
+ * read again, once per change; the fast path goes on from the same plan. */
+static void test_topology_refresh(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
+        Plan *plan;
+        World w;
+
+        world_new(&w);
+        plan = pass(&w, &r1);
+        ASSERT_EQ(w.p->topology->n_pus, 16u);
+        ASSERT_EQ(pipeline_refresh_topology(w.p), 0);
+        fake_write(root_dir, "sys/devices/system/cpu/online", "0,2,4,6,8,10,12,14\n");
+        ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
+        ASSERT_EQ(w.p->topology->n_pus, 8u);
+        ASSERT_TRUE(w.p->place && w.p->plan == plan);
+        ASSERT_EQ(pipeline_refresh_topology(w.p), 0);
+        fake_write(root_dir, "sys/devices/system/cpu/online", "0-15\n");
+        ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
+        ASSERT_EQ(w.p->topology->n_pus, 16u);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan);
         world_free(&w);
 }
@@ -2228,6 +2274,7 @@ int main(void) {
         RUN(test_journal_log);
         RUN(test_no_plan);
         RUN(test_load_bands);
+        RUN(test_topology_refresh);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
         RUN(test_storm_pass_defers);

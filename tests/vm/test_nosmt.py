@@ -22,14 +22,15 @@ from test_daemon import COOKIES, STOP, cookie_lines, up  # noqa: E402
 STATUS = "topoctl status --json || [ $? -eq 1 ]"
 
 START = "workload pingpong & echo pp=$! > /tmp/pids; sleep 1.5"
-# SMT on while topod runs: wait (30 s at most) for every ping-pong thread
-# and the keep-alive to read a cookie.
+# SMT on while topod runs: wait (60 s of the guest's clock at most: a
+# round of cookies() execs a dozen times) for every ping-pong thread and
+# the keep-alive to read a cookie, and for the group's cpuset.
 SMT_ON = (COOKIES + "echo on > /sys/devices/system/cpu/smt/control; cat /sys/devices/system/cpu/smt/active; "
-          "for i in $(seq 300); do cookies > /tmp/ck; grep -qE '^[a-z]+$| 0$' /tmp/ck || break; sleep 0.1; done; "
-          "cat /tmp/ck; G=/sys/fs/cgroup/topod.slice/pingpong; "
-          "for i in $(seq 300); do [ \"$(cat $G/cpuset.cpus)\" = 8-15 ] && break; sleep 0.1; done; "
-          "echo cpus $(cat $G/cpuset.cpus) effective $(cat $G/cpuset.cpus.effective); "
-          "grep -o 'SMT is .*' /tmp/topod.log")
+          "G=/sys/fs/cgroup/topod.slice/pingpong; END=$(($(date +%s) + 60)); "
+          "while [ $(date +%s) -lt $END ]; do cookies > /tmp/ck; "
+          "grep -qE '^[a-z]+$| 0$' /tmp/ck || [ \"$(cat $G/cpuset.cpus)\" != 8-15 ] || break; sleep 0.2; done; "
+          "cat /tmp/ck; echo cpus $(cat $G/cpuset.cpus) effective $(cat $G/cpuset.cpus.effective); "
+          "grep -oE 'SMT is .*|CPUs online.*|seccomp.*' /tmp/topod.log")
 
 
 def test(args):

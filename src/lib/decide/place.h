@@ -130,7 +130,8 @@ typedef struct PlacePick {
 
 /* The last plan as the fast path reads it, with the loads of its groups
  * (the plan's, plus what the fast path placed since). It keeps pointers to
- * plan, policies, in_force and topology: they must outlive it, unchanged. */
+ * plan, policies and topology: they must outlive it, unchanged; in_force
+ * is copied (which policies are active) when it is made. */
 typedef struct PlaceState PlaceState;
 
 int place_state_new(const Plan *plan, const PolicySet *policies, const bool *in_force, const Topology *topology,

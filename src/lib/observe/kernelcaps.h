@@ -81,7 +81,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(KernelCaps *, kernelcaps_free);
 
 /* Whether the kernel has core scheduling, usable now or once SMT is
  * switched on (PR_SCHED_CORE_GET gave ENODEV: built in, no SMT sibling
- * online; and smt/control is "off", not forceoff or notsupported). */
+ * online; and smt/control is "off" or "on", not forceoff, notsupported
+ * or notimplemented). */
 bool kernelcaps_core_sched_built(const KernelCaps *c);
 
 /* Read again what forbids cookies and can change while topod runs: SMT

@@ -358,7 +358,9 @@ static char *describe_source(const TopologySource *s) {
 }
 
 /* hwloc reads a foreign sysfs tree only through the environment. Setting it
- * is not thread-safe: load topologies before starting threads. */
+ * is not thread-safe against threads that read the environment: topod
+ * reads its topology again (CPUs online changed) with its placer and
+ * cookie threads running, which never do. */
 typedef struct EnvSave {
         const char *name;
         char *old;

@@ -50,6 +50,7 @@ Pipeline *pipeline_free(Pipeline *p) {
         users_free(p->users);
         free(p->in_force);
         free(p->bands);
+        bitmap_free(p->online);
         free(p->seen);
         policy_set_free(p->policies);
         config_free(p->config);
@@ -99,7 +100,7 @@ static unsigned compute_in_force(Pipeline *p) {
         for (size_t i = 0; i < p->policies->n; i++) {
                 const Policy *pol = p->policies->policies[i];
                 bool f = pol->enabled && (!pol->has_when || (policy_when_holds_but_load(&pol->when, &m) &&
-                                                             (!pol->when.has_load || (p->have_load && p->bands[i].holds))));
+                                                             (!pol->when.has_load || p->bands[i].holds)));
 
                 changed += f != p->in_force[i];
                 p->in_force[i] = f;
@@ -107,7 +108,9 @@ static unsigned compute_in_force(Pipeline *p) {
         return changed;
 }
 
-/* Read the load (sysload.h) and take it into every load band. */
+/* Read the load (sysload.h) and take it into every load band. A band
+ * holds only once a reading has been taken (a band not started holds
+ * nothing); a failed read later leaves the bands as they are. */
 static void read_load(Pipeline *p, uint64_t now_usec) {
         p->have_load = p->topology && sysload_read_percent(p->root, p->topology->n_pus, &p->load_percent) >= 0;
         if (!p->have_load)
@@ -121,31 +124,89 @@ static void read_load(Pipeline *p, uint64_t now_usec) {
         }
 }
 
-/* For a new policy set: every band starts afresh from the load now. */
-static int load_in_force(Pipeline *p) {
-        free(p->in_force);
-        free(p->bands);
-        p->in_force = calloc(MAX(p->policies->n, (size_t) 1), sizeof(bool));
-        p->bands = calloc(MAX(p->policies->n, (size_t) 1), sizeof(PolicyLoadBand));
-        if (!p->in_force || !p->bands)
+/* The per-policy arrays for a policy set: a band is carried over from
+ * the set in use where a policy of the same name has the same band (a
+ * reload does not reset the hysteresis and dwell of what did not change);
+ * the others start from the next reading. Made before anything is
+ * swapped: a failure leaves the running set whole. */
+static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const PolicyLoadBand *old_bands,
+                           bool **ret_in_force, PolicyLoadBand **ret_bands) {
+        _cleanup_free_ bool *in_force = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
+        _cleanup_free_ PolicyLoadBand *bands = calloc(MAX(ps->n, (size_t) 1), sizeof(PolicyLoadBand));
+
+        if (!in_force || !bands)
                 return -ENOMEM;
-        read_load(p, pipeline_now_usec());
-        (void) compute_in_force(p);
+        for (size_t i = 0; old && old_bands && i < ps->n; i++) {
+                const PolicyWhen *w = &ps->policies[i]->when;
+
+                if (!ps->policies[i]->has_when || !w->has_load)
+                        continue;
+                for (size_t j = 0; j < old->n; j++) {
+                        const Policy *o = old->policies[j];
+
+                        if (streq(o->name, ps->policies[i]->name) && o->has_when && o->when.has_load &&
+                            o->when.load_low == w->load_low && o->when.load_high == w->load_high) {
+                                bands[i] = old_bands[j];
+                                break;
+                        }
+                }
+        }
+        *ret_in_force = TAKE_PTR(in_force);
+        *ret_bands = TAKE_PTR(bands);
         return 0;
 }
 
-int pipeline_reload_topology(Pipeline *p) {
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
-        Topology *t = NULL;
-        int k = topology_load(&src, &t);
+/* For the policy set now in p->policies, with its arrays: the load taken
+ * in, the policies in force worked out. */
+static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands) {
+        free(p->in_force);
+        free(p->bands);
+        p->in_force = in_force;
+        p->bands = bands;
+        read_load(p, pipeline_now_usec());
+        (void) compute_in_force(p);
+}
 
-        if (k < 0)
+/* The CPUs online as the kernel lists them, or NULL when it cannot be told. */
+static Bitmap *read_online(const Pipeline *p) {
+        _cleanup_free_ char *text = NULL;
+        Bitmap *b = NULL;
+
+        if (root_read_line(p->root, "sys/devices/system/cpu/online", &text) < 0 ||
+            bitmap_parse_list(strstrip(text), &b) < 0)
+                return NULL;
+        return b;
+}
+
+int pipeline_refresh_topology(Pipeline *p) {
+        _cleanup_(bitmap_freep) Bitmap *online = read_online(p);
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+        const Plan *plan = p->plan;
+        Topology *t = NULL;
+        int k;
+
+        /* Read again only when the list changed since it was last acted
+         * on, and the topology does not have it already: a tree whose list
+         * hwloc reads otherwise is not read at every tick. */
+        if (!online || (p->online && bitmap_equal(online, p->online)))
+                return 0;
+        bitmap_free(p->online);
+        p->online = TAKE_PTR(online);
+        if (bitmap_equal(p->online, p->topology->cpus))
+                return 0;
+        if ((k = topology_load(&src, &t)) < 0) {
+                p->online = bitmap_free(p->online); /* tried again next time */
                 return k;
-        /* The fast path's state points into the old one. */
+        }
+        /* The fast path's state points into the old one: made again on
+         * the new one, from the same plan (the next pass's keeps its
+         * groups). */
         (void) pipeline_use_plan(p, NULL);
         topology_free(p->topology);
         p->topology = t;
-        return 0;
+        if (plan)
+                (void) pipeline_use_plan(p, plan);
+        return 1;
 }
 
 unsigned pipeline_refresh_in_force(Pipeline *p, bool read_load_now) {
@@ -214,6 +275,7 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
 
         if ((k = topology_load(&src, &p->topology)) < 0)
                 return fail(k, ret_reason, "cannot load the topology");
+        p->online = read_online(p);
         if ((k = kernelcaps_probe(p->root, NULL, &p->caps)) < 0)
                 return fail(k, ret_reason, "kernel capability probe failed");
         if (root_read_line(p->root, "proc/sys/kernel/osrelease", &release) >= 0)
@@ -229,8 +291,14 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         k = policy_read_paths(paths, 1, d, &p->policies);
         if (k < 0 && !p->policies)
                 return fail(k, ret_reason, "cannot read the policies in %s", dir);
-        if ((k = load_in_force(p)) < 0)
-                return k;
+        {
+                bool *in_force;
+                PolicyLoadBand *bands;
+
+                if ((k = in_force_arrays(p->policies, NULL, NULL, &in_force, &bands)) < 0)
+                        return k;
+                use_in_force_arrays(p, in_force, bands);
+        }
         if ((k = users_load(p->root, &p->users)) < 0)
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
@@ -265,6 +333,8 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
 
 int pipeline_reload(Pipeline *p, Diagnostics *d) {
         _cleanup_(config_freep) Config *config = NULL;
+        bool *in_force;
+        PolicyLoadBand *bands;
         _cleanup_(policy_set_freep) PolicySet *policies = NULL;
         _cleanup_free_ char *conf = NULL, *dir = NULL;
         char *paths[2] = {};
@@ -295,6 +365,8 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
                 return k;
         if (!policies || d->n_errors > errors)
                 return -EINVAL; /* keep what runs */
+        if ((k = in_force_arrays(policies, p->policies, p->bands, &in_force, &bands)) < 0)
+                return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
          * path until the next pass brings a plan of the new one. */
@@ -304,8 +376,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         policy_set_free(p->policies);
         p->policies = TAKE_PTR(policies);
         p->n_kept = 0; /* indexes of the old set */
-        if ((k = load_in_force(p)) < 0)
-                return k;
+        use_in_force_arrays(p, in_force, bands);
         classify_params_from_config(p->config, &params);
         p->classifier->params = params;
         return 0;

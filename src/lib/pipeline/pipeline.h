@@ -67,6 +67,7 @@ typedef struct Pipeline {
         PolicySet *policies;
         bool *in_force; /* per policy: enabled and [when] holds now */
         PolicyLoadBand *bands; /* per policy: its [when] load band over time */
+        Bitmap *online;        /* cpu/online when last acted on (pipeline_refresh_topology()) */
         bool have_load;        /* the last reading of the load worked, */
         unsigned load_percent; /* and said this (sysload_read_percent()) */
         Topology *topology;
@@ -184,10 +185,12 @@ uint64_t pipeline_now_usec(void);
  * classifier keeps its samples, with the new thresholds). */
 int pipeline_reload(Pipeline *p, Diagnostics *d);
 
-/* Read the machine's topology again (the CPUs online changed: SMT
- * switched on or off). The fast path waits for the next plan, made on
- * it; on failure the old one stays. 0 or negative errno. */
-int pipeline_reload_topology(Pipeline *p);
+/* Read the machine's topology again when the CPUs online changed (SMT
+ * switched on or off, a CPU hot-plugged): one small file
+ * (cpu/online) otherwise. The fast path goes on from the same plan on the
+ * new topology. 1 when read again, 0 when not needed, negative errno when
+ * it could not be (the old one stays; tried again at the next call). */
+int pipeline_refresh_topology(Pipeline *p);
 
 /* Which policies are in force, again: after SMT or the load changed
  * ([when] smt = and load =). With read_load_now, the load is read first
