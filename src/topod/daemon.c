@@ -253,14 +253,13 @@ static bool refresh_interlocks(Daemon *d) {
 static bool refresh_in_force(Daemon *d) {
         const PolicySet *ps = d->p->policies;
         _cleanup_free_ bool *was = malloc(MAX(ps->n, (size_t) 1) * sizeof(bool));
+        char load[32] = "unreadable";
 
         if (!was)
                 return false;
         memcpy(was, d->p->in_force, ps->n * sizeof(bool));
         if (pipeline_refresh_in_force(d->p, true) == 0)
                 return false;
-        char load[32] = "unreadable";
-
         if (d->p->have_load)
                 snprintf(load, sizeof(load), "%u%%", d->p->load_percent);
         for (size_t i = 0; i < ps->n; i++)
@@ -506,9 +505,10 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
          * counts for the next tick. */
         d->fresh_since_tick = 0;
         d->fresh_since_usec = now;
-        /* Before the gates: a sched_ext scheduler loaded does not make the
-         * machine busy, and must not wait for minutes of idle skips (two
-         * files a tick). A change is a pass now, whatever the gates say. */
+        /* Before the gates: a sched_ext scheduler loaded, SMT switched
+         * on, a load band entered do not make the machine busy, and must
+         * not wait for minutes of idle skips (four small files a tick). A
+         * change is a pass now, whatever the gates say. */
         changed = refresh_machine(d);
 
         if (!changed && machine_idle(d, now))
@@ -1089,7 +1089,7 @@ static void print_status_text(const Daemon *d, FILE *f) {
         if (d->p->have_load)
                 fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->load_percent);
         else
-                fputs("load: unknown (/proc/loadavg unreadable): no [when] load = band holds\n", f);
+                fputs("load: unknown (/proc/loadavg unreadable): [when] load = bands stay as they were\n", f);
         if (d->plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->plan->n_tasks, d->plan->n_groups,
                         d->plan->n_cookie_groups);

@@ -39,7 +39,7 @@ def test(args):
          "cat /sys/devices/system/cpu/smt/active /sys/devices/system/cpu/smt/control",  # 1
          START,                                                                   # 2
          up(1),                                                                   # 3
-         COOKIES + "cookies",                                                     # 4
+         COOKIES + "cookies; echo cpus $(cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus)",  # 4
          SMT_ON,                                                                  # 5
          "topoctl status --json",                                                 # 6
          STOP,                                                                    # 7
@@ -71,6 +71,8 @@ def test(args):
     # The cookie worker runs (with SMT off it holds nothing): the same
     # thread takes the keep-alive once SMT is on.
     c.true(r.stdout(4).split("\n").count("keepalive") == 1, "SMT off: topod's cookie worker runs, with no cookie",
+           r.stdout(4))
+    c.true("cpus 8,10,12,14" in r.stdout(4).splitlines(), "SMT off: the ping-pong group holds the CPUs online (8,10,12,14)",
            r.stdout(4))
 
     on = r.stdout(5).splitlines()
