@@ -103,6 +103,23 @@ SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
            "cat /tmp/ck; grep -o 'cookies are given' /tmp/topod.log")
 
 
+# A load band entered and left while topod runs: heavy-1 matches vm-heavy
+# ([when] load = 400-1000%), which the guest's load never reaches, so it is
+# left alone; a /proc/loadavg of 80 (500% of 16 CPUs) bind-mounted over the
+# real one puts the policy in force and heavy-1 in its group; taken away,
+# the policy leaves force and topod lets go of heavy-1: back where it came
+# from. [load] dwell = 0 in the test's topod.conf.
+LOAD_ON = ("workload idle heavy-1 & echo h1=$! >> /tmp/pids; H=$!; sleep 3; echo before $(cat /proc/$H/cgroup); "
+           "echo '80.00 80.00 80.00 1/100 999' > /tmp/loadavg; mount --bind /tmp/loadavg /proc/loadavg; "
+           "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do "
+           "grep -q topod.slice/heavy /proc/$H/cgroup && break; sleep 0.2; done; "
+           "echo after $(cat /proc/$H/cgroup); grep -o 'policy vm-heavy.*' /tmp/topod.log")
+LOAD_OFF = ("H=$(sed -n 's/^h1=//p' /tmp/pids); umount /proc/loadavg; "
+            "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do "
+            "grep -q topod.slice/heavy /proc/$H/cgroup || break; sleep 0.2; done; "
+            "echo after $(cat /proc/$H/cgroup); grep -o 'policy vm-heavy.*' /tmp/topod.log")
+
+
 # A process topod gave a cookie forks a child that no policy matches: the
 # child inherits the cookie (and the cgroup) without topod placing it.
 # crunch-8's child, forked before sched_ext "loads", is cleared with the
@@ -162,14 +179,17 @@ def test(args):
          SCX_ON,                                                       # 24
          SCX_OFF,                                                      # 25
          fork_child("crunch-9", "late"),                               # 26
-         STOP,                                                         # 27
+         LOAD_ON,                                                      # 27
+         LOAD_OFF,                                                     # 28
+         STOP,                                                         # 29
          COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state; "
-         "echo child $(workload cookie $(cat /tmp/late-child))"],     # 28
+         "echo child $(workload cookie $(cat /tmp/late-child))"],     # 30
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
                "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini"),
-               "/etc/topod-test/policies.d/25-plain.ini": os.path.join(HERE, "data", "daemon", "25-plain.ini")})
+               "/etc/topod-test/policies.d/25-plain.ini": os.path.join(HERE, "data", "daemon", "25-plain.ini"),
+               "/etc/topod-test/policies.d/26-heavy.ini": os.path.join(HERE, "data", "daemon", "26-heavy.ini")})
     c = vmlib.Checks()
     lines = r.stdout(14).splitlines()
     pids = {k: int(v) for k, v in (l.split("=", 1) for l in lines if "=" in l and l.split("=")[0] in
@@ -284,10 +304,21 @@ def test(args):
     fork = {l.split()[0]: l.split()[-1] for l in r.stdout(26).splitlines() if len(l.split()) == 3}
     c.true(fork.get("parent", "0") != "0" and fork.get("child") == fork.get("parent"),
            "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(26))
-    c.eq(r.rc(27), 0, "stopped the fifth time")
-    c.eq(cookie_lines(r.stdout(28)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
-    c.true(re.search(r"^child \d+ 0$", r.stdout(28), re.M) is not None,
-           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(28))
+    on = r.stdout(27)
+    c.true(re.search(r"^before 0::/(?!topod\.slice)", on, re.M) is not None,
+           "vm-heavy out of force at the guest's real load: heavy-1 left alone", on)
+    c.true("after 0::/topod.slice/heavy" in on and "policy vm-heavy" in on and "enters force" in on,
+           "a load of 500% read from /proc/loadavg: vm-heavy enters force, heavy-1 placed", on)
+    off = r.stdout(28)
+    c.true("leaves force" in off, "the load back: vm-heavy leaves force", off)
+    came = re.search(r"^before (\S+)", on, re.M)
+    went = re.search(r"^after (\S+)", off, re.M)
+    c.true(came and went and came.group(1) == went.group(1) and "topod.slice" not in went.group(1),
+           "no policy places heavy-1 now: topod lets go of it, back where it came from", on + off)
+    c.eq(r.rc(29), 0, "stopped the fifth time")
+    c.eq(cookie_lines(r.stdout(30)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
+    c.true(re.search(r"^child \d+ 0$", r.stdout(30), re.M) is not None,
+           "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(30))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

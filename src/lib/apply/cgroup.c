@@ -2143,8 +2143,11 @@ static int escape_target(const CgroupEnv *env, const Journal *j, const char *pat
 
 /* Task entry i back where it was; *forget set when its entry is done with
  * (the caller forgets them all in one sweep: one each rebuilt the journal's
- * index each time, quadratic in the entries at every stop). */
-static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
+ * index each time, quadratic in the entries at every stop). With
+ * only_below set, a task no longer below that cgroup (someone else moved
+ * it) is left where it is and its entry forgotten. */
+static int restore_task_below(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, const char *only_below,
+                              bool *forget) {
         const JournalTask *jt = &j->tasks[i];
         _cleanup_free_ char *dest = NULL, *now = NULL;
         PidRef ref = PIDREF_NULL;
@@ -2180,8 +2183,10 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
                 return item_fail(it, k, "cannot read where the task is");
         }
         set_str(&it->from, now);
-        if (streq(now, dest)) {
+        if (streq(now, dest) || (only_below && !cgroup_path_is_below(now, only_below))) {
                 pidref_done(&ref);
+                if (!streq(now, dest))
+                        set_str(&it->reason, "moved out of topod's cgroups by someone else: left there");
                 item_ok(it, CGROUP_ALREADY);
                 *forget = true;
                 return 0;
@@ -2191,6 +2196,39 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         if (k == -ENOMEM)
                 return k;
         *forget = it->outcome != CGROUP_FAILED;
+        return 0;
+}
+
+static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
+        return restore_task_below(env, r, j, i, NULL, forget);
+}
+
+int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
+        _cleanup_free_ bool *forget = NULL;
+        CgroupEnv env;
+        int k;
+
+        if (!journal || journal->n_tasks == 0)
+                return 0;
+        if ((k = env_check(env_in, plan, &env)) < 0)
+                return k;
+        forget = calloc(journal->n_tasks, sizeof(bool));
+        if (!forget)
+                return -ENOMEM;
+        for (size_t i = journal->n_tasks; i > 0; i--) {
+                const JournalTask *jt = &journal->tasks[i - 1];
+                const PlanTask *pt = plan_find_task(plan, jt->tid);
+
+                /* Planned; or named by a pin (the fast path's since the
+                 * last prune: the next pass's); or changed since the scan,
+                 * or left by it (an exec storm's): not this plan's to say. */
+                if ((pt && pt->start_time == jt->start_time) || pidref_ident_is_pidfs(jt->start_time) ||
+                    yield_known_changed(env.yield, jt->tid))
+                        continue;
+                if ((k = restore_task_below(&env, r, journal, i - 1, plan->cgroup_root, &forget[i - 1])) == -ENOMEM)
+                        return k;
+        }
+        (void) journal_forget_tasks(journal, forget);
         return 0;
 }
 

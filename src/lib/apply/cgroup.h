@@ -386,3 +386,13 @@ void cgroup_moves_release(CgroupMove *moves, size_t n, FdBin *bin);
  * entries named by a pidfd's inode (main threads) whose tid /proc does not
  * list. Not committed. Returns the number of task entries forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);
+
+/* Let go of the journaled processes the plan no longer places (their
+ * policy left force, was removed by a reload, or no longer matches them):
+ * each goes back where it came from (or the nearest live cgroup above
+ * that topod did not make), as a restore does, and its entry is forgotten.
+ * One that someone else moved out of topod's cgroups meanwhile is left
+ * there. Skipped: entries named by a pidfd's inode (the next prune names
+ * them), and processes the yield hooks know changed since the scan or
+ * were left by it. Call after cgroup_journal_prune(). Not committed. */
+int cgroup_release_unplanned(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
