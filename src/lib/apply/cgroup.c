@@ -2143,11 +2143,8 @@ static int escape_target(const CgroupEnv *env, const Journal *j, const char *pat
 
 /* Task entry i back where it was; *forget set when its entry is done with
  * (the caller forgets them all in one sweep: one each rebuilt the journal's
- * index each time, quadratic in the entries at every stop). With
- * only_below set, a task no longer below that cgroup (someone else moved
- * it) is left where it is and its entry forgotten. */
-static int restore_task_below(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, const char *only_below,
-                              bool *forget) {
+ * index each time, quadratic in the entries at every stop). */
+static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
         const JournalTask *jt = &j->tasks[i];
         _cleanup_free_ char *dest = NULL, *now = NULL;
         PidRef ref = PIDREF_NULL;
@@ -2183,10 +2180,8 @@ static int restore_task_below(const CgroupEnv *env, CgroupReport *r, Journal *j,
                 return item_fail(it, k, "cannot read where the task is");
         }
         set_str(&it->from, now);
-        if (streq(now, dest) || (only_below && !cgroup_path_is_below(now, only_below))) {
+        if (streq(now, dest)) {
                 pidref_done(&ref);
-                if (!streq(now, dest))
-                        set_str(&it->reason, "moved out of topod's cgroups by someone else: left there");
                 item_ok(it, CGROUP_ALREADY);
                 *forget = true;
                 return 0;
@@ -2199,12 +2194,9 @@ static int restore_task_below(const CgroupEnv *env, CgroupReport *r, Journal *j,
         return 0;
 }
 
-static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
-        return restore_task_below(env, r, j, i, NULL, forget);
-}
-
 int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
         _cleanup_free_ bool *forget = NULL;
+        _cleanup_free_ pid_t *planned = NULL;
         CgroupEnv env;
         int k;
 
@@ -2213,19 +2205,34 @@ int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal 
         if ((k = env_check(env_in, plan, &env)) < 0)
                 return k;
         forget = calloc(journal->n_tasks, sizeof(bool));
-        if (!forget)
+        planned = malloc(MAX(plan->n_tasks, (size_t) 1) * sizeof(pid_t));
+        if (!forget || !planned)
                 return -ENOMEM;
+        /* By process: a policy may place a process for some of its
+         * threads only (a class, a thread name), not its main thread. */
+        for (size_t t = 0; t < plan->n_tasks; t++)
+                planned[t] = plan->tasks[t].tgid;
+        qsort(planned, plan->n_tasks, sizeof(pid_t), compare_pid);
         for (size_t i = journal->n_tasks; i > 0; i--) {
                 const JournalTask *jt = &journal->tasks[i - 1];
-                const PlanTask *pt = plan_find_task(plan, jt->tid);
+                _cleanup_free_ char *now = NULL;
 
-                /* Planned; or named by a pin (the fast path's since the
-                 * last prune: the next pass's); or changed since the scan,
-                 * or left by it (an exec storm's): not this plan's to say. */
-                if ((pt && pt->start_time == jt->start_time) || pidref_ident_is_pidfs(jt->start_time) ||
-                    yield_known_changed(env.yield, jt->tid))
+                /* Placed by this plan; named by a pin (the fast path's:
+                 * the next prune names it); or changed since the scan, or
+                 * left by it, or count lost: not this plan's to say. */
+                if (bsearch(&jt->tid, planned, plan->n_tasks, sizeof(pid_t), compare_pid) ||
+                    pidref_ident_is_pidfs(jt->start_time) || yield_changed(env.yield, jt->tid))
                         continue;
-                if ((k = restore_task_below(&env, r, journal, i - 1, plan->cgroup_root, &forget[i - 1])) == -ENOMEM)
+                /* Only from a group of topod's that this plan no longer
+                 * has: its policy left force, or a reload removed it (the
+                 * groups of policies in force stay while empty: a class
+                 * that flickers, a cgroup = match, a process the scan
+                 * could not read are not let go). Where it is now is read
+                 * again, pinned, by the move. */
+                if (read_task_cgroup(&env, jt->tid, &now) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
+                    plan_has_cgroup(plan, now))
+                        continue;
+                if ((k = restore_task(&env, r, journal, i - 1, &forget[i - 1])) == -ENOMEM)
                         return k;
         }
         (void) journal_forget_tasks(journal, forget);

@@ -387,12 +387,15 @@ void cgroup_moves_release(CgroupMove *moves, size_t n, FdBin *bin);
  * list. Not committed. Returns the number of task entries forgotten. */
 int cgroup_journal_prune(const CgroupEnv *env, const Plan *plan, Journal *journal);
 
-/* Let go of the journaled processes the plan no longer places (their
- * policy left force, was removed by a reload, or no longer matches them):
- * each goes back where it came from (or the nearest live cgroup above
+/* Let go of the journaled processes the plan no longer places whose group
+ * it no longer has either (their policy left force, or a reload removed
+ * it): each goes back where it came from (or the nearest live cgroup above
  * that topod did not make), as a restore does, and its entry is forgotten.
- * One that someone else moved out of topod's cgroups meanwhile is left
- * there. Skipped: entries named by a pidfd's inode (the next prune names
- * them), and processes the yield hooks know changed since the scan or
- * were left by it. Call after cgroup_journal_prune(). Not committed. */
+ * Left alone: processes the plan places (by any thread), those in one of
+ * its groups (a group of a policy in force stays while empty, so a class
+ * that flickers or a process the scan could not read is not let go),
+ * those outside topod's cgroups, entries named by a pidfd's inode (the
+ * next prune names them), and processes changed since the scan (the
+ * conservative yield_changed()). Call after cgroup_journal_prune(). Not
+ * committed. */
 int cgroup_release_unplanned(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);

@@ -393,9 +393,14 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
                 /* Originals of processes that have exited are moot: the
                  * journal keeps the living only (committed below). */
                 (void) cgroup_journal_prune(&env, plan, rc->journal);
-                /* Those it no longer places: back where they came from. */
-                if ((k = cgroup_release_unplanned(&env, plan, rc->journal, cr)) == -ENOMEM)
-                        return k;
+                /* Those it no longer places: back where they came from
+                 * (cgroups not topod's: no files held for them). */
+                {
+                        CgroupEnv out = cgroup_env(rc, false);
+
+                        if ((k = cgroup_release_unplanned(&out, plan, rc->journal, cr)) == -ENOMEM)
+                                return k;
+                }
                 if ((k = add_cgroup_report(r, cr)) < 0)
                         return k;
         } else if (plan->n_groups > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
