@@ -1123,31 +1123,6 @@ bool policy_when_holds(const PolicyWhen *w, const PolicyMachine *m) {
         return policy_when_holds_but_load(w, m);
 }
 
-bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
-                             uint64_t dwell_usec, uint64_t now_usec) {
-        bool inside = load >= w->load_low && load <= w->load_high, flip;
-
-        if (!b->started) {
-                *b = (PolicyLoadBand) { .holds = inside, .started = true };
-                return b->holds;
-        }
-        /* Held: left only beyond the hysteresis. Not held: entered inside. */
-        flip = b->holds ? load + hysteresis < w->load_low || load > w->load_high + hysteresis : inside;
-        if (!flip) {
-                b->pending = false;
-                return b->holds;
-        }
-        if (!b->pending) {
-                b->pending = true;
-                b->since_usec = now_usec;
-        }
-        if (now_usec - MIN(b->since_usec, now_usec) >= dwell_usec) {
-                b->holds = !b->holds;
-                b->pending = false;
-        }
-        return b->holds;
-}
-
 bool policy_when_holds_but_load(const PolicyWhen *w, const PolicyMachine *m) {
         if (w->smt == POLICY_SMT_ON && !m->smt)
                 return false;
@@ -1184,6 +1159,31 @@ bool policy_when_holds_but_load(const PolicyWhen *w, const PolicyMachine *m) {
                         return false;
         }
         return true;
+}
+
+bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
+                             uint64_t dwell_usec, uint64_t now_usec) {
+        bool inside = load >= w->load_low && load <= w->load_high, flip;
+
+        if (!b->started) {
+                *b = (PolicyLoadBand) { .holds = inside, .started = true };
+                return b->holds;
+        }
+        /* Held: left only beyond the hysteresis. Not held: entered inside. */
+        flip = b->holds ? load + hysteresis < w->load_low || load > w->load_high + hysteresis : inside;
+        if (!flip) {
+                b->pending = false;
+                return b->holds;
+        }
+        if (!b->pending) {
+                b->pending = true;
+                b->since_usec = now_usec;
+        }
+        if (now_usec - MIN(b->since_usec, now_usec) >= dwell_usec) {
+                b->holds = !b->holds;
+                b->pending = false;
+        }
+        return b->holds;
 }
 
 /* The values a list of conditions of one kind allows, as an interval;

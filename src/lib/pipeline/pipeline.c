@@ -90,8 +90,8 @@ static void raise_fd_limit(void) {
 }
 
 /* Which policies are in force: enabled, and [when] holds now; a load
- * band as its PolicyLoadBand says (an unknown load holds none). How many
- * changed. */
+ * band as its PolicyLoadBand says (one not read yet holds nothing). How
+ * many changed. */
 static unsigned compute_in_force(Pipeline *p) {
         PolicyMachine m;
         unsigned changed = 0;
