@@ -27,6 +27,7 @@ typedef struct FakeTask {
         uint64_t start;
         char cgroup[CG_MAX];
         bool dead;
+        bool exited; /* a main thread that exited while others live (Z): it stays where it was */
 } FakeTask;
 
 typedef struct Fake {
@@ -107,13 +108,21 @@ static void rewrite_procs(const char *cg) {
 
 static void write_task_files(FakeTask *t) {
         char rel[128], text[CG_MAX + 64];
+        unsigned threads = 0;
 
+        for (size_t i = 0; i < fake.n_tasks; i++)
+                threads += !fake.tasks[i].dead && fake.tasks[i].tgid == t->tgid;
         snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t->tid, (int) t->tid);
         snprintf(text, sizeof(text),
-                 "%d (t %d) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %" PRIu64
+                 "%d (t %d) %c 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %u 0 %" PRIu64
                  " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
-                 (int) t->tid, (int) t->tid, (int) t->tgid, (int) t->tgid, t->start);
+                 (int) t->tid, (int) t->tid, t->exited ? 'Z' : 'S', (int) t->tgid, (int) t->tgid, MAX(threads, 1u),
+                 t->start);
         fake_write(fake.root_dir, rel, text);
+        if (t->tid != t->tgid) { /* listed in its process's task/ too */
+                snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t->tgid, (int) t->tid);
+                fake_write(fake.root_dir, rel, text);
+        }
         if (t->tid == t->tgid) { /* the process's own, read by a pin through a pidfd */
                 snprintf(rel, sizeof(rel), "proc/%d/stat", (int) t->tid);
                 fake_write(fake.root_dir, rel, text);
@@ -236,8 +245,15 @@ static int fk_rmdir(void *userdata, const Root *root, const char *path) {
         cg_dir_of(path, cg, sizeof(cg));
         cg_file(cg, "cgroup.procs", rel, sizeof(rel));
         procs = fake_read(rel);
-        if (procs && *procs)
-                return -EBUSY;
+        /* Populated: a process listed that is not just a main thread that
+         * exited (listed while its threads live, elsewhere: the kernel
+         * counts it out). */
+        for (char *p = procs, *save = NULL, *tok; procs && (tok = strtok_r(p, "\n", &save)); p = NULL) {
+                FakeTask *t = find_task((pid_t) strtol(tok, NULL, 10));
+
+                if (!t || !t->exited)
+                        return -EBUSY;
+        }
         nftw(full, rm_file, 8, FTW_PHYS);
         return rmdir(full) < 0 ? -errno : 0;
 }
@@ -406,6 +422,27 @@ static int fake_exclusive_write(const char *cg, const char *file, const char *va
         return 0;
 }
 
+/* The kernel's move of a process (a write of one of its threads to
+ * cgroup.procs): its threads move, but not a main thread that exited
+ * while others live (the kernel skips exiting tasks). */
+static void move_process(pid_t tgid, const char *cg) {
+        char old[CG_MAX] = "";
+
+        for (size_t i = 0; i < fake.n_tasks; i++) {
+                FakeTask *t = &fake.tasks[i];
+
+                if (t->dead || t->tgid != tgid)
+                        continue;
+                snprintf(old, sizeof(old), "%s", t->cgroup);
+                if (t->exited)
+                        continue;
+                snprintf(t->cgroup, sizeof(t->cgroup), "%s", cg);
+                write_task_files(t);
+        }
+        rewrite_procs(old);
+        rewrite_procs(cg);
+}
+
 static int fake_kernel_write(void *userdata, const Root *root, const char *path, const char *value) {
         char cg[CG_MAX], rel[PATH_MAX];
         const char *file = strrchr(path, '/') + 1;
@@ -461,7 +498,7 @@ static int fake_kernel_write(void *userdata, const Root *root, const char *path,
         }
         if (streq(file, "cgroup.procs")) {
                 FakeTask *t = find_task((pid_t) strtol(value, NULL, 10));
-                char srel[PATH_MAX], old[CG_MAX];
+                char srel[PATH_MAX];
                 char *sub;
 
                 if (t && t->tid == fake.kill_on_move) {
@@ -474,15 +511,7 @@ static int fake_kernel_write(void *userdata, const Root *root, const char *path,
                 sub = fake_read(srel);
                 if (!streq(cg, "/") && sub && *sub)
                         return -EBUSY;
-                snprintf(old, sizeof(old), "%s", t->cgroup);
-                /* The whole process moves. */
-                for (size_t i = 0; i < fake.n_tasks; i++)
-                        if (!fake.tasks[i].dead && fake.tasks[i].tgid == t->tgid) {
-                                snprintf(fake.tasks[i].cgroup, sizeof(fake.tasks[i].cgroup), "%s", cg);
-                                write_task_files(&fake.tasks[i]);
-                        }
-                rewrite_procs(old);
-                rewrite_procs(cg);
+                move_process(t->tgid, cg);
                 return 0;
         }
         fake_write(fake.root_dir, rel, value);
@@ -825,22 +854,6 @@ typedef struct Interleaved {
         pid_t changed[4];
         size_t n_changed;
 } Interleaved;
-
-static void move_process(pid_t tgid, const char *cg) {
-        char old[CG_MAX] = "";
-
-        for (size_t i = 0; i < fake.n_tasks; i++) {
-                FakeTask *t = &fake.tasks[i];
-
-                if (t->dead || t->tgid != tgid)
-                        continue;
-                snprintf(old, sizeof(old), "%s", t->cgroup);
-                snprintf(t->cgroup, sizeof(t->cgroup), "%s", cg);
-                write_task_files(t);
-        }
-        rewrite_procs(old);
-        rewrite_procs(cg);
-}
 
 static void il_yield(void *userdata) {
         Interleaved *il = userdata;
@@ -1332,6 +1345,81 @@ static void test_restore_nearest_ancestor(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* The original cgroup is gone and the one above it has controllers
+ * enabled for its children, so holds no processes (EBUSY): the next one
+ * up, here the root. Before, the restore failed the same way every time. */
+static void test_restore_busy_ancestor(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+        int k;
+
+        standard_tasks();
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        ASSERT_OK(fk_rmdir(NULL, NULL, MOUNT "/system.slice/a.service"));
+        fake_write(fake.root_dir, "sys/fs/cgroup/system.slice/cgroup.subtree_control", "cpu");
+        ASSERT_OK(cgroup_report_new(&r2));
+        k = cgroup_restore(&env, j, r2);
+        dump(r2);
+        ASSERT_EQ(k, 0);
+        ASSERT_STREQ(task_cgroup(100), "/");
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/");
+        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_DONE && !it->reason);
+        ASSERT_STREQ(task_cgroup(201), "/user.slice");
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
+/* A process whose main thread exited while another thread lives: the
+ * kernel leaves the exited main thread's /proc/PID/cgroup where it was
+ * and moves the live thread only. The restore goes by the live thread:
+ * 200 exited after its move in (its main thread reads the group; before,
+ * the read-back failed at every try), 700 before (it reads the original,
+ * where its live thread is not; before, the restore found it "already"
+ * there and left the thread in topod's group). */
+static void test_restore_exited_main_thread(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
+        CgroupEnv env = env_for(root);
+        const CgroupResult *it;
+
+        standard_tasks();
+        add_task(700, 700, 7000, "/user.slice");
+        add_task(701, 700, 7001, "/user.slice");
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
+        ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
+
+        find_task(200)->exited = true;
+        write_task_files(find_task(200));
+        find_task(700)->exited = true;
+        write_task_files(find_task(700));
+        ASSERT_EQ(journal_record_task(j, 700, 7000, "/user.slice"), 1);
+        move_process(700, "/topod.slice/node0/llc0");
+        ASSERT_STREQ(task_cgroup(700), "/user.slice");
+        ASSERT_STREQ(task_cgroup(701), "/topod.slice/node0/llc0");
+
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_restore(&env, j, r2), 0);
+        dump(r2);
+        ASSERT_EQ(cgroup_report_count(r2, CGROUP_FAILED), 0);
+        ASSERT_STREQ(task_cgroup(201), "/user.slice");
+        ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1"); /* the exited one stays, as in the kernel */
+        ASSERT_STREQ(task_cgroup(701), "/user.slice");
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/user.slice");
+        ASSERT_TRUE(it && it->back && it->outcome == CGROUP_DONE);
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
 static void test_bad_inputs(void) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
@@ -1689,6 +1777,8 @@ int main(void) {
         RUN(test_effective_differs);
         RUN(test_internal_process);
         RUN(test_restore_nearest_ancestor);
+        RUN(test_restore_exited_main_thread);
+        RUN(test_restore_busy_ancestor);
         RUN(test_bad_inputs);
         RUN(test_fast_moves);
         RUN(test_origins_by_id);

@@ -66,7 +66,8 @@ LATE = ("workload idle crunch-2 & echo c2=$! >> /tmp/pids; C2=$!; "
         + plain(1) + " && grep -q topod.slice /proc/$C2/cgroup")
 STOP = ("T=$(cat /tmp/topod.pid); kill -TERM $T; "
         "for i in $(seq 300); do [ -d /proc/$T ] || exit 0; sleep 0.1; done; exit 1")
-CRASH = plain(2) + "; kill -9 $(cat /tmp/topod.pid); sleep 0.3; cat /run/topod/journal | head -3"
+CRASH = (plain(2) + "; T=$(cat /tmp/topod.pid); kill -9 $T; "
+         "for i in $(seq 300); do [ -d /proc/$T ] || break; sleep 0.1; done; cat /run/topod/journal | head -3")
 # Reload: an edit moves the ping-pong group to CPUs 0-7; a broken file is
 # refused with file:line and the running policy stays.
 RELOAD_GOOD = ("sed -i 's/^cpus = 8-15/cpus = 0-7/' /etc/topod-test/policies.d/20-pingpong.ini; "
@@ -108,16 +109,29 @@ SCX_OFF = (COOKIES + "echo disabled > /tmp/scx-state; "
 # left alone; a /proc/loadavg of 80 (500% of 16 CPUs) bind-mounted over the
 # real one puts the policy in force and heavy-1 in its group; taken away,
 # the policy leaves force and topod lets go of heavy-1: back where it came
-# from. [load] dwell = 0 in the test's topod.conf.
-LOAD_ON = ("workload idle heavy-1 & echo h1=$! >> /tmp/pids; H=$!; sleep 3; echo before $(cat /proc/$H/cgroup); "
+# from. [load] dwell = 0 in the test's topod.conf. heavy-2 and heavy-3 are
+# processes whose main thread exited while another thread lives (the
+# kernel moves only the live one and leaves the exited one's
+# /proc/PID/cgroup where it was): heavy-2's before it was placed, heavy-3's
+# after. Each prints "NAME CGROUP", NAME's live thread's cgroup.
+HEAVY = ("live() { for t in /proc/$1/task/*; do [ ${t##*/} = $1 ] || { cat $t/cgroup; return; }; done; }; "
+         "heavies() { for h in 1 2 3; do P=$(sed -n \"s/^h$h=//p\" /tmp/pids); "
+         "if [ $h = 1 ]; then echo $1 heavy-1 $(cat /proc/$P/cgroup); else echo $1 heavy-$h $(live $P); fi; done; }; "
+         "placed() { heavies x | grep -c topod.slice/heavy; }; ")
+LOAD_ON = (HEAVY + "workload idle heavy-1 & echo h1=$! >> /tmp/pids; workload orphan heavy-2 & echo h2=$! >> /tmp/pids; "
+           "workload orphan heavy-3 /tmp/h3-exit & echo h3=$! >> /tmp/pids; sleep 3; heavies before; "
            "echo '80.00 80.00 80.00 1/100 999' > /tmp/loadavg; mount --bind /tmp/loadavg /proc/loadavg; "
            "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do "
-           "grep -q topod.slice/heavy /proc/$H/cgroup && break; sleep 0.2; done; "
-           "echo after $(cat /proc/$H/cgroup); grep -o 'policy vm-heavy.*' /tmp/topod.log")
-LOAD_OFF = ("H=$(sed -n 's/^h1=//p' /tmp/pids); umount /proc/loadavg; "
+           "[ $(placed) = 3 ] && break; sleep 0.2; done; "
+           "touch /tmp/h3-exit; H3=$(sed -n 's/^h3=//p' /tmp/pids); "
+           "for i in $(seq 100); do [ \"$(awk '{print $3}' /proc/$H3/stat)\" = Z ] && break; sleep 0.1; done; "
+           "heavies after; "
+           "echo states $(for h in 2 3; do awk '{print $3}' /proc/$(sed -n \"s/^h$h=//p\" /tmp/pids)/stat; done); "
+           "grep -o 'policy vm-heavy.*' /tmp/topod.log")
+LOAD_OFF = (HEAVY + "umount /proc/loadavg; "
             "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do "
-            "grep -q topod.slice/heavy /proc/$H/cgroup || break; sleep 0.2; done; "
-            "echo after $(cat /proc/$H/cgroup); grep -o 'policy vm-heavy.*' /tmp/topod.log")
+            "[ $(placed) = 0 ] && break; sleep 0.2; done; sleep 2; "
+            "heavies after; grep -o 'policy vm-heavy.*' /tmp/topod.log; grep 'moved, but' /tmp/topod.log")
 
 
 # A process topod gave a cookie forks a child that no policy matches: the
@@ -136,6 +150,12 @@ def fork_child(name, key):
             "for i in $(seq 100); do C=$(kids $F); [ -n \"$C\" ] && break; sleep 0.1; done; "
             "sleep 0.3; echo $C > /tmp/%s-child; echo parent $(workload cookie $F); echo child $(workload cookie $C)"
             % (name, key, key, key, key))
+
+
+def heavies(text, when):
+    """{"heavy-N": cgroup} from HEAVY's lines that start with when."""
+    return {f[1]: f[2] for f in (l.split() for l in text.splitlines()) if len(f) == 3 and f[0] == when and
+            f[1].startswith("heavy-")}
 
 
 def cookie_lines(text):
@@ -183,7 +203,7 @@ def test(args):
          LOAD_OFF,                                                     # 28
          STOP,                                                         # 29
          COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; umount /sys/kernel/sched_ext/state; "
-         "echo child $(workload cookie $(cat /tmp/late-child))"],     # 30
+         "echo child $(workload cookie $(cat /tmp/late-child)); ls /sys/fs/cgroup/topod.slice 2>&1"],  # 30
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/10-crunch.ini": os.path.join(DATA, "10-crunch.ini"),
@@ -304,21 +324,27 @@ def test(args):
     fork = {l.split()[0]: l.split()[-1] for l in r.stdout(26).splitlines() if len(l.split()) == 3}
     c.true(fork.get("parent", "0") != "0" and fork.get("child") == fork.get("parent"),
            "a child forked by crunch-9 (which has the crunch cookie) inherited it", r.stdout(26))
-    on = r.stdout(27)
-    c.true(re.search(r"^before 0::/(?!topod\.slice)", on, re.M) is not None,
-           "vm-heavy out of force at the guest's real load: heavy-1 left alone", on)
-    c.true("after 0::/topod.slice/heavy" in on and "policy vm-heavy" in on and "enters force" in on,
-           "a load of 500% read from /proc/loadavg: vm-heavy enters force, heavy-1 placed", on)
-    off = r.stdout(28)
+    on, off = r.stdout(27), r.stdout(28)
+    before, placed, back = heavies(on, "before"), heavies(on, "after"), heavies(off, "after")
+    names = ["heavy-1", "heavy-2", "heavy-3"]
+    c.true(sorted(before) == names and all(v.startswith("0::/") and "topod.slice" not in v for v in before.values()),
+           "vm-heavy out of force at the guest's real load: heavy-1, -2, -3 left alone", on)
+    c.true("policy vm-heavy" in on and "enters force" in on and
+           all(placed.get(n) == "0::/topod.slice/heavy" for n in names),
+           "a load of 500% read from /proc/loadavg: vm-heavy enters force, heavy-1 and the live threads of "
+           "heavy-2 and -3 placed", on)
+    c.true(re.search(r"^states Z Z$", on, re.M) is not None,
+           "heavy-2's and heavy-3's main threads have exited (heavy-3's after it was placed)", on)
     c.true("leaves force" in off, "the load back: vm-heavy leaves force", off)
-    came = re.search(r"^before (\S+)", on, re.M)
-    went = re.search(r"^after (\S+)", off, re.M)
-    c.true(came and went and came.group(1) == went.group(1) and "topod.slice" not in went.group(1),
-           "no policy places heavy-1 now: topod lets go of it, back where it came from", on + off)
+    c.true(sorted(back) == names and all(back[n] == before[n] for n in names),
+           "no policy places them now: topod lets go of heavy-1 and of the live threads of heavy-2 and -3, "
+           "back where they came from", on + off)
+    c.true("moved, but" not in off, "letting go of them read back as done (no failed read-back logged)", off)
     c.eq(r.rc(29), 0, "stopped the fifth time")
     c.eq(cookie_lines(r.stdout(30)).get("pp"), [0, 0], "after the stop: the pair's cookies cleared")
     c.true(re.search(r"^child \d+ 0$", r.stdout(30), re.M) is not None,
            "after the stop: the child's inherited cookie cleared too (it was never journaled)", r.stdout(30))
+    c.true("No such file" in r.stdout(30), "after the fifth stop: topod's cgroups gone", r.stdout(30))
 
     if c.failed:
         print("outputs: %s/out/" % r.run_dir)

@@ -14,6 +14,11 @@
  *                              appears, fork a child that renames itself
  *                              "inherit" (what it inherits: the cookie and
  *                              the cgroup) and sleeps; both sleep on
+ *   workload orphan NAME [FILE] rename itself to NAME, start a thread
+ *                              (NAME too) that sleeps, and end the main
+ *                              thread (exit(2), the thread's) at once, or when FILE
+ *                              appears: a process whose main thread
+ *                              exited while another lives
  *   workload cookie TID        not a workload: print "TID COOKIE", thread
  *                              TID's core-scheduling cookie
  *                              (PR_SCHED_CORE_GET), and exit
@@ -85,6 +90,27 @@ static int cookie(pid_t tid) {
         return 0;
 }
 
+static void *sleeper(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static int orphan(const char *name, const char *file) {
+        pthread_t t;
+
+        prctl(PR_SET_NAME, name);
+        if (pthread_create(&t, NULL, sleeper, NULL) != 0)
+                return 1;
+        while (file && access(file, F_OK) < 0)
+                usleep(50000);
+        /* This thread alone, as pthread_exit() would (which needs
+         * libgcc_s, not in the guest). */
+        syscall(SYS_exit, 0);
+        return 1;
+}
+
 int main(int argc, char *argv[]) {
         if (argc >= 4 && strcmp(argv[1], "forker") == 0) {
                 prctl(PR_SET_NAME, argv[2]);
@@ -95,6 +121,8 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
+        if (argc >= 3 && strcmp(argv[1], "orphan") == 0)
+                return orphan(argv[2], argc >= 4 ? argv[3] : NULL);
         if (argc >= 3 && strcmp(argv[1], "cookie") == 0)
                 return cookie((pid_t) atoi(argv[2]));
         if (argc >= 3 && strcmp(argv[1], "slice") == 0)
@@ -118,6 +146,6 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | forker NAME FILE | slice TID | cookie TID\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | forker NAME FILE | orphan NAME [FILE] | slice TID | cookie TID\n");
         return 2;
 }

@@ -560,6 +560,43 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         return cgroup_parse_proc_cgroup(text ?: buf, ret);
 }
 
+/* Where process pid is. A main thread that exited while other threads
+ * live stays where it was: its /proc/PID/cgroup (and the cgroup.procs that
+ * lists the process) keep naming that cgroup however the live threads are
+ * moved (writing the process's number moves those only). Such a process is
+ * where its live threads are. A stat read beyond the cgroup's: for
+ * restores and read-backs that disagree, not the fast path's moves (a
+ * process that just exec'd has a live main thread). */
+static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret) {
+        _cleanup_free_ char *cg = NULL;
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+        ProcStat st;
+        int k;
+
+        k = read_task_cgroup(env, pid, &cg);
+        if (k < 0)
+                return k;
+        k = pidref_read_stat(env->root, -1, pid, &st);
+        if (k == -ESRCH)
+                return k;
+        if (k < 0 || (st.state != 'Z' && st.state != 'X') || st.num_threads <= 1) {
+                *ret = TAKE_PTR(cg);
+                return 0;
+        }
+        k = tasks_list_threads(env->root, pid, &tids, &n);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n; i++) {
+                if (tids[i] == pid)
+                        continue;
+                k = read_task_cgroup(env, tids[i], ret);
+                if (k != -ESRCH)
+                        return k;
+        }
+        return -ESRCH; /* its last threads exited meanwhile */
+}
+
 /* Where the process pinned by ref is now: by the kernel's id of its cgroup
  * where the kernel gives one and the path of that id is known (CgroupHeld),
  * else read from proc/PID/cgroup and, when the id is the same after the
@@ -1460,6 +1497,11 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         if (k <= 0 || check == MOVE_CHECK_ALIVE)
                 return moved_outcome(it, k);
         k = read_task_cgroup(env, ref->tid, &after);
+        if (k >= 0 && !streq(after, cg)) {
+                /* Its main thread may have exited: the live threads tell. */
+                after = mfree(after);
+                k = read_process_cgroup(env, ref->tid, &after);
+        }
         if (k == -ESRCH)
                 return item_ok(it, CGROUP_VANISHED);
         if (k < 0)
@@ -2160,6 +2202,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         if (!it)
                 return -ENOMEM;
         it->pid = it->tgid = tid;
+        it->back = true;
         k = pidref_acquire(env->root, env->pidref, tid, st, &ref);
         if (k == -ESRCH) {
                 item_ok(it, CGROUP_VANISHED);
@@ -2168,7 +2211,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         }
         if (k < 0)
                 return item_fail(it, k, "cannot take a handle on the task");
-        k = read_task_cgroup(env, tid, &now);
+        k = read_process_cgroup(env, tid, &now);
         if (k == -ESRCH) {
                 pidref_done(&ref);
                 item_ok(it, CGROUP_VANISHED);
@@ -2187,6 +2230,22 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
                 return 0;
         }
         k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
+        /* A cgroup that has controllers enabled for its children holds no
+         * processes (EBUSY): the original was removed and the one above it
+         * is such a cgroup, or the original became one. The next one up
+         * that topod did not make; the root takes any. Else the same
+         * failure at every pass, and topod's cgroup never empties. */
+        while (k != -ENOMEM && it->outcome == CGROUP_FAILED && it->error == -EBUSY && !streq(dest, "/")) {
+                _cleanup_free_ char *up = NULL, *next = NULL;
+
+                if ((k = cg_parent(dest, &up)) < 0 || (k = escape_target(env, j, up, &next)) < 0)
+                        break; /* the EBUSY stays reported */
+                free(dest);
+                dest = TAKE_PTR(next);
+                set_str(&it->path, dest);
+                it->reason = mfree(it->reason);
+                k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
+        }
         pidref_done(&ref);
         if (k == -ENOMEM)
                 return k;
@@ -2229,7 +2288,7 @@ int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal 
                  * that flickers, a cgroup = match, a process the scan
                  * could not read are not let go). Where it is now is read
                  * again, pinned, by the move. */
-                if (read_task_cgroup(&env, jt->tid, &now) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
+                if (read_process_cgroup(&env, jt->tid, &now) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
                     plan_has_cgroup(plan, now))
                         continue;
                 if ((k = restore_task(&env, r, journal, i - 1, &forget[i - 1])) == -ENOMEM)
@@ -2333,9 +2392,9 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 if (k >= 0)
                         k = pidref_acquire(env->root, env->pidref, pid, st, &ref);
                 if (k >= 0) {
-                        k = read_task_cgroup(env, pid, &now);
+                        k = read_process_cgroup(env, pid, &now);
                         if (k >= 0 && !streq(now, cg))
-                                k = -ESRCH; /* left by itself */
+                                k = -ESRCH; /* left by itself (or its main thread exited here, the rest left) */
                 }
                 if (k == -ESRCH) {
                         pidref_done(&ref);

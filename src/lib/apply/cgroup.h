@@ -208,6 +208,7 @@ typedef struct CgroupResult {
         pid_t pid;   /* MOVE: the tid written (its process moves) */
         pid_t tgid;  /* MOVE */
         char *from;  /* MOVE: the cgroup it was in */
+        bool back;   /* MOVE: to where it came from (a restore, or let go) */
         bool journaled; /* an original was recorded and committed for this change */
         CgroupOutcome outcome;
         int error;    /* negative errno when failed, else 0 */

@@ -116,8 +116,9 @@ static int add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
                                 c->reason, "cgroup %s: %s %s (read back)", c->path, cgroup_item_kind_to_string(c->kind),
                                 c->value ?: "");
                 else if (c->kind == CGROUP_ITEM_MOVE)
-                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup: move process %d (tid %d) %s %s",
-                                (int) c->tgid, (int) c->pid, c->from ? "from" : "to", c->from ? c->from : c->path);
+                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup: move process %d (tid %d) %sto %s%s%s",
+                                (int) c->tgid, (int) c->pid, c->back ? "back " : "", c->path, c->from ? " from " : "",
+                                c->from ?: "");
                 else
                         k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s", c->path,
                                 cgroup_item_kind_to_string(c->kind), c->value ? " " : "", c->value ?: "");

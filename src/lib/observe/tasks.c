@@ -765,16 +765,15 @@ static int open_listing(int procfd, DIR **ret) {
         return 0;
 }
 
-int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
-        _cleanup_close_ int own = -EBADF;
+/* The numbered entries of directory dirfd (which stays open), sorted;
+ * -ENODATA for none. */
+static int list_numbered(int dirfd, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0, cap = 0;
         DIR *d;
         int k;
 
-        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
-                return procfd;
-        if ((k = open_listing(procfd, &d)) < 0)
+        if ((k = open_listing(dirfd, &d)) < 0)
                 return k;
         for (;;) {
                 struct dirent *de;
@@ -805,11 +804,34 @@ int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_
         if (k < 0)
                 return k;
         if (n == 0)
-                return -ENODATA; /* no procfs there (an empty directory) */
+                return -ENODATA;
         qsort(pids, n, sizeof(pid_t), compare_pid);
         *ret = TAKE_PTR(pids);
         *ret_n = n;
         return 0;
+}
+
+int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
+        _cleanup_close_ int own = -EBADF;
+
+        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
+                return procfd;
+        return list_numbered(procfd, ret, ret_n); /* -ENODATA: no procfs there (an empty directory) */
+}
+
+int tasks_list_threads(const Root *root, pid_t pid, pid_t **ret, size_t *ret_n) {
+        _cleanup_close_ int fd = -EBADF;
+        char rel[64];
+        int k;
+
+        snprintf(rel, sizeof(rel), "proc/%d/task", (int) pid);
+        fd = root_openat(root, rel, O_RDONLY | O_DIRECTORY);
+        if (fd == -ENOENT || fd == -ESRCH)
+                return -ESRCH;
+        if (fd < 0)
+                return fd;
+        k = list_numbered(fd, ret, ret_n);
+        return k == -ENODATA || k == -ENOENT ? -ESRCH : k; /* exited while listed */
 }
 
 /* The scan without listing: quiet processes from the last snapshot, then

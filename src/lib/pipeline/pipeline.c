@@ -801,6 +801,12 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                 const TaskFacts *t = &p->snap->tasks[i];
                 const ThreadClass *tc = classifier_find(p->classifier, t->tid);
 
+                /* A main thread that exited while other threads live: /proc
+                 * lists it, nothing runs it; moves and cookies go to the
+                 * threads that live (one written to cgroup.procs moves them
+                 * all, the exited one stays where it was). */
+                if (t->state == 'Z' || t->state == 'X')
+                        continue;
                 tasks[n] = (PlanTaskInput) {
                         .tid = t->tid,
                         .tgid = t->tgid,
