@@ -29,7 +29,11 @@ START = ("workload idle crunch-1 & echo c1=$! > /tmp/pids; "
          "workload idle crunch-2 & echo c2=$! >> /tmp/pids; "
          "workload pingpong & echo pp=$! >> /tmp/pids; "
          "workload idle & echo by=$! >> /tmp/pids; "
-         "sleep 1.5")  # the renames happen after 1 s
+         # the renames happen after 1 s (and the pair's second thread): 20 s at most
+         "for i in $(seq 200); do C1=$(sed -n 's/^c1=//p' /tmp/pids); C2=$(sed -n 's/^c2=//p' /tmp/pids); "
+         "PP=$(sed -n 's/^pp=//p' /tmp/pids); "
+         "[ \"$(cat /proc/$C1/comm)\" = crunch-1 ] && [ \"$(cat /proc/$C2/comm)\" = crunch-2 ] && [ $(ls /proc/$PP/task | wc -l) -ge 2 ] && break; sleep 0.1; done; "
+         "sleep 0.1")
 LOOK = "topoctl classify --samples 1 --interval 100ms --json " + CONF
 CGROUPS = ("for d in /sys/fs/cgroup/topod.slice/*/; do "
            "echo $(basename $d) $(cat $d/cpuset.cpus.effective) $(cat $d/cpu.weight); done")
@@ -51,7 +55,8 @@ def threads_by_tgid(look, pids):
 # its planned ones.
 EXCLUSIVE = ("printf '[policy]\\nname = vm-pinned\\npriority = 400\\n[match]\\ncomm = pinned\\n"
              "[place]\\ngroup = pinned\\ncpus = 8-9\\nexclusive = yes\\ncookie = none\\n' "
-             "> /etc/topod-test/policies.d/30-pinned.ini; workload idle pinned & sleep 1.5; "
+             "> /etc/topod-test/policies.d/30-pinned.ini; workload idle pinned & P=$!; "
+             "for i in $(seq 200); do [ \"$(cat /proc/$P/comm)\" = pinned ] && break; sleep 0.1; done; "
              "topod --oneshot --json " + CONF + "; echo rc=$?; rm /etc/topod-test/policies.d/30-pinned.ini")
 
 # The same policies with hierarchy = nested: the planner's tree, node and

@@ -23,8 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The rename (prctl PR_SET_NAME: the kernel sends a COMM event for it, not
 # for a write to /proc/PID/comm) and the exec happen once topoctl has
-# subscribed to the proc connector (a netlink socket among its fds): then
-# /tmp/go appears and both follow half a second later.
+# subscribed to the proc connector (netlink sockets among its fds: two,
+# the execs' apart, where the kernel filters; the probe's one before them
+# comes and goes, so one is not enough; 20 s at most): then /tmp/go
+# appears and both follow half a second later.
 START = ("workload busy & echo busy=$! > /tmp/pids; "
          "workload pingpong & echo pingpong=$! >> /tmp/pids; "
          "workload idle solver-1 /tmp/go & echo solver=$! >> /tmp/pids; "
@@ -33,7 +35,9 @@ START = ("workload busy & echo busy=$! > /tmp/pids; "
          "sleep 0.2")
 
 CLASSIFY = ("topoctl classify --json --events --samples 16 --config /etc/topod-test/topod.conf > /tmp/c.json & T=$!; "
-            "while ! ls -l /proc/$T/fd 2>/dev/null | grep -q socket; do sleep 0.05; done; touch /tmp/go; "
+            "END=$(($(date +%s) + 20)); "
+            "while [ $(ls -l /proc/$T/fd 2>/dev/null | grep -c socket) -lt 2 ] && [ $(date +%s) -lt $END ]; do "
+            "sleep 0.05; done; touch /tmp/go; "
             "wait $T; rc=$?; cat /tmp/c.json; exit $rc")
 
 
