@@ -37,6 +37,7 @@ typedef struct Fake {
         const char *partition_text; /* what "root" reads back as; NULL: "root" */
         const char *offline;        /* CPUs missing from every effective set */
         pid_t kill_on_move;         /* exits just before its cgroup.procs write lands */
+        pid_t busy_on_move;         /* its cgroup.procs writes refused EBUSY (a deadline task without room) */
         bool exclusive_files;       /* a 6.7+ kernel: cpuset.cpus.exclusive, remote partitions */
         /* pidfds (fake_pidfds): each an fd of /dev/null standing for a tid */
         pid_t pidfd_tid[64];
@@ -507,6 +508,8 @@ static int fake_kernel_write(void *userdata, const Root *root, const char *path,
                 }
                 if (!t)
                         return -ESRCH;
+                if (t->tgid == fake.busy_on_move)
+                        return -EBUSY;
                 cg_file(cg, "cgroup.subtree_control", srel, sizeof(srel));
                 sub = fake_read(srel);
                 if (!streq(cg, "/") && sub && *sub)
@@ -550,9 +553,13 @@ static int fp_open(pid_t tid, void *userdata) {
 }
 
 static int fp_alive(int pidfd, pid_t tid, void *userdata) {
+        FakeTask *t = find_task(tid);
+
         (void) userdata;
         ASSERT_EQ(fake.pidfd_tid[pidfd], tid);
-        return find_task(tid) ? 1 : 0;
+        /* An exited main thread of a process that lives polls as exited
+         * (Linux 6.9 to 6.14, the thread's pidfd). */
+        return t && !t->exited ? 1 : 0;
 }
 
 static int fp_cgroup_id(int pidfd, void *userdata, uint64_t *ret) {
@@ -1362,14 +1369,32 @@ static void test_restore_busy_ancestor(void) {
         ASSERT_OK(cgroup_report_new(&r));
         ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
         ASSERT_OK(fk_rmdir(NULL, NULL, MOUNT "/system.slice/a.service"));
-        fake_write(fake.root_dir, "sys/fs/cgroup/system.slice/cgroup.subtree_control", "cpu");
+        fake_write(fake.root_dir, "sys/fs/cgroup/system.slice/cgroup.subtree_control", "memory");
+        /* An EBUSY of another cause, into a cgroup without controllers
+         * for children: no climb, the entry kept for the next try. */
+        fake.busy_on_move = 200;
+        ASSERT_OK(cgroup_report_new(&r2));
+        k = cgroup_restore(&env, j, r2);
+        dump(r2);
+        ASSERT_TRUE(k > 0);
+        /* 100: its original gone, system.slice refuses it: the root. */
+        ASSERT_STREQ(task_cgroup(100), "/");
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/");
+        ASSERT_TRUE(it && it->back && it->tgid == 100 && it->outcome == CGROUP_DONE && !it->reason);
+        ASSERT_NULL(journal_get_task(j, 100, 1000));
+        /* 200: refused where it belongs, stays, kept. */
+        it = find_item(r2, CGROUP_ITEM_MOVE, "/user.slice");
+        ASSERT_TRUE(it && it->tgid == 200 && it->outcome == CGROUP_FAILED && it->error == -EBUSY);
+        ASSERT_NULL(find_item(r2, CGROUP_ITEM_MOVE, "/system.slice"));
+        ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
+        ASSERT_TRUE(journal_get_task(j, 200, 2000) != NULL);
+        fake.busy_on_move = 0;
+        cgroup_report_free(TAKE_PTR(r2));
+
         ASSERT_OK(cgroup_report_new(&r2));
         k = cgroup_restore(&env, j, r2);
         dump(r2);
         ASSERT_EQ(k, 0);
-        ASSERT_STREQ(task_cgroup(100), "/");
-        it = find_item(r2, CGROUP_ITEM_MOVE, "/");
-        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_DONE && !it->reason);
         ASSERT_STREQ(task_cgroup(201), "/user.slice");
         ASSERT_TRUE(journal_is_empty(j));
         teardown(TAKE_PTR(root));
@@ -1382,14 +1407,17 @@ static void test_restore_busy_ancestor(void) {
  * the read-back failed at every try), 700 before (it reads the original,
  * where its live thread is not; before, the restore found it "already"
  * there and left the thread in topod's group). */
-static void test_restore_exited_main_thread(void) {
+static void restore_exited_main_thread(const PidRefOps *ops) {
         _cleanup_(root_freep) Root *root = setup();
         _cleanup_(plan_freep) Plan *p = standard_plan();
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL;
         CgroupEnv env = env_for(root);
         const CgroupResult *it;
+        unsigned n_back = 0;
 
+        if (ops)
+                env.pidref = ops;
         standard_tasks();
         add_task(700, 700, 7000, "/user.slice");
         add_task(701, 700, 7001, "/user.slice");
@@ -1404,6 +1432,14 @@ static void test_restore_exited_main_thread(void) {
         write_task_files(find_task(700));
         ASSERT_EQ(journal_record_task(j, 700, 7000, "/user.slice"), 1);
         move_process(700, "/topod.slice/node0/llc0");
+        /* Not journaled (forked in llc0): its main thread exited there, the
+         * live one was moved to llc1 since, whose cgroup.procs does not
+         * list the process. It goes with the rest, or llc1 stays. */
+        add_task(800, 800, 8000, "/topod.slice/node0/llc0");
+        add_task(801, 800, 8001, "/topod.slice/node0/llc0");
+        find_task(800)->exited = true;
+        write_task_files(find_task(800));
+        move_process(800, "/topod.slice/node0/llc1");
         ASSERT_STREQ(task_cgroup(700), "/user.slice");
         ASSERT_STREQ(task_cgroup(701), "/topod.slice/node0/llc0");
 
@@ -1414,10 +1450,25 @@ static void test_restore_exited_main_thread(void) {
         ASSERT_STREQ(task_cgroup(201), "/user.slice");
         ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1"); /* the exited one stays, as in the kernel */
         ASSERT_STREQ(task_cgroup(701), "/user.slice");
-        it = find_item(r2, CGROUP_ITEM_MOVE, "/user.slice");
-        ASSERT_TRUE(it && it->back && it->outcome == CGROUP_DONE);
+        /* Written and checked through the live thread: done, not "vanished"
+         * (what a pidfd on the exited one would say). */
+        for (size_t i = 0; i < r2->n; i++) {
+                it = &r2->items[i];
+                if (it->kind == CGROUP_ITEM_MOVE && it->back && (it->tgid == 200 || it->tgid == 700)) {
+                        ASSERT_TRUE(it->outcome == CGROUP_DONE && it->pid == it->tgid + 1 && streq(it->path, "/user.slice"));
+                        n_back++;
+                }
+        }
+        ASSERT_EQ(n_back, 2u);
+        ASSERT_FALSE(startswith(task_cgroup(801), "/topod.slice"));
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
         ASSERT_TRUE(journal_is_empty(j));
         teardown(TAKE_PTR(root));
+}
+
+static void test_restore_exited_main_thread(void) {
+        restore_exited_main_thread(NULL);
+        restore_exited_main_thread(&fake_pidfds);
 }
 
 static void test_bad_inputs(void) {

@@ -131,7 +131,8 @@ LOAD_ON = (HEAVY + "workload idle heavy-1 & echo h1=$! >> /tmp/pids; workload or
 LOAD_OFF = (HEAVY + "umount /proc/loadavg; "
             "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do "
             "[ $(placed) = 0 ] && break; sleep 0.2; done; sleep 2; "
-            "heavies after; grep -o 'policy vm-heavy.*' /tmp/topod.log; grep 'moved, but' /tmp/topod.log")
+            "heavies after; grep -o 'policy vm-heavy.*' /tmp/topod.log; "
+            "for h in 1 2 3; do grep \"process $(sed -n \"s/^h$h=//p\" /tmp/pids) .*moved, but\" /tmp/topod.log; done")
 
 
 # A process topod gave a cookie forks a child that no policy matches: the

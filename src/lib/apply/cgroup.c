@@ -560,27 +560,34 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         return cgroup_parse_proc_cgroup(text ?: buf, ret);
 }
 
-/* Where process pid is. A main thread that exited while other threads
- * live stays where it was: its /proc/PID/cgroup (and the cgroup.procs that
- * lists the process) keep naming that cgroup however the live threads are
- * moved (writing the process's number moves those only). Such a process is
- * where its live threads are. A stat read beyond the cgroup's: for
- * restores and read-backs that disagree, not the fast path's moves (a
- * process that just exec'd has a live main thread). */
-static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret) {
+static bool stat_exited(const ProcStat *st) {
+        return st->state == 'Z' || st->state == 'X';
+}
+
+/* Where process pid is, and the thread that says so (*ret_tid). A main
+ * thread that exited while other threads live stays where it was: its
+ * /proc/PID/cgroup (and the cgroup.procs that lists the process) keep
+ * naming that cgroup however the live threads are moved (writing the
+ * process's number moves those only). Such a process is where its live
+ * threads are: the first that lives (not one that exited and waits for a
+ * tracer) names it. A stat read beyond the cgroup's: for restores and
+ * read-backs that disagree, not the fast path's moves (a process that just
+ * exec'd has a live main thread). */
+static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_t *ret_tid) {
         _cleanup_free_ char *cg = NULL;
         _cleanup_free_ pid_t *tids = NULL;
         size_t n = 0;
         ProcStat st;
         int k;
 
+        *ret_tid = pid;
         k = read_task_cgroup(env, pid, &cg);
         if (k < 0)
                 return k;
         k = pidref_read_stat(env->root, -1, pid, &st);
         if (k == -ESRCH)
                 return k;
-        if (k < 0 || (st.state != 'Z' && st.state != 'X') || st.num_threads <= 1) {
+        if (k < 0 || !stat_exited(&st) || st.num_threads <= 1) {
                 *ret = TAKE_PTR(cg);
                 return 0;
         }
@@ -588,13 +595,36 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret) {
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++) {
-                if (tids[i] == pid)
+                ProcStat ts;
+
+                if (tids[i] == pid || pidref_read_stat(env->root, -1, tids[i], &ts) < 0 || stat_exited(&ts))
                         continue;
                 k = read_task_cgroup(env, tids[i], ret);
-                if (k != -ESRCH)
+                if (k != -ESRCH) {
+                        *ret_tid = tids[i];
                         return k;
+                }
         }
-        return -ESRCH; /* its last threads exited meanwhile */
+        /* None other lives: exited meanwhile, or one exec'd and took the
+         * number (the main thread again, live). */
+        k = pidref_read_stat(env->root, -1, pid, &st);
+        if (k < 0)
+                return k;
+        return stat_exited(&st) ? -ESRCH : read_task_cgroup(env, pid, ret);
+}
+
+/* ref, a pin on process pid, moved to thread tid of it (the one
+ * read_process_cgroup() read): a move written and checked through a thread
+ * that lives. */
+static int repin(const CgroupEnv *env, PidRef *ref, pid_t tid) {
+        uint64_t st;
+        int k;
+
+        if (tid == ref->tid)
+                return 0;
+        pidref_done(ref);
+        k = pidref_read_start_time(env->root, -1, tid, &st);
+        return k < 0 ? k : pidref_acquire(env->root, env->pidref, tid, st, ref);
 }
 
 /* Where the process pinned by ref is now: by the kernel's id of its cgroup
@@ -1500,7 +1530,9 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         if (k >= 0 && !streq(after, cg)) {
                 /* Its main thread may have exited: the live threads tell. */
                 after = mfree(after);
-                k = read_process_cgroup(env, ref->tid, &after);
+                pid_t by;
+
+                k = read_process_cgroup(env, ref->tid, &after, &by);
         }
         if (k == -ESRCH)
                 return item_ok(it, CGROUP_VANISHED);
@@ -2183,6 +2215,13 @@ static int escape_target(const CgroupEnv *env, const Journal *j, const char *pat
         return 0;
 }
 
+/* Whether cg has controllers enabled for its children (unreadable: no). */
+static bool holds_children_controllers(const CgroupEnv *env, const char *cg) {
+        _cleanup_free_ char *text = NULL;
+
+        return read_attr(env, cg, "cgroup.subtree_control", &text) >= 0 && *strstrip(text);
+}
+
 /* Task entry i back where it was; *forget set when its entry is done with
  * (the caller forgets them all in one sweep: one each rebuilt the journal's
  * index each time, quadratic in the entries at every stop). */
@@ -2190,7 +2229,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         const JournalTask *jt = &j->tasks[i];
         _cleanup_free_ char *dest = NULL, *now = NULL;
         PidRef ref = PIDREF_NULL;
-        pid_t tid = jt->tid;
+        pid_t tid = jt->tid, by;
         uint64_t st = jt->start_time;
         CgroupResult *it;
         int k;
@@ -2211,7 +2250,10 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         }
         if (k < 0)
                 return item_fail(it, k, "cannot take a handle on the task");
-        k = read_process_cgroup(env, tid, &now);
+        k = read_process_cgroup(env, tid, &now, &by);
+        if (k >= 0 && (k = repin(env, &ref, by)) == -ESRCH)
+                k = -EAGAIN; /* that thread exited just now: the process may live on; next time */
+        it->pid = by;
         if (k == -ESRCH) {
                 pidref_done(&ref);
                 item_ok(it, CGROUP_VANISHED);
@@ -2230,12 +2272,16 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
                 return 0;
         }
         k = move_one(env, it, &ref, dest, MOVE_CHECK_READ_BACK, NULL);
-        /* A cgroup that has controllers enabled for its children holds no
-         * processes (EBUSY): the original was removed and the one above it
-         * is such a cgroup, or the original became one. The next one up
-         * that topod did not make; the root takes any. Else the same
-         * failure at every pass, and topod's cgroup never empties. */
-        while (k != -ENOMEM && it->outcome == CGROUP_FAILED && it->error == -EBUSY && !streq(dest, "/")) {
+        /* A cgroup that has domain controllers enabled for its children
+         * holds no processes (EBUSY): the original was removed and the one
+         * above it is such a cgroup, or the original became one. The next
+         * one up that topod did not make (those above have the controllers
+         * too: in practice the root cgroup, which takes any). Else the same
+         * failure at every pass, and topod's cgroup never empties. Not for
+         * an EBUSY of another cause (a deadline task the CPUs there have no
+         * bandwidth for). */
+        while (k != -ENOMEM && it->outcome == CGROUP_FAILED && it->error == -EBUSY && !streq(dest, "/") &&
+               holds_children_controllers(env, dest)) {
                 _cleanup_free_ char *up = NULL, *next = NULL;
 
                 if ((k = cg_parent(dest, &up)) < 0 || (k = escape_target(env, j, up, &next)) < 0)
@@ -2275,6 +2321,7 @@ int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal 
         for (size_t i = journal->n_tasks; i > 0; i--) {
                 const JournalTask *jt = &journal->tasks[i - 1];
                 _cleanup_free_ char *now = NULL;
+                pid_t by;
 
                 /* Placed by this plan; named by a pin (the fast path's:
                  * the next prune names it); or changed since the scan, or
@@ -2288,7 +2335,7 @@ int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal 
                  * that flickers, a cgroup = match, a process the scan
                  * could not read are not let go). Where it is now is read
                  * again, pinned, by the move. */
-                if (read_process_cgroup(&env, jt->tid, &now) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
+                if (read_process_cgroup(&env, jt->tid, &now, &by) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
                     plan_has_cgroup(plan, now))
                         continue;
                 if ((k = restore_task(&env, r, journal, i - 1, &forget[i - 1])) == -ENOMEM)
@@ -2392,9 +2439,18 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 if (k >= 0)
                         k = pidref_acquire(env->root, env->pidref, pid, st, &ref);
                 if (k >= 0) {
-                        k = read_process_cgroup(env, pid, &now);
-                        if (k >= 0 && !streq(now, cg))
-                                k = -ESRCH; /* left by itself (or its main thread exited here, the rest left) */
+                        pid_t by;
+
+                        k = read_process_cgroup(env, pid, &now, &by);
+                        /* Left by itself. Or its main thread exited here and
+                         * the rest left: to go as well when they are in
+                         * another of topod's, whose cgroup.procs does not
+                         * list the process. */
+                        if (k >= 0 && !streq(now, cg) && !journal_has_cgroup(j, now))
+                                k = -ESRCH;
+                        if (k >= 0 && (k = repin(env, &ref, by)) == -ESRCH)
+                                k = -EAGAIN;
+                        it->pid = by;
                 }
                 if (k == -ESRCH) {
                         pidref_done(&ref);
