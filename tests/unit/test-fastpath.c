@@ -1376,6 +1376,50 @@ static void test_restore_cookies(void) {
         world_free(&w);
 }
 
+/* Stopped while SMT is off: the kernel takes no cookie call, and the
+ * cookies come back into force with SMT. Their entries stay in the
+ * journal (before, they were forgotten, the cookies left on their tasks);
+ * a pass once SMT is on clears those the plan no longer groups. */
+static void test_restore_cookies_smt_off(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        CookieInterlocks il = { .smt_off = true };
+        const ReconcileItem *it;
+        size_t n;
+        Plan *plan1, *plan2;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        ASSERT_TRUE(cookie_of(100) != 0 && cookie_of(200) != 0);
+        n = w.journal->n_cookies;
+        ASSERT_TRUE(n >= 3);
+        cookie_applier_set_interlocks(w.cookies, &il);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        ASSERT_OK(reconcile_restore(&w.rc, &r2));
+        dump(r2);
+        ASSERT_EQ(w.journal->n_cookies, n);
+        ASSERT_TRUE(cookie_of(100) != 0 && cookie_of(200) != 0);
+        it = find_item(r2, "cookie cleared", 200);
+        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED && it->reason && strstr(it->reason, "SMT is off"));
+
+        /* SMT on again; 100 and 200 no longer match anything. */
+        il.smt_off = false;
+        cookie_applier_set_interlocks(w.cookies, &il);
+        fake_process(100, "gone-a", "/user.slice");
+        fake_process(200, "gone-b", "/user.slice");
+        fake_write(root_dir, "proc/100/task/100/schedstat", "2000 0 2\n"); /* it ran: read again */
+        fake_write(root_dir, "proc/200/task/200/schedstat", "2000 0 2\n");
+        plan2 = pass(&w, &r3);
+        ASSERT_EQ(cookie_of(100), 0);
+        ASSERT_EQ(cookie_of(200), 0);
+        for (size_t i = 0; i < w.journal->n_cookies; i++)
+                ASSERT_TRUE(w.journal->cookies[i].tid != 100 && w.journal->cookies[i].tid != 200);
+        plan_free(plan1);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        world_free(&w);
+}
+
 static uint64_t mono_ns(void) {
         struct timespec ts;
 
@@ -1957,7 +2001,6 @@ static void test_changed_by_events(void) {
         world_free(&w);
 }
 
-/* No plan in use (paused, reloaded): nothing is remembered or placed. */
 /* A process whose main thread exited while another thread lives (Z, two
  * threads): /proc lists the exited one, nothing runs it. It is not
  * planned (before, it was: a move pinned through it, its cookie refused);
@@ -2003,9 +2046,12 @@ static void test_exited_main_thread(void) {
         ASSERT_TRUE(t && t->tgid == 500);
         ASSERT_STREQ(process_cgroup(501), "/topod.slice/plain");
         ASSERT_TRUE(journal_get_task(w.journal, 500, 5500) != NULL); /* journaled by its process */
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan);
         world_free(&w);
 }
 
+/* No plan in use (paused, reloaded): nothing is remembered or placed. */
 static void test_no_plan(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         PipelineFreshStats st;
@@ -2358,6 +2404,7 @@ int main(void) {
         RUN(test_prune_dead_unpinned);
         RUN(test_dead_hook);
         RUN(test_restore_cookies);
+        RUN(test_restore_cookies_smt_off);
         RUN(test_cookie_groups_apart);
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);

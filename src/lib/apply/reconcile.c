@@ -751,10 +751,17 @@ static int inherited_cookies(const Reconciler *rc, const JournalCookie *all, siz
         return 0;
 }
 
+/* A clear the kernel would take once SMT is on again: refused while it is
+ * off (ENODEV, by the interlock or the kernel). */
+static bool clear_waits_for_smt(const CookieResult *res) {
+        return (res->outcome == COOKIE_REFUSED || res->outcome == COOKIE_FAILED) && res->error == -ENODEV;
+}
+
 /* tasks' cookies cleared in jobs of up to COOKIE_TASKS_MAX (one wake-up of
- * the clearing thread each, not one a task), each reported as `what`. */
+ * the clearing thread each, not one a task), each reported as `what`;
+ * ret_waiting[i] (when given) set for each clear_waits_for_smt(). */
 static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieTask *tasks, size_t n,
-                         const char *what) {
+                         const char *what, bool *ret_waiting) {
         _cleanup_free_ CookieResult *results = NULL;
         int k;
 
@@ -773,10 +780,15 @@ static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieT
                         for (size_t i = 0; i < m; i++)
                                 results[i] = (CookieResult) { .tid = tasks[done + i].tid, .outcome = COOKIE_FAILED,
                                                               .error = k };
-                for (size_t i = 0; i < m; i++)
-                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "%s: tid %d", what,
-                                     (int) tasks[done + i].tid)) < 0)
+                for (size_t i = 0; i < m; i++) {
+                        if (ret_waiting)
+                                ret_waiting[done + i] = clear_waits_for_smt(&results[i]);
+                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error,
+                                     ret_waiting && ret_waiting[done + i] ? "SMT is off: kept in the journal, "
+                                                                            "cleared once SMT is on" : NULL,
+                                     "%s: tid %d", what, (int) tasks[done + i].tid)) < 0)
                                 return k;
+                }
                 done += m;
         }
         return 0;
@@ -795,38 +807,47 @@ static int clear_inherited(const Reconciler *rc, ReconcileReport *r, const Journ
         if (k < 0)
                 return add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
                            "cookies inherited in topod's cgroups");
-        return clear_in_jobs(rc, r, inherited, m, "cookie cleared (inherited, not journaled)");
+        return clear_in_jobs(rc, r, inherited, m, "cookie cleared (inherited, not journaled)", NULL);
 }
 
 /* Every cookie topod gave, cleared, and those threads in its cgroups
  * inherited from them; the entries forgotten in one sweep whatever came of
- * each (a cookie that cannot be cleared now will not clear later either).
- * One by one, each forgetting rebuilt the journal's index: quadratic in
- * the entries, at every stop. */
+ * each (a cookie that cannot be cleared now will not clear later either),
+ * but for those refused while SMT is off: the kernel takes no call then,
+ * and the cookie comes back into force with SMT. Those stay in the
+ * journal: the run that recovers it, or the next pass once SMT is on
+ * (clear_unplanned_cookies()), clears them. One by one, each forgetting
+ * rebuilt the journal's index: quadratic in the entries, at every stop. */
 static int restore_cookies(const Reconciler *rc, ReconcileReport *r) {
         size_t n = rc->journal->n_cookies;
         _cleanup_free_ JournalCookie *all = NULL;
         _cleanup_free_ uint64_t *to = NULL;
         _cleanup_free_ CookieTask *tasks = NULL;
+        _cleanup_free_ bool *waiting = NULL;
         int k;
 
         if (n == 0)
                 return 0;
         all = calloc(n, sizeof(JournalCookie));
-        to = calloc(n, sizeof(uint64_t)); /* all 0: forgotten */
+        to = calloc(n, sizeof(uint64_t)); /* 0: forgotten */
         tasks = calloc(n, sizeof(CookieTask));
-        if (!all || !to || !tasks)
+        waiting = calloc(n, sizeof(bool));
+        if (!all || !to || !tasks || !waiting)
                 return -ENOMEM;
         memcpy(all, rc->journal->cookies, n * sizeof(JournalCookie));
         for (size_t i = 0; i < n; i++)
                 tasks[i] = (CookieTask) { all[i].tid, all[i].start_time };
         /* Before the holders' are cleared: their values tell the others. */
-        if ((k = clear_inherited(rc, r, all, n)) < 0 || (k = clear_in_jobs(rc, r, tasks, n, "cookie cleared")) < 0)
+        if ((k = clear_inherited(rc, r, all, n)) < 0 ||
+            (k = clear_in_jobs(rc, r, tasks, n, "cookie cleared", waiting)) < 0)
                 return k;
+        for (size_t i = 0; i < n; i++)
+                if (waiting[i])
+                        to[i] = all[i].start_time; /* the same name: kept */
         (void) journal_rename_cookies(rc->journal, all, to, n);
         /* One named 0 is renamed to what it is: forgotten here. */
         for (size_t i = 0; i < n; i++)
-                if (all[i].start_time == 0)
+                if (all[i].start_time == 0 && !waiting[i])
                         (void) journal_forget_cookie(rc->journal, all[i].tid, 0);
         return 0;
 }
