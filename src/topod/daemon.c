@@ -1025,9 +1025,15 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
                 log_error(d, "%s: restore failed: %s", why, strerror(-k));
                 return k;
         }
-        log_info(d, "%s: restored (%u done, %u failed)", why, r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
+        log_info(d, "%s: restored (%u done, %u skipped, %u failed)", why, r->counts[RECONCILE_DONE],
+                 r->counts[RECONCILE_SKIPPED], r->counts[RECONCILE_FAILED]);
         if (journal_is_empty(d->journal))
                 (void) journal_remove(d->state_dir);
+        else
+                /* Failed, or refused for now (a cookie while SMT is off):
+                 * the next run's recovery, or a later pass, tries again. */
+                log_notice(d, "%s: %zu journal entries not undone yet stay in %s/journal", why,
+                           journal_n_entries(d->journal), d->state_dir);
         if (ret)
                 *ret = TAKE_PTR(r);
         return 0;

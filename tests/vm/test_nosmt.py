@@ -4,11 +4,15 @@ unavailable (prctl gives ENODEV) and topoctl says so, naming SMT; SMT is not
 active. Then topod, started with SMT off, gives the ping-pong pair no cookie and plans
 on the CPUs online; SMT switched on (smt/control) while it runs, the pair
 gets its cookie and the worker its keep-alive, read back with
-PR_SCHED_CORE_GET, the group's cpuset takes the siblings, and the stop
-clears the cookies.  Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
+PR_SCHED_CORE_GET, and the group's cpuset takes the siblings. Then SMT off
+again and topod stopped: the kernel refuses to clear the cookies, which
+come back into force with SMT, so the journal keeps them; SMT on, the
+recovery (topod --restore) clears them and removes the journal.  Exit 0
+pass, 1 fail, 77 skip (no kernel/qemu)."""
 
 import argparse
 import os
+import re
 import sys
 
 sys.dont_write_bytecode = True        # no __pycache__ in the source tree
@@ -32,6 +36,18 @@ SMT_ON = (COOKIES + "echo on > /sys/devices/system/cpu/smt/control; cat /sys/dev
           "cat /tmp/ck; echo cpus $(cat $G/cpuset.cpus) effective $(cat $G/cpuset.cpus.effective); "
           "grep -oE 'SMT is .*|CPUs online.*|seccomp.*' /tmp/topod.log")
 
+# No topod runs: cookies() without its threads.
+COOKIES_ALONE = COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ")
+SMT_OFF_STOP = ("echo off > /sys/devices/system/cpu/smt/control; cat /sys/devices/system/cpu/smt/active; sleep 1; "
+                + STOP)
+# SMT on with no topod: the pair's cookies, which the stop could not
+# clear, in force again (60 s of the guest's clock at most).
+SMT_BACK = (COOKIES_ALONE + "ls -A /run/topod; echo on > /sys/devices/system/cpu/smt/control; "
+            "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do cookies > /tmp/ck; "
+            "grep -qE '^pp [0-9]+ [1-9][0-9]*$' /tmp/ck && break; sleep 0.2; done; cat /tmp/ck")
+RECOVER = (COOKIES_ALONE + "topod --restore > /tmp/restore.log 2>&1; echo rc=$?; cookies; "
+           "echo run: $(ls -A /run/topod); cat /tmp/topod.log /tmp/restore.log")
+
 
 def test(args):
     r = vmlib.run_guest(
@@ -42,8 +58,9 @@ def test(args):
          COOKIES + "cookies; echo cpus $(cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus)",  # 4
          SMT_ON,                                                                  # 5
          "topoctl status --json",                                                 # 6
-         STOP,                                                                    # 7
-         COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ") + "cookies; cat /tmp/topod.log"],  # 8
+         SMT_OFF_STOP,                                                            # 7
+         SMT_BACK,                                                                # 8
+         RECOVER],                                                                # 9
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini")},
@@ -93,12 +110,22 @@ def test(args):
     c.eq(c.get(caps, "core_scheduling.available"), True, "topod's status: core_scheduling.available after SMT on")
     c.eq(c.get(caps, "smt.active"), True, "topod's status: smt.active after SMT on")
 
-    c.eq(r.rc(7), 0, "topod stopped")
-    after = cookie_lines(r.stdout(8))
-    c.eq(sorted(set(after.get("pp", []))), [0], "after the stop: the ping-pong cookies cleared")
+    c.eq(r.rc(7), 0, "SMT off again, topod stopped")
+    back = r.stdout(8)
+    c.true("journal" in back.split(), "stopped with SMT off: the journal stays, with the cookies it could not clear",
+           back)
+    held = set(cookie_lines(back).get("pp", []))
+    c.true(len(held) == 1 and 0 not in held, "SMT on again: the pair's cookies are in force again", back)
+    rec = r.stdout(9)
+    c.true(re.search(r"stopping: 2 journal entries not undone yet stay in /run/topod/journal", rec) is not None,
+           "the stop says what it left in the journal (the pair's two cookies)", rec)
+    c.true("rc=0" in rec.splitlines(), "topod --restore (the recovery) succeeded", rec)
+    c.eq(sorted(set(cookie_lines(rec).get("pp", []))), [0], "the recovery cleared the ping-pong cookies")
+    run = re.search(r"^run:(.*)$", rec, re.M)
+    c.true(run is not None and "journal" not in run.group(1).split(), "the recovery removed the journal", rec)
 
     if c.failed:
-        print("outputs: %s/out/  (0 = status, 4-5 = cookies before and after SMT on, 8 = log)" % r.run_dir)
+        print("outputs: %s/out/  (0 = status, 4-5 = cookies before and after SMT on, 9 = logs)" % r.run_dir)
     return c.finish()
 
 
