@@ -71,7 +71,10 @@ def test(args):
     c.true(500 <= conc <= 2200, "measured concurrency of two busy loops: 0.5 to 2.2 CPUs", str(conc))
     c.true(busy == max(1, min(10000, 100 * conc // 1000)) or abs(busy - 100 * conc // 1000) <= 100,
            "cpu.weight = 100 x concurrency, as the plan says", "weight %d, concurrency %d" % (busy, conc))
-    c.true(busy > 100, "busy: the weight is above the policy's 100", str(busy))
+    # Above the policy's 100 when the loops measured more than one CPU
+    # (under TCG they may measure a little under).
+    c.true(busy > 100 or conc <= 1000, "busy: the weight is above the policy's 100 (concurrency over 1)",
+           "weight %d, concurrency %d" % (busy, conc))
     idle = r.stdout(2).split()
     c.true(idle and idle[0].isdigit() and int(idle[0]) < busy, "one stopped: the weight falls with the concurrency",
            "%s -> %s" % (busy, idle))
