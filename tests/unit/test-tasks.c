@@ -519,6 +519,8 @@ static void test_zombies(void) {
         char *d = make_tree();
         _cleanup_(root_freep) Root *r = NULL;
         _cleanup_(task_scanner_freep) TaskScanner *sc = NULL;
+        const ProcessFacts *p;
+        char path[PATH_MAX];
         TaskSnapshot *s;
 
         fake_thread(d, 500, 500, "gone", 0, "1 0 1\n", NULL);
@@ -527,13 +529,24 @@ static void test_zombies(void) {
         fake_thread(d, 510, 510, "leader", 0, "1 0 1\n", NULL);
         fake_thread(d, 510, 511, "worker", 0, "2 0 1\n", NULL);
         fake_write_n(d, "proc/510/cmdline", "", 0);
+        fake_write(d, "proc/510/cgroup", "0::/where/it/exited\n");
         zombie(d, 510, 2);
+        /* Its files as a live thread has them (the exited one has no
+         * memory map: no exe, an empty cmdline). */
+        fake_write_n(d, "proc/510/task/511/cmdline", "worker\0-v\0", 10);
+        fake_write(d, "proc/510/task/511/cgroup", "0::/where/it/is\n");
+        snprintf(path, sizeof(path), "%s/proc/510/task/511/exe", d);
+        ASSERT_TRUE(symlink("/usr/bin/worker", path) == 0);
         ASSERT_OK(root_open(d, &r));
         ASSERT_OK(task_scanner_new(r, NULL, &sc));
         s = scan(sc, true);
         ASSERT_NULL(task_snapshot_find(s, 500));
         ASSERT_EQ(task_snapshot_count_threads(s, 510), 2);
         ASSERT_STREQ(task_snapshot_find(s, 511)->comm, "worker");
+        p = task_snapshot_find(s, 511)->process;
+        ASSERT_STREQ(p->exe, "/usr/bin/worker");
+        ASSERT_STREQ(p->cmdline, "worker -v");
+        ASSERT_STREQ(p->cgroup, "/where/it/is");
         task_snapshot_free(s);
         fake_root_remove(d);
 }

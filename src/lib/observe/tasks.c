@@ -455,8 +455,35 @@ static int dir_next(DirReader *r, const char **ret_name) {
         }
 }
 
+/* A live thread's directory (task/TID) of process tgid, whose main thread
+ * exited while others live: the exited one has no memory map (no exe, an
+ * empty cmdline) and its cgroup is where it exited. -ESRCH when none. */
+static int live_thread_dir(int pfd, pid_t tgid) {
+        _cleanup_close_ int taskfd = openat(pfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DirReader r = { .fd = taskfd };
+        const char *entry;
+
+        if (taskfd < 0)
+                return negative_errno();
+        while (dir_next(&r, &entry) > 0) {
+                _cleanup_close_ int tfd = -EBADF;
+                char buf[1024];
+                ProcStat st;
+                ssize_t n;
+                pid_t tid;
+
+                if (!parse_pid(entry, &tid) || tid == tgid)
+                        continue;
+                tfd = openat(taskfd, entry, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                n = tfd < 0 ? -1 : read_small_at(tfd, "stat", buf, sizeof(buf));
+                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && st.state != 'Z' && st.state != 'X')
+                        return TAKE_FD(tfd);
+        }
+        return -ESRCH;
+}
+
 static int scan_process(Builder *b, int procfd, pid_t tgid) {
-        _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF;
+        _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF, files = -EBADF;
         _cleanup_(process_facts_unrefp) ProcessFacts *fresh = NULL;
         ProcessFacts *proc = NULL;
         char name[16], buf[4096];
@@ -502,7 +529,9 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                         b->snap->vanished++;
                         return 0;
                 }
-                k = read_process(pfd, tgid, &leader, &fresh);
+                if (leader.state == 'Z' || leader.state == 'X')
+                        files = live_thread_dir(pfd, tgid);
+                k = read_process(files >= 0 ? files : pfd, tgid, &leader, &fresh);
                 if (k < 0)
                         return k;
                 proc = fresh;
