@@ -128,6 +128,7 @@ typedef struct Daemon {
         unsigned last_failed;
         bool ready;
         bool paused;             /* topoctl reset: observe, apply nothing, until a reload */
+        bool restoring;          /* in restore_all(): what changes meanwhile is its own to act on */
         /* These two, with the lock held, as what is above the placer's. */
         bool in_pass;            /* a pass runs (the placer places in its yields) */
         bool pass_wanted;        /* the placer asked for a pass (placer_soon) since the last began */
@@ -192,6 +193,8 @@ static void plan_reply_forget(Daemon *d) {
                 d->plan_reply[i] = mfree(d->plan_reply[i]);
 }
 
+static int restore_all(Daemon *d, const char *why, ReconcileReport **ret);
+
 /* The cookie worker's interlocks, from the capabilities as last read. */
 static void set_interlocks(Daemon *d) {
         CookieInterlocks il = { .smt_off = !d->p->caps->smt_active, .sched_ext_active = d->p->caps->sched_ext_active };
@@ -234,8 +237,14 @@ static void interlocks_changed(Daemon *d) {
         else if (!d->cookies)
                 log_notice(d, "SMT is on and no sched_ext scheduler runs, but topod's cookie worker could not be "
                               "started: no cookies until topod is restarted");
-        else
+        else {
                 log_notice(d, "SMT is on and no sched_ext scheduler runs: cookies are given");
+                /* Paused by a reset while SMT was off, which left cookies
+                 * in the journal: no pass applies anything now, so they
+                 * are cleared here (running, the next pass does it). */
+                if (d->paused && !d->restoring && d->journal && d->journal->n_cookies > 0)
+                        (void) restore_all(d, "SMT is on again after a reset", NULL);
+        }
 }
 
 /* What forbids cookies, read again (two files); acted on when it changed.
@@ -1021,7 +1030,13 @@ static int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
         cgroup_held_clear(d->held);
         if (journal_is_empty(d->journal))
                 return 0;
-        if ((k = reconcile_restore(&rc, &r)) < 0) {
+        /* SMT as it is now, not as the last pass read it: a clear the
+         * worker refuses for SMT off stays journaled. */
+        d->restoring = true;
+        (void) refresh_interlocks(d);
+        k = reconcile_restore(&rc, &r);
+        d->restoring = false;
+        if (k < 0) {
                 log_error(d, "%s: restore failed: %s", why, strerror(-k));
                 return k;
         }

@@ -4,11 +4,13 @@ unavailable (prctl gives ENODEV) and topoctl says so, naming SMT; SMT is not
 active. Then topod, started with SMT off, gives the ping-pong pair no cookie and plans
 on the CPUs online; SMT switched on (smt/control) while it runs, the pair
 gets its cookie and the worker its keep-alive, read back with
-PR_SCHED_CORE_GET, and the group's cpuset takes the siblings. Then SMT off
-again and topod stopped: the kernel refuses to clear the cookies, which
-come back into force with SMT, so the journal keeps them; SMT on, the
-recovery (topod --restore) clears them and removes the journal.  Exit 0
-pass, 1 fail, 77 skip (no kernel/qemu)."""
+PR_SCHED_CORE_GET, and the group's cpuset takes the siblings. With SMT off
+the kernel refuses to clear cookies, which come back into force with SMT,
+so the journal keeps them: a topoctl reset then keeps them and the paused
+topod clears them once SMT is on; a reload resumes. A stop with SMT off
+keeps them too (topod --restore meanwhile exits 0, keeping them); SMT on,
+the recovery (topod --restore) clears them and removes the journal.
+Exit 0 pass, 1 fail, 77 skip (no kernel/qemu)."""
 
 import argparse
 import os
@@ -38,11 +40,23 @@ SMT_ON = (COOKIES + "echo on > /sys/devices/system/cpu/smt/control; cat /sys/dev
 
 # No topod runs: cookies() without its threads.
 COOKIES_ALONE = COOKIES.replace("T=$(cat /tmp/topod.pid); ", "T=0; ")
+# SMT off, then topoctl reset: topod restores and pauses, the pair's
+# cookies refused and kept. SMT on: the paused topod clears them itself
+# (no pass applies anything while paused). Then a reload resumes it, and
+# the pair gets its cookie again (60 s of the guest's clock at most each).
+RESET_PAUSED = (COOKIES + "echo off > /sys/devices/system/cpu/smt/control; sleep 1; topoctl reset; echo reset=$?; "
+                "echo run: $(ls -A /run/topod); echo on > /sys/devices/system/cpu/smt/control; "
+                "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do cookies > /tmp/ck; "
+                "grep -qE '^pp [0-9]+ [1-9][0-9]*$' /tmp/ck || break; sleep 0.2; done; cat /tmp/ck; "
+                "echo run: $(ls -A /run/topod); grep -o 'SMT is on again after a reset.*' /tmp/topod.log")
+RESUME = (COOKIES + "topoctl reload; END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do cookies > /tmp/ck; "
+          "grep -qE '^pp [0-9]+ 0$' /tmp/ck || break; sleep 0.2; done; cat /tmp/ck")
 SMT_OFF_STOP = ("echo off > /sys/devices/system/cpu/smt/control; cat /sys/devices/system/cpu/smt/active; sleep 1; "
                 + STOP)
 # SMT on with no topod: the pair's cookies, which the stop could not
 # clear, in force again (60 s of the guest's clock at most).
-SMT_BACK = (COOKIES_ALONE + "ls -A /run/topod; echo on > /sys/devices/system/cpu/smt/control; "
+SMT_BACK = (COOKIES_ALONE + "topod --restore > /tmp/restore0.log 2>&1; echo rc0=$?; "
+            "ls -A /run/topod; echo on > /sys/devices/system/cpu/smt/control; "
             "END=$(($(date +%s) + 60)); while [ $(date +%s) -lt $END ]; do cookies > /tmp/ck; "
             "grep -qE '^pp [0-9]+ [1-9][0-9]*$' /tmp/ck && break; sleep 0.2; done; cat /tmp/ck")
 RECOVER = (COOKIES_ALONE + "topod --restore > /tmp/restore.log 2>&1; echo rc=$?; cookies; "
@@ -58,9 +72,11 @@ def test(args):
          COOKIES + "cookies; echo cpus $(cat /sys/fs/cgroup/topod.slice/pingpong/cpuset.cpus)",  # 4
          SMT_ON,                                                                  # 5
          "topoctl status --json",                                                 # 6
-         SMT_OFF_STOP,                                                            # 7
-         SMT_BACK,                                                                # 8
-         RECOVER],                                                                # 9
+         RESET_PAUSED,                                                            # 7
+         RESUME,                                                                  # 8
+         SMT_OFF_STOP,                                                            # 9
+         SMT_BACK,                                                                # 10
+         RECOVER],                                                                # 11
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
                "/etc/topod-test/policies.d/20-pingpong.ini": os.path.join(DATA, "20-pingpong.ini")},
@@ -110,13 +126,25 @@ def test(args):
     c.eq(c.get(caps, "core_scheduling.available"), True, "topod's status: core_scheduling.available after SMT on")
     c.eq(c.get(caps, "smt.active"), True, "topod's status: smt.active after SMT on")
 
-    c.eq(r.rc(7), 0, "SMT off again, topod stopped")
-    back = r.stdout(8)
+    paused = r.stdout(7)
+    c.true("reset=0" in paused.splitlines(), "SMT off, topoctl reset succeeds (the cookies it cannot clear skipped)",
+           paused)
+    runs = re.findall(r"^run:(.*)$", paused, re.M)
+    c.true(len(runs) == 2 and "journal" in runs[0].split() and "journal" not in runs[1].split(),
+           "the reset kept the cookies in the journal; SMT on, the paused topod cleared them and removed it", paused)
+    c.eq(sorted(set(cookie_lines(paused).get("pp", []))), [0], "SMT on after the reset: the pair's cookies cleared")
+    c.true("SMT is on again after a reset" in paused, "topod says why it restored", paused)
+    resumed = set(cookie_lines(r.stdout(8)).get("pp", []))
+    c.true(len(resumed) == 1 and 0 not in resumed, "topoctl reload resumes: the pair's cookie again", r.stdout(8))
+
+    c.eq(r.rc(9), 0, "SMT off again, topod stopped")
+    back = r.stdout(10)
+    c.true("rc0=0" in back.splitlines(), "topod --restore with SMT off exits 0 (the cookies skipped, kept)", back)
     c.true("journal" in back.split(), "stopped with SMT off: the journal stays, with the cookies it could not clear",
            back)
     held = set(cookie_lines(back).get("pp", []))
     c.true(len(held) == 1 and 0 not in held, "SMT on again: the pair's cookies are in force again", back)
-    rec = r.stdout(9)
+    rec = r.stdout(11)
     c.true(re.search(r"stopping: 2 journal entries not undone yet stay in /run/topod/journal", rec) is not None,
            "the stop says what it left in the journal (the pair's two cookies)", rec)
     c.true("rc=0" in rec.splitlines(), "topod --restore (the recovery) succeeded", rec)
@@ -125,7 +153,7 @@ def test(args):
     c.true(run is not None and "journal" not in run.group(1).split(), "the recovery removed the journal", rec)
 
     if c.failed:
-        print("outputs: %s/out/  (0 = status, 4-5 = cookies before and after SMT on, 9 = logs)" % r.run_dir)
+        print("outputs: %s/out/  (0 = status, 4-5 = cookies before and after SMT on, 11 = logs)" % r.run_dir)
     return c.finish()
 
 

@@ -597,8 +597,11 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_
         for (size_t i = 0; i < n; i++) {
                 ProcStat ts;
 
-                if (tids[i] == pid || pidref_read_stat(env->root, -1, tids[i], &ts) < 0 || stat_exited(&ts))
+                if (tids[i] == pid)
                         continue;
+                k = pidref_read_stat(env->root, -1, tids[i], &ts);
+                if (k == -ESRCH || (k >= 0 && stat_exited(&ts)))
+                        continue; /* gone, or exited and waiting for a tracer; unreadable: taken as live */
                 k = read_task_cgroup(env, tids[i], ret);
                 if (k != -ESRCH) {
                         *ret_tid = tids[i];

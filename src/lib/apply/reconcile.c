@@ -783,7 +783,11 @@ static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieT
                 for (size_t i = 0; i < m; i++) {
                         if (ret_waiting)
                                 ret_waiting[done + i] = clear_waits_for_smt(&results[i]);
-                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error,
+                        /* Kept for later: skipped, not failed (whether
+                         * the worker's interlock or the kernel said so). */
+                        if ((k = add(r, ret_waiting && ret_waiting[done + i] ? RECONCILE_SKIPPED
+                                                                             : from_cookie(results[i].outcome),
+                                     results[i].error,
                                      ret_waiting && ret_waiting[done + i] ? "SMT is off: kept in the journal, "
                                                                             "cleared once SMT is on" : NULL,
                                      "%s: tid %d", what, (int) tasks[done + i].tid)) < 0)
