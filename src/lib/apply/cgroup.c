@@ -560,10 +560,6 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
         return cgroup_parse_proc_cgroup(text ?: buf, ret);
 }
 
-static bool stat_exited(const ProcStat *st) {
-        return st->state == 'Z' || st->state == 'X';
-}
-
 /* Where process pid is, and the thread that says so (*ret_tid). A main
  * thread that exited while other threads live stays where it was: its
  * /proc/PID/cgroup (and the cgroup.procs that lists the process) keep
@@ -587,7 +583,7 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_
         k = pidref_read_stat(env->root, -1, pid, &st);
         if (k == -ESRCH)
                 return k;
-        if (k < 0 || !stat_exited(&st) || st.num_threads <= 1) {
+        if (k < 0 || !procfs_state_exited(st.state) || st.num_threads <= 1) {
                 *ret = TAKE_PTR(cg);
                 return 0;
         }
@@ -600,7 +596,7 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_
                 if (tids[i] == pid)
                         continue;
                 k = pidref_read_stat(env->root, -1, tids[i], &ts);
-                if (k == -ESRCH || (k >= 0 && stat_exited(&ts)))
+                if (k == -ESRCH || (k >= 0 && procfs_state_exited(ts.state)))
                         continue; /* gone, or exited and waiting for a tracer; unreadable: taken as live */
                 k = read_task_cgroup(env, tids[i], ret);
                 if (k != -ESRCH) {
@@ -613,7 +609,7 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_
         k = pidref_read_stat(env->root, -1, pid, &st);
         if (k < 0)
                 return k;
-        return stat_exited(&st) ? -ESRCH : read_task_cgroup(env, pid, ret);
+        return procfs_state_exited(st.state) ? -ESRCH : read_task_cgroup(env, pid, ret);
 }
 
 /* ref, a pin on process pid, moved to thread tid of it (the one
@@ -1531,10 +1527,10 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
                 return moved_outcome(it, k);
         k = read_task_cgroup(env, ref->tid, &after);
         if (k >= 0 && !streq(after, cg)) {
-                /* Its main thread may have exited: the live threads tell. */
-                after = mfree(after);
                 pid_t by;
 
+                /* Its main thread may have exited: the live threads tell. */
+                after = mfree(after);
                 k = read_process_cgroup(env, ref->tid, &after, &by);
         }
         if (k == -ESRCH)

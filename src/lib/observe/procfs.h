@@ -55,8 +55,13 @@ int procfs_parse_stat(const char *text, size_t len, ProcStat *ret);
 /* A process (its leader's stat) that has exited and waits for its parent:
  * a zombie with no thread left. A leader that exited before its other
  * threads shows Z too, but counts them: that process lives on. */
+/* A task that exited: a zombie, or dead. */
+static inline bool procfs_state_exited(char state) {
+        return state == 'Z' || state == 'X';
+}
+
 static inline bool procfs_stat_exited(const ProcStat *st) {
-        return (st->state == 'Z' || st->state == 'X') && st->num_threads <= 1;
+        return procfs_state_exited(st->state) && st->num_threads <= 1;
 }
 int procfs_parse_status(const char *text, size_t len, ProcStatus *ret);
 int procfs_parse_schedstat(const char *text, size_t len, ProcSchedstat *ret);

@@ -476,7 +476,7 @@ static int live_thread_dir(int pfd, pid_t tgid) {
                         continue;
                 tfd = openat(taskfd, entry, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 n = tfd < 0 ? -1 : read_small_at(tfd, "stat", buf, sizeof(buf));
-                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && st.state != 'Z' && st.state != 'X')
+                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && !procfs_state_exited(st.state))
                         return TAKE_FD(tfd);
         }
         return -ESRCH;
@@ -529,7 +529,7 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                         b->snap->vanished++;
                         return 0;
                 }
-                if (leader.state == 'Z' || leader.state == 'X')
+                if (procfs_state_exited(leader.state))
                         files = live_thread_dir(pfd, tgid);
                 k = read_process(files >= 0 ? files : pfd, tgid, &leader, &fresh);
                 if (k < 0)
@@ -1198,7 +1198,7 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                         return (int) n;
                 if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
                         return -ESRCH; /* an exiting task can give an empty file */
-                if (st.state == 'Z' || st.state == 'X')
+                if (procfs_state_exited(st.state))
                         return -ESRCH; /* it has exited: nothing to decide for */
                 if (!(q->have & TASK_QUICK_COMM)) {
                         memcpy(q->comm, st.comm, sizeof(q->comm));

@@ -805,7 +805,7 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                  * lists it, nothing runs it; moves and cookies go to the
                  * threads that live (one written to cgroup.procs moves them
                  * all, the exited one stays where it was). */
-                if (t->state == 'Z' || t->state == 'X')
+                if (procfs_state_exited(t->state))
                         continue;
                 tasks[n] = (PlanTaskInput) {
                         .tid = t->tid,
