@@ -571,9 +571,8 @@ static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
  * exec'd has a live main thread). */
 static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_t *ret_tid) {
         _cleanup_free_ char *cg = NULL;
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0;
         ProcStat st;
+        pid_t tid;
         int k;
 
         *ret_tid = pid;
@@ -587,20 +586,16 @@ static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_
                 *ret = TAKE_PTR(cg);
                 return 0;
         }
-        k = tasks_list_threads(env->root, pid, &tids, &n);
-        if (k < 0)
-                return k;
-        for (size_t i = 0; i < n; i++) {
-                ProcStat ts;
-
-                if (tids[i] == pid)
-                        continue;
-                k = pidref_read_stat(env->root, -1, tids[i], &ts);
-                if (k == -ESRCH || (k >= 0 && procfs_state_exited(ts.state)))
-                        continue; /* gone, or exited and waiting for a tracer; unreadable: taken as live */
-                k = read_task_cgroup(env, tids[i], ret);
+        /* Twice: the live thread found may exit before its read. */
+        for (unsigned attempt = 0; attempt < 2; attempt++) {
+                k = tasks_live_thread(env->root, pid, &tid);
+                if (k == -ESRCH)
+                        break;
+                if (k < 0)
+                        return k;
+                k = read_task_cgroup(env, tid, ret);
                 if (k != -ESRCH) {
-                        *ret_tid = tids[i];
+                        *ret_tid = tid;
                         return k;
                 }
         }

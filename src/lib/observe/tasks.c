@@ -457,14 +457,15 @@ static int dir_next(DirReader *r, const char **ret_name) {
 
 /* A live thread's directory (task/TID) of process tgid, whose main thread
  * exited while others live: the exited one has no memory map (no exe, an
- * empty cmdline) and its cgroup is where it exited. -ESRCH when none. */
-static int live_thread_dir(int pfd, pid_t tgid) {
+ * empty cmdline) and its cgroup is where it exited. Its number in
+ * *ret_tid. -ESRCH when none. */
+static int live_thread_dir(int pfd, pid_t tgid, pid_t *ret_tid) {
         _cleanup_close_ int taskfd = openat(pfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DirReader r = { .fd = taskfd };
         const char *entry;
 
         if (taskfd < 0)
-                return negative_errno();
+                return errno == ENOENT ? -ESRCH : negative_errno();
         while (dir_next(&r, &entry) > 0) {
                 _cleanup_close_ int tfd = -EBADF;
                 char buf[1024];
@@ -476,8 +477,10 @@ static int live_thread_dir(int pfd, pid_t tgid) {
                         continue;
                 tfd = openat(taskfd, entry, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 n = tfd < 0 ? -1 : read_small_at(tfd, "stat", buf, sizeof(buf));
-                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && !procfs_state_exited(st.state))
+                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && !procfs_state_exited(st.state)) {
+                        *ret_tid = tid;
                         return TAKE_FD(tfd);
+                }
         }
         return -ESRCH;
 }
@@ -529,8 +532,10 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                         b->snap->vanished++;
                         return 0;
                 }
+                pid_t live;
+
                 if (procfs_state_exited(leader.state))
-                        files = live_thread_dir(pfd, tgid);
+                        files = live_thread_dir(pfd, tgid, &live);
                 k = read_process(files >= 0 ? files : pfd, tgid, &leader, &fresh);
                 if (k < 0)
                         return k;
@@ -794,15 +799,16 @@ static int open_listing(int procfd, DIR **ret) {
         return 0;
 }
 
-/* The numbered entries of directory dirfd (which stays open), sorted;
- * -ENODATA for none. */
-static int list_numbered(int dirfd, pid_t **ret, size_t *ret_n) {
+int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
+        _cleanup_close_ int own = -EBADF;
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0, cap = 0;
         DIR *d;
         int k;
 
-        if ((k = open_listing(dirfd, &d)) < 0)
+        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
+                return procfd;
+        if ((k = open_listing(procfd, &d)) < 0)
                 return k;
         for (;;) {
                 struct dirent *de;
@@ -833,34 +839,25 @@ static int list_numbered(int dirfd, pid_t **ret, size_t *ret_n) {
         if (k < 0)
                 return k;
         if (n == 0)
-                return -ENODATA;
+                return -ENODATA; /* no procfs there (an empty directory) */
         qsort(pids, n, sizeof(pid_t), compare_pid);
         *ret = TAKE_PTR(pids);
         *ret_n = n;
         return 0;
 }
 
-int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
-        _cleanup_close_ int own = -EBADF;
+int tasks_live_thread(const Root *root, pid_t tgid, pid_t *ret_tid) {
+        _cleanup_close_ int pfd = -EBADF, fd = -EBADF;
+        char rel[32];
 
-        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
-                return procfd;
-        return list_numbered(procfd, ret, ret_n); /* -ENODATA: no procfs there (an empty directory) */
-}
-
-int tasks_list_threads(const Root *root, pid_t pid, pid_t **ret, size_t *ret_n) {
-        _cleanup_close_ int fd = -EBADF;
-        char rel[64];
-        int k;
-
-        snprintf(rel, sizeof(rel), "proc/%d/task", (int) pid);
-        fd = root_openat(root, rel, O_RDONLY | O_DIRECTORY);
-        if (fd == -ENOENT || fd == -ESRCH)
+        snprintf(rel, sizeof(rel), "proc/%d", (int) tgid);
+        pfd = root_openat(root, rel, O_RDONLY | O_DIRECTORY);
+        if (pfd == -ENOENT || pfd == -ESRCH)
                 return -ESRCH;
-        if (fd < 0)
-                return fd;
-        k = list_numbered(fd, ret, ret_n);
-        return k == -ENODATA || k == -ENOENT ? -ESRCH : k; /* exited while listed */
+        if (pfd < 0)
+                return pfd;
+        fd = live_thread_dir(pfd, tgid, ret_tid);
+        return fd < 0 ? fd : 0;
 }
 
 /* The scan without listing: quiet processes from the last snapshot, then

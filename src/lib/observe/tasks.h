@@ -162,9 +162,9 @@ void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret);
  * procfd < 0). -ENODATA when it lists none (no procfs there); an error of
  * the listing's (a list cut short is no list), or -ENOMEM. */
 int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n);
-/* The threads /proc/PID/task lists now, sorted; -ESRCH when the process
- * is gone. */
-int tasks_list_threads(const Root *root, pid_t pid, pid_t **ret, size_t *ret_n);
+/* A thread of process tgid that has not exited (for one whose main thread
+ * exited while others live); -ESRCH when there is none. */
+int tasks_live_thread(const Root *root, pid_t tgid, pid_t *ret_tid);
 
 /* One full scan without keeping anything. */
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
