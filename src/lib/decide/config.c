@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,15 +164,8 @@ typedef struct ConfigParser {
         size_t errors_before;
 } ConfigParser;
 
-_printf_(4, 5) static int cerr(ConfigParser *cp, unsigned line, const char *id, const char *fmt, ...) {
-        va_list ap;
-        int k;
-
-        va_start(ap, fmt);
-        k = diag_addv(cp->d, DIAG_ERROR, cp->file, line, id, fmt, ap);
-        va_end(ap);
-        return k;
-}
+/* An error at a line of the file being parsed. */
+#define cerr(cp, line, id, ...) diag_add((cp)->d, DIAG_ERROR, (cp)->file, (line), (id), __VA_ARGS__)
 
 static int on_section(void *userdata, const char *name, unsigned line) {
         ConfigParser *cp = userdata;
