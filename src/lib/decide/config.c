@@ -291,8 +291,8 @@ static int set_number(ConfigParser *cp, const KeyDef *kd, const char *value, uns
         if (*s && (percent || !isdigit((unsigned char) *s)))
                 return cerr(cp, line, "bad-value", "invalid %s '%s': expected %s", kd->key, value, expected);
         if (u < kd->min || u > kd->max)
-                return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "%s to %" PRIu64 "%s)", kd->key,
-                            value, kd->min, unit, kd->max, unit);
+                return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "%s to %" PRIu64 "%s)",
+                            kd->key, value, kd->min, unit, kd->max, unit);
         *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
         return 0;
 }

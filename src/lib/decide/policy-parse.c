@@ -373,9 +373,9 @@ static int when_kernel(Parser *ps, PolicyCmp cmp, const char *value, unsigned li
                 }
                 if (cmp == POLICY_CMP_GT || cmp == POLICY_CMP_LE)
                         return add_condition(ps, POLICY_WHEN_KERNEL, cmp, v | 0xffff, line);
-                /* != 6.6: not one interval; marked by patch
-                 * 0xffff, compared with the patch masked off
-                 * (condition_holds()). */
+                /* != 6.6: not one interval; marked by patch 0xffff,
+                 * compared with the patch masked off (policy-when.c's
+                 * condition_holds()). */
                 return add_condition(ps, POLICY_WHEN_KERNEL, cmp, v | 0xffff, line);
         }
         return add_condition(ps, POLICY_WHEN_KERNEL, cmp, v, line);

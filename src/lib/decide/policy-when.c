@@ -26,7 +26,8 @@ bool policy_cmp_holds(PolicyCmp cmp, uint64_t lhs, uint64_t rhs) {
 }
 
 static bool condition_holds(const PolicyCondition *c, uint64_t v) {
-        /* "kernel != 6.6" compares major.minor only (see key_when()). */
+        /* "kernel != 6.6" compares major.minor only (see policy-parse.c's
+         * when_kernel()). */
         if (c->kind == POLICY_WHEN_KERNEL && c->cmp == POLICY_CMP_NE && (c->value & 0xffff) == 0xffff)
                 return (v | 0xffff) != c->value;
         return policy_cmp_holds(c->cmp, v, c->value);
