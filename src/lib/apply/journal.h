@@ -29,11 +29,11 @@
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
  * few entries with a copy into memory (no system call, no flush: see
- * journal_commit_append()) instead of rewriting every entry (measured:
- * about 0.3 µs per entry per commit, so 300 µs with a thousand processes
- * placed). Its first line binds it to the journal file it extends (inode
- * and size: a log left over from an older file is ignored), then blocks of
- * entry lines, each closed by "end N" (N: the entries of that block):
+ * journal_commit_append()) instead of rewriting every entry, whose cost
+ * grows with the number of processes placed. Its first line binds it to
+ * the journal file it extends (inode and size: a log left over from an
+ * older file is ignored), then blocks of entry lines, each closed by
+ * "end N" (N: the entries of that block):
  *
  *     topod-journal-log 2 1234567 4096
  *     task 1300 567990 /user.slice

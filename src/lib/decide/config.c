@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,15 +164,8 @@ typedef struct ConfigParser {
         size_t errors_before;
 } ConfigParser;
 
-_printf_(4, 5) static int cerr(ConfigParser *cp, unsigned line, const char *id, const char *fmt, ...) {
-        va_list ap;
-        int k;
-
-        va_start(ap, fmt);
-        k = diag_addv(cp->d, DIAG_ERROR, cp->file, line, id, fmt, ap);
-        va_end(ap);
-        return k;
-}
+/* An error at a line of the file being parsed. */
+#define cerr(cp, line, id, ...) diag_add((cp)->d, DIAG_ERROR, (cp)->file, (line), (id), __VA_ARGS__)
 
 static int on_section(void *userdata, const char *name, unsigned line) {
         ConfigParser *cp = userdata;
@@ -218,19 +210,14 @@ static int set_path(ConfigParser *cp, const KeyDef *kd, const char *value, unsig
         return 0;
 }
 
-static int on_key(void *userdata, const char *section, const char *key, const char *value, unsigned line) {
-        ConfigParser *cp = userdata;
+/* The key of the current section named key: *ret, and the line it is set
+ * at remembered; an error (and *ret NULL) when set twice, or unknown. */
+static int find_key(ConfigParser *cp, const char *key, unsigned line, const KeyDef **ret) {
         const KeyDef *kd = NULL;
         const char *candidates[ELEMENTSOF(keys) + 1];
         size_t n_candidates = 0;
-        uint64_t u;
-        int k;
 
-        (void) section;
-        if (!cp->section)
-                return cerr(cp, line, "syntax", "'%s' is outside any section; start with [daemon]", key);
-        if (!*cp->section)
-                return 0;
+        *ret = NULL;
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (streq(keys[i].section, cp->section)) {
                         if (streq(keys[i].key, key)) {
@@ -255,85 +242,105 @@ static int on_key(void *userdata, const char *section, const char *key, const ch
                                     cp->section, close);
                 return cerr(cp, line, "unknown-key", "unknown key '%s' in [%s]", key, cp->section);
         }
+        *ret = kd;
+        return 0;
+}
+
+static int set_duration(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line) {
+        uint64_t u;
+        int k;
+
+        k = config_parse_duration(value, &u);
+        if (k < 0)
+                return cerr(cp, line, "bad-value", "invalid %s '%s': expected a duration such as 500ms, 2s or 1min",
+                            kd->key, value);
+        if (u < kd->min || u > kd->max)
+                return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "ms to %" PRIu64 "s)",
+                            kd->key, value, kd->min / USEC_PER_MSEC, kd->max / USEC_PER_SEC);
+        *(uint64_t *) ((uint8_t *) cp->c + kd->offset) = u;
+        return 0;
+}
+
+static int set_bool(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line) {
+        if (strcasecmp(value, "yes") == 0 || strcasecmp(value, "true") == 0 || strcasecmp(value, "on") == 0 ||
+            streq(value, "1"))
+                *(bool *) ((uint8_t *) cp->c + kd->offset) = true;
+        else if (strcasecmp(value, "no") == 0 || strcasecmp(value, "false") == 0 || strcasecmp(value, "off") == 0 ||
+                 streq(value, "0"))
+                *(bool *) ((uint8_t *) cp->c + kd->offset) = false;
+        else
+                return cerr(cp, line, "bad-value", "invalid %s '%s': expected yes or no", kd->key, value);
+        return 0;
+}
+
+/* A percentage ("80%", the sign optional) or a whole number, within the
+ * key's range. The digits are read up to a cap, past which the value is
+ * no percentage (1000) or out of the number's range (its maximum). */
+static int set_number(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line) {
+        bool percent = kd->type == KEY_PERCENT;
+        const char *expected = percent ? "a percentage such as 80%" : "a whole number", *unit = percent ? "%" : "";
+        uint64_t cap = percent ? 1000 : kd->max, u = 0;
+        const char *s = value;
+
+        if (!isdigit((unsigned char) *s))
+                return cerr(cp, line, "bad-value", "invalid %s '%s': expected %s", kd->key, value, expected);
+        for (; isdigit((unsigned char) *s) && u <= cap; s++)
+                u = u * 10 + (uint64_t) (*s - '0');
+        if (percent && *s == '%')
+                s++;
+        if (*s && (percent || !isdigit((unsigned char) *s)))
+                return cerr(cp, line, "bad-value", "invalid %s '%s': expected %s", kd->key, value, expected);
+        if (u < kd->min || u > kd->max)
+                return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "%s to %" PRIu64 "%s)",
+                            kd->key, value, kd->min, unit, kd->max, unit);
+        *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
+        return 0;
+}
+
+static int set_enum(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line) {
+        _cleanup_free_ char *list = NULL;
+        const char *close;
+        int k;
+
+        for (size_t i = 0; kd->names[i]; i++)
+                if (streq(kd->names[i], value)) {
+                        *(int *) ((uint8_t *) cp->c + kd->offset) = kd->base + (int) i;
+                        return 0;
+                }
+        close = diag_closest(value, kd->names);
+        if ((k = strv_join((char *const *) kd->names, ", ", &list)) < 0)
+                return k;
+        if (close)
+                return cerr(cp, line, "bad-value", "invalid %s '%s': expected one of %s; did you mean '%s'?", kd->key,
+                            value, list, close);
+        return cerr(cp, line, "bad-value", "invalid %s '%s': expected one of %s", kd->key, value, list);
+}
+
+/* How a value of each type is read into its field. */
+typedef int (*KeySetter)(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line);
+
+static const KeySetter setters[] = {
+        [KEY_PATH] = set_path,      [KEY_DURATION] = set_duration, [KEY_BOOL] = set_bool,
+        [KEY_PERCENT] = set_number, [KEY_ENUM] = set_enum,         [KEY_UINT] = set_number,
+};
+
+static int on_key(void *userdata, const char *section, const char *key, const char *value, unsigned line) {
+        ConfigParser *cp = userdata;
+        const KeyDef *kd;
+        int k;
+
+        (void) section;
+        if (!cp->section)
+                return cerr(cp, line, "syntax", "'%s' is outside any section; start with [daemon]", key);
+        if (!*cp->section)
+                return 0;
+        k = find_key(cp, key, line, &kd);
+        if (!kd)
+                return k;
         if (!*value)
                 return cerr(cp, line, "bad-value", "'%s' needs a value", key);
 
-        switch (kd->type) {
-        case KEY_PATH:
-                return set_path(cp, kd, value, line);
-        case KEY_DURATION:
-                k = config_parse_duration(value, &u);
-                if (k < 0)
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a duration such as 500ms, 2s or 1min",
-                                    key, value);
-                if (u < kd->min || u > kd->max)
-                        return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "ms to %" PRIu64 "s)",
-                                    key, value, kd->min / USEC_PER_MSEC, kd->max / USEC_PER_SEC);
-                *(uint64_t *) ((uint8_t *) cp->c + kd->offset) = u;
-                return 0;
-        case KEY_BOOL:
-                if (strcasecmp(value, "yes") == 0 || strcasecmp(value, "true") == 0 || strcasecmp(value, "on") == 0 ||
-                    streq(value, "1"))
-                        *(bool *) ((uint8_t *) cp->c + kd->offset) = true;
-                else if (strcasecmp(value, "no") == 0 || strcasecmp(value, "false") == 0 ||
-                         strcasecmp(value, "off") == 0 || streq(value, "0"))
-                        *(bool *) ((uint8_t *) cp->c + kd->offset) = false;
-                else
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected yes or no", key, value);
-                return 0;
-        case KEY_PERCENT: {
-                const char *s = value;
-
-                u = 0;
-                if (!isdigit((unsigned char) *s))
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a percentage such as 80%%", key, value);
-                for (; isdigit((unsigned char) *s) && u <= 1000; s++)
-                        u = u * 10 + (uint64_t) (*s - '0');
-                if (*s == '%')
-                        s++;
-                if (*s)
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a percentage such as 80%%", key, value);
-                if (u < kd->min || u > kd->max)
-                        return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 "%% to %" PRIu64 "%%)",
-                                    key, value, kd->min, kd->max);
-                *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
-                return 0;
-        }
-        case KEY_UINT: {
-                const char *s = value;
-
-                u = 0;
-                if (!isdigit((unsigned char) *s))
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a whole number", key, value);
-                for (; isdigit((unsigned char) *s) && u <= kd->max; s++)
-                        u = u * 10 + (uint64_t) (*s - '0');
-                if (*s && !isdigit((unsigned char) *s))
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected a whole number", key, value);
-                if (u < kd->min || u > kd->max)
-                        return cerr(cp, line, "out-of-range", "%s '%s' is out of range (%" PRIu64 " to %" PRIu64 ")",
-                                    key, value, kd->min, kd->max);
-                *(unsigned *) ((uint8_t *) cp->c + kd->offset) = (unsigned) u;
-                return 0;
-        }
-        case KEY_ENUM:
-                for (size_t i = 0; kd->names[i]; i++)
-                        if (streq(kd->names[i], value)) {
-                                *(int *) ((uint8_t *) cp->c + kd->offset) = kd->base + (int) i;
-                                return 0;
-                        }
-                {
-                        _cleanup_free_ char *list = NULL;
-                        const char *close = diag_closest(value, kd->names);
-
-                        if ((k = strv_join((char *const *) kd->names, ", ", &list)) < 0)
-                                return k;
-                        if (close)
-                                return cerr(cp, line, "bad-value", "invalid %s '%s': expected one of %s; did you mean '%s'?",
-                                            key, value, list, close);
-                        return cerr(cp, line, "bad-value", "invalid %s '%s': expected one of %s", key, value, list);
-                }
-        }
-        return 0;
+        return setters[kd->type](cp, kd, value, line);
 }
 
 int config_parse(Config *c, const char *text, size_t len, const char *file, Diagnostics *d) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "decide/policy-internal.h"
 
 static bool when_unconditional(const PolicyWhen *w) {
         return w->smt == POLICY_SMT_ANY && !w->vendors && !w->has_load && w->n_conditions == 0;
@@ -40,18 +41,6 @@ static bool when_implied_by(const PolicyWhen *a, const PolicyWhen *b) {
         return true;
 }
 
-static bool patterns_subset(const PolicyPatterns *a, const PolicyPatterns *b) {
-        for (size_t i = 0; i < a->n; i++) {
-                bool found = false;
-
-                for (size_t j = 0; j < b->n && !found; j++)
-                        found = streq(a->items[i].glob, b->items[j].glob);
-                if (!found)
-                        return false;
-        }
-        return true;
-}
-
 /* Does a match every task b matches? Each field a constrains, b constrains
  * at least as much: the same patterns or fewer (OR within a field). */
 static bool match_covers(const PolicyMatch *a, const PolicyMatch *b) {
@@ -62,7 +51,7 @@ static bool match_covers(const PolicyMatch *a, const PolicyMatch *b) {
         for (size_t f = 0; f < _POLICY_MATCH_FIELD_MAX; f++) {
                 if (a->fields[f].n == 0)
                         continue;
-                if (b->fields[f].n == 0 || !patterns_subset(&b->fields[f], &a->fields[f]))
+                if (b->fields[f].n == 0 || !policy_patterns_subset(&b->fields[f], &a->fields[f]))
                         return false;
         }
         return true;

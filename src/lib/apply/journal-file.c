@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The journal's files on disk: writing the file whole and atomically,
+ * appending to its log through a shared mapping, loading both, and removing
+ * them. The text they hold is journal-format.c's; the entries
+ * journal.c's. */
+#include "journal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apply/journal-internal.h"
+#include "base/root.h"
+#include "base/util.h"
+
+#define JOURNAL_TMP_NAME ".journal.tmp"
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+
+                if (w < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += w;
+                n -= (size_t) w;
+        }
+        return 0;
+}
+
+static int open_dir(const char *dir, bool create) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd >= 0 || errno != ENOENT || !create)
+                return fd >= 0 ? fd : negative_errno();
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd >= 0 ? fd : negative_errno();
+}
+
+/* The entries on disk are all those in memory now. */
+static void note_committed(Journal *j) {
+        j->committed[0] = j->n_features;
+        j->committed[1] = j->n_tasks;
+        j->committed[2] = j->n_cookies;
+        j->committed[3] = j->n_cgroups;
+        j->committed_mode = j->cgroup_mode != NULL;
+}
+
+int journal_commit(Journal *j) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len;
+        int k;
+
+        if (!j->dir)
+                return -EINVAL;
+        if (!j->dirty)
+                return 0;
+        k = journal_format(j, &text, &len);
+        if (k < 0)
+                return k;
+        dfd = open_dir(j->dir, true);
+        if (dfd < 0)
+                return dfd;
+
+        /* One writer (the daemon) at a time: a fixed temporary name, so a
+         * crash between open and rename leaves one stale file that the next
+         * commit truncates, never a growing number of them. */
+        fd = openat(dfd, JOURNAL_TMP_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        /* Written and renamed, not flushed to the disk: as the log below,
+         * the journal must outlive topod, not the machine (what it covers
+         * lives in the kernel, and a journal of an earlier boot is
+         * discarded). The rename is atomic whatever reaches the disk: a
+         * topod killed at any point leaves the old file or the new one. */
+        k = write_all(fd, text, len);
+        if (k >= 0 && fstat(fd, &st) < 0)
+                k = negative_errno();
+        if (k >= 0) {
+                k = close(TAKE_FD(fd)) < 0 ? negative_errno() : 0;
+        }
+        if (k >= 0 && renameat(dfd, JOURNAL_TMP_NAME, dfd, JOURNAL_FILE_NAME) < 0)
+                k = negative_errno();
+        if (k < 0) {
+                (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
+                return k;
+        }
+        /* The file holds the log's entries now. Should the removal not reach
+         * the disk, the log names the file it extended: ignored. */
+        (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
+        journal_log_unmap(j);
+        j->dirty = false;
+        j->need_rewrite = false;
+        note_committed(j);
+        j->file_ino = (uint64_t) st.st_ino;
+        j->file_size = len;
+        j->log_size = 0;
+        return 0;
+}
+
+/* Below this the log may grow whatever the file's size. */
+#define JOURNAL_LOG_MIN (64u * 1024u)
+/* The log's space past that size, allocated with it: a block larger than
+ * what is left is a whole commit instead. */
+#define JOURNAL_LOG_SLACK (64u * 1024u)
+/* After a log could not be made (no space, a file system that cannot map
+ * it): whole commits, this many, before the next try. */
+#define JOURNAL_LOG_BACKOFF 64u
+
+/* A new log, empty, its space allocated (posix_fallocate(): where the file
+ * system cannot, glibc writes the zeros) and mapped shared. -EEXIST: one
+ * is there already, not ours (left by another run, or by us before a
+ * failure): the caller writes the file whole, which removes it. */
+static int log_create(Journal *j) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE), cap;
+        void *map;
+        int k;
+
+        /* Where the log is folded in, and the slack; within what a load
+         * reads. */
+        cap = (size_t) MAX(j->file_size, (uint64_t) JOURNAL_LOG_MIN) + JOURNAL_LOG_SLACK;
+        cap = MIN((cap + page - 1) / page * page, (size_t) JOURNAL_SIZE_MAX);
+        if (asprintf(&path, "%s/%s", j->dir, JOURNAL_LOG_NAME) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        /* Allocated now, so that a full /run is this error, not a SIGBUS
+         * at a copy into the mapping. The failed file is removed by the
+         * caller's whole commit. */
+        k = posix_fallocate(fd, 0, (off_t) cap);
+        if (k != 0)
+                return -k;
+        map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+                return negative_errno();
+        j->log_map = map;
+        j->log_cap = cap;
+        return 0;
+}
+
+/* Whether the entries since the last commit cannot go to the log: a log
+ * only adds, to a file this journal wrote, up to the file's size. */
+static bool log_cannot_take(const Journal *j) {
+        return j->need_rewrite || j->file_ino == 0 || j->log_size >= MAX(j->file_size, (uint64_t) JOURNAL_LOG_MIN) ||
+               (j->committed_mode && !j->cgroup_mode) || j->committed[0] > j->n_features ||
+               j->committed[1] > j->n_tasks || j->committed[2] > j->n_cookies || j->committed[3] > j->n_cgroups;
+}
+
+/* The log mapped for appending: 0, or negative when the caller makes a
+ * whole commit instead. Not open: a new log, as there is none after a
+ * whole commit (or one we did not write). One that could not be made is
+ * not tried again at every placement. */
+static int log_open(Journal *j) {
+        int k;
+
+        if (j->log_map)
+                return 0;
+        if (j->log_size > 0 || j->log_backoff > 0) {
+                j->log_backoff -= j->log_backoff > 0;
+                return -EAGAIN;
+        }
+        k = log_create(j);
+        if (k < 0 && k != -EEXIST)
+                j->log_backoff = JOURNAL_LOG_BACKOFF;
+        return k;
+}
+
+/* A block of len bytes at the log's end.
+ *
+ * A copy into the page cache, no flush: the journal must outlive
+ * topod, not the machine. What it covers (cgroup moves, cookies)
+ * lives in the kernel, which a machine crash resets, and a journal
+ * of an earlier boot is discarded (boot id); for topod's own death
+ * the page cache is enough, and its mapping's stores are in it
+ * once made. On a disk-backed state directory this is the
+ * difference between a placement of tens of microseconds and one
+ * of a disk flush; on /run, it spares the placer a write() per
+ * placement.
+ *
+ * The block's first byte goes last: until then the block starts
+ * with a NUL, where a reader's text ends. topod killed in the
+ * middle of the copy leaves the log as it was. */
+static void log_copy(Journal *j, const char *buf, size_t len) {
+        char *dst = j->log_map + j->log_size;
+
+        memcpy(dst + 1, buf + 1, len - 1);
+        __atomic_store_n(dst, buf[0], __ATOMIC_RELEASE);
+        j->log_size += len;
+}
+
+int journal_commit_append(Journal *j) {
+        _cleanup_free_ char *buf = NULL;
+        unsigned version;
+        size_t len;
+        int k;
+
+        /* Whatever the log cannot take is a whole commit's, which also
+         * answers for a journal without a directory (-EINVAL) or with
+         * nothing to commit (0). */
+        if (!j->dir || !j->dirty || log_cannot_take(j) || log_open(j) < 0)
+                return journal_commit(j);
+
+        version = journal_entries_version(j, j->committed);
+        if (j->log_size > 0 && version > j->log_version)
+                return journal_commit(j); /* not in a log that says version 1 */
+        if (j->log_size == 0)
+                j->log_version = version;
+        k = journal_format_log_block(j, j->log_size == 0, version, &buf, &len);
+        if (k < 0)
+                return k;
+        if (len > j->log_cap - j->log_size)
+                return journal_commit(j);
+
+        log_copy(j, buf, len);
+        j->dirty = false;
+        note_committed(j);
+        return 0;
+}
+
+static int load_log(Journal *j, int dfd, uint64_t ino, uint64_t size, JournalError *e) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int k;
+
+        fd = openat(dfd, JOURNAL_LOG_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : journal_parse_error(e, 0, negative_errno(), "cannot open the log");
+        k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
+        if (k < 0)
+                return journal_parse_error(e, 0, k, k == -EFBIG ? "log: too large" : "cannot read the log");
+        return journal_parse_log(j, text, len, ino, size, e);
+}
+
+int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len;
+        int k;
+
+        dfd = open_dir(dir, false);
+        if (dfd == -ENOENT)
+                goto empty;
+        if (dfd < 0)
+                return journal_parse_error(ret_error, 0, dfd, "cannot open the directory");
+        fd = openat(dfd, JOURNAL_FILE_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                goto empty;
+        if (fd < 0)
+                return journal_parse_error(ret_error, 0, negative_errno(), "cannot open the journal");
+        if (fstat(fd, &st) < 0)
+                return journal_parse_error(ret_error, 0, negative_errno(), "cannot stat the journal");
+        if (!S_ISREG(st.st_mode))
+                return journal_parse_error(ret_error, 0, -EBADMSG, "not a regular file");
+        if ((uint64_t) st.st_size > JOURNAL_SIZE_MAX)
+                return journal_parse_error(ret_error, 0, -EFBIG, "larger than %u bytes", JOURNAL_SIZE_MAX);
+        k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
+        if (k < 0)
+                return journal_parse_error(ret_error, 0, k, k == -EFBIG ? "too large" : "cannot read the journal");
+        k = journal_parse(text, len, &j, ret_error);
+        if (k < 0)
+                return k;
+        k = load_log(j, dfd, (uint64_t) st.st_ino, len, ret_error);
+        if (k < 0)
+                return k;
+        j->dirty = false;
+        j->need_rewrite = true; /* the next commit folds the log in */
+        j->dir = strdup(dir);
+        if (!j->dir)
+                return -ENOMEM;
+        *ret = TAKE_PTR(j);
+        return 1;
+
+empty:
+        k = journal_new(dir, &j);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+int journal_remove(const char *dir) {
+        _cleanup_close_ int dfd = -EBADF;
+
+        dfd = open_dir(dir, false);
+        if (dfd == -ENOENT)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        if (unlinkat(dfd, JOURNAL_FILE_NAME, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
+        (void) unlinkat(dfd, JOURNAL_TMP_NAME, 0);
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        return 0;
+}
