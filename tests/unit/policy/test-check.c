@@ -11,7 +11,7 @@
 #include "check.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 /* Run topoctl_check with stdout captured; returns the exit code. */
 static int run_check(char **out, char *const *paths, size_t n, bool strict, bool offline, bool json) {
@@ -47,7 +47,7 @@ static size_t count_lines(const char *s) {
         return n;
 }
 
-TEST(shipped_policies_strict_offline) {
+static void test_shipped_policies_strict_offline(void) {
         char *paths[] = { (char *) "policies" };
         _cleanup_free_ char *out = NULL;
 
@@ -55,7 +55,7 @@ TEST(shipped_policies_strict_offline) {
         ASSERT_STREQ(out, "");
 }
 
-TEST(shipped_policies_all_enabled) {
+static void test_shipped_policies_all_enabled(void) {
         /* Turned on together, the shipped set still has no conflicts or
          * shadowing: their bands and classes keep them apart. */
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -74,7 +74,7 @@ TEST(shipped_policies_all_enabled) {
         ASSERT_STREQ(s->policies[3]->name, "shared-runqueue-light");
 }
 
-TEST(valid_dir) {
+static void test_valid_dir(void) {
         char *paths[] = { (char *) "tests/data/policies/valid", (char *) "conf/topod.conf" };
         _cleanup_free_ char *out = NULL;
 
@@ -82,7 +82,7 @@ TEST(valid_dir) {
 }
 
 /* "# expect: ID LINE" or "# expect: none" on the first line of each file. */
-TEST(broken_dir_one_error_each) {
+static void test_broken_dir_one_error_each(void) {
         static const char dir[] = "tests/data/policies/broken";
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *s = NULL;
@@ -139,7 +139,7 @@ TEST(broken_dir_one_error_each) {
                 ASSERT_TRUE(strncmp(l, "tests/data/policies/broken/", 27) == 0 && strstr(l, ": error: "));
 }
 
-TEST(warning_only) {
+static void test_warning_only(void) {
         char *paths[] = { (char *) "tests/data/policies/warning-only" };
         _cleanup_free_ char *out = NULL, *out2 = NULL, *json = NULL;
 
@@ -154,7 +154,7 @@ TEST(warning_only) {
         ASSERT_TRUE(strstr(json, "\"line\": 12"));
 }
 
-TEST(missing_path) {
+static void test_missing_path(void) {
         char *paths[] = { (char *) "tests/data/policies/does-not-exist.ini" };
         char *empty[] = { (char *) "" };
         _cleanup_free_ char *out = NULL;
@@ -164,7 +164,7 @@ TEST(missing_path) {
         ASSERT_EQ(topoctl_check(empty, 1, false, true, false, NULL), 2);
 }
 
-TEST(bad_conf) {
+static void test_bad_conf(void) {
         char *paths[] = { (char *) "tests/data/policies/bad-topod.conf" };
         _cleanup_free_ char *out = NULL;
 
@@ -173,12 +173,12 @@ TEST(bad_conf) {
 }
 
 int main(void) {
-        RUN(shipped_policies_strict_offline);
-        RUN(shipped_policies_all_enabled);
-        RUN(valid_dir);
-        RUN(broken_dir_one_error_each);
-        RUN(warning_only);
-        RUN(missing_path);
-        RUN(bad_conf);
+        RUN(test_shipped_policies_strict_offline);
+        RUN(test_shipped_policies_all_enabled);
+        RUN(test_valid_dir);
+        RUN(test_broken_dir_one_error_each);
+        RUN(test_warning_only);
+        RUN(test_missing_path);
+        RUN(test_bad_conf);
         return 0;
 }

@@ -2,13 +2,13 @@
 /* topod.conf: defaults, every key, drop-in order, errors, limits. */
 
 #include "decide/config.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 static IniSource src(const char *file, const char *text) {
         return (IniSource) { .file = file, .text = text, .len = strlen(text) };
 }
 
-TEST(defaults) {
+static void test_defaults(void) {
         _cleanup_(config_freep) Config *c = NULL;
 
         ASSERT_OK(config_new(&c));
@@ -30,7 +30,7 @@ TEST(defaults) {
         ASSERT_EQ(c->load_dwell_usec, 30 * USEC_PER_SEC);
 }
 
-TEST(every_key) {
+static void test_every_key(void) {
         static const char text[] =
                 "[daemon]\npolicies_dir = /srv/policies/\nsample_interval = 500ms\nrescan_interval = 2min\n"
                 "restore_on_exit = no\nlog_level = debug\nseccomp = log\n"
@@ -62,7 +62,7 @@ TEST(every_key) {
         ASSERT_EQ(c->load_dwell_usec, 3600 * USEC_PER_SEC);
 }
 
-TEST(dropin_order) {
+static void test_dropin_order(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(config_freep) Config *c = NULL;
         IniSource m = src("/etc/topod/topod.conf", "[daemon]\nlog_level = warning\nseccomp = off\n");
@@ -81,7 +81,7 @@ TEST(dropin_order) {
         ASSERT_TRUE(config_dropin_compare("/a/z/10-x.conf", "/b/20-a.conf") < 0);
 }
 
-TEST(errors) {
+static void test_errors(void) {
         static const char text[] = "[daemon]\n"
                                    "sample_intervall = 2s\n"       /* 2 unknown key, did you mean */
                                    "seccomp = enforc\n"            /* 3 bad enum, did you mean */
@@ -118,7 +118,7 @@ TEST(errors) {
         ASSERT_EQ(c->log_level, CONFIG_LOG_INFO);
 }
 
-TEST(limits) {
+static void test_limits(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(config_freep) Config *c = NULL;
         char *big = calloc(1, CONFIG_FILE_SIZE_MAX + 2);
@@ -137,7 +137,7 @@ TEST(limits) {
         ASSERT_NULL(c);
 }
 
-TEST(durations) {
+static void test_durations(void) {
         uint64_t u;
 
         ASSERT_OK(config_parse_duration("250us", &u));
@@ -152,11 +152,11 @@ TEST(durations) {
 }
 
 int main(void) {
-        RUN(defaults);
-        RUN(every_key);
-        RUN(dropin_order);
-        RUN(errors);
-        RUN(limits);
-        RUN(durations);
+        RUN(test_defaults);
+        RUN(test_every_key);
+        RUN(test_dropin_order);
+        RUN(test_errors);
+        RUN(test_limits);
+        RUN(test_durations);
         return 0;
 }

@@ -3,7 +3,7 @@
  * as hand-built Topology and KernelCaps values. */
 
 #include "decide/policy-check.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 static PolicySet *set_of(const char *const *files, const char *const *texts, size_t n, Diagnostics *d) {
         IniSource src[8];
@@ -21,7 +21,7 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         return s;
 }
 
-TEST(shadowing) {
+static void test_shadowing(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini", "d.ini", "e.ini" };
         static const char *const texts[] = {
                 /* a: all avx tasks, always */
@@ -47,7 +47,7 @@ TEST(shadowing) {
         ASSERT_STREQ(d->items[1].file, "e.ini");
 }
 
-TEST(shadowing_when) {
+static void test_shadowing_when(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini" };
         static const char *const texts[] = {
                 "[policy]\nname = a\npriority = 60\n[when]\nload = 0-50%\n[match]\nclass = avx\n[place]\n",
@@ -64,7 +64,7 @@ TEST(shadowing_when) {
         ASSERT_STREQ(d->items[0].file, "c.ini");
 }
 
-TEST(conflict_warnings) {
+static void test_conflict_warnings(void) {
         static const char *const files[] = { "hi.ini", "lo.ini", "apart.ini" };
         static const char *const texts[] = {
                 ("[policy]\nname = hi\npriority = 60\n[when]\nload = 50-100%\n[kernel]\ncgroup_mode = concur\n"
@@ -86,7 +86,7 @@ TEST(conflict_warnings) {
         ASSERT_TRUE(strstr(d->items[1].message, "'hi' wins"));
 }
 
-TEST(offline_cgroup_mode_words) {
+static void test_offline_cgroup_mode_words(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = conccur\n" };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -136,7 +136,7 @@ static KernelCaps fake_caps(void) {
         "[kernel]\ncgroup_mode = concur\n"                                      \
         "[features]\nHRTICK = on\nTTWU_QUEUE = off\nTTWU_QUEU = on\nNOSUCH = on\n"
 
-TEST(machine_warnings) {
+static void test_machine_warnings(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { MACHINE_POLICY };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -165,7 +165,7 @@ TEST(machine_warnings) {
         free(t);
 }
 
-TEST(machine_without_facilities) {
+static void test_machine_without_facilities(void) {
         static const char *const files[] = { "m.ini", "off.ini" };
         static const char *const texts[] = {
                 MACHINE_POLICY,
@@ -190,7 +190,7 @@ TEST(machine_without_facilities) {
         ASSERT_DIAG(d, DIAG_WARNING, "never-holds", 4); /* smt = on, SMT off */
 }
 
-TEST(machine_unknown_mode) {
+static void test_machine_unknown_mode(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = flat\n" };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -210,7 +210,7 @@ TEST(machine_unknown_mode) {
         ASSERT_EQ(d->n, 0);
 }
 
-TEST(machine_from) {
+static void test_machine_from(void) {
         Topology *t = fake_topology();
         KernelCaps caps = fake_caps();
         PolicyMachine m;
@@ -229,13 +229,13 @@ TEST(machine_from) {
 }
 
 int main(void) {
-        RUN(shadowing);
-        RUN(shadowing_when);
-        RUN(conflict_warnings);
-        RUN(offline_cgroup_mode_words);
-        RUN(machine_warnings);
-        RUN(machine_without_facilities);
-        RUN(machine_unknown_mode);
-        RUN(machine_from);
+        RUN(test_shadowing);
+        RUN(test_shadowing_when);
+        RUN(test_conflict_warnings);
+        RUN(test_offline_cgroup_mode_words);
+        RUN(test_machine_warnings);
+        RUN(test_machine_without_facilities);
+        RUN(test_machine_unknown_mode);
+        RUN(test_machine_from);
         return 0;
 }
