@@ -19,19 +19,19 @@ static int run_check(char **out, char *const *paths, size_t n, bool strict, bool
         int saved, rc;
         long len;
 
-        ASSERT_TRUE(tmp);
+        ASSERT_NOT_NULL(tmp);
         fflush(stdout);
         saved = dup(STDOUT_FILENO);
-        ASSERT_TRUE(saved >= 0);
-        ASSERT_TRUE(dup2(fileno(tmp), STDOUT_FILENO) >= 0);
+        ASSERT_GE(saved, 0);
+        ASSERT_GE(dup2(fileno(tmp), STDOUT_FILENO), 0);
         rc = topoctl_check(paths, n, strict, offline, json, NULL);
         fflush(stdout);
-        ASSERT_TRUE(dup2(saved, STDOUT_FILENO) >= 0);
+        ASSERT_GE(dup2(saved, STDOUT_FILENO), 0);
         close(saved);
         len = ftell(tmp);
-        ASSERT_TRUE(len >= 0);
+        ASSERT_GE(len, 0);
         *out = calloc(1, (size_t) len + 1);
-        ASSERT_TRUE(*out);
+        ASSERT_NOT_NULL(*out);
         rewind(tmp);
         ASSERT_EQ(fread(*out, 1, (size_t) len, tmp), len);
         fclose(tmp);
@@ -96,7 +96,7 @@ static void test_broken_dir_one_error_each(void) {
         DUMP_DIAG(d);
         ASSERT_EQ(d->n_warnings, 0);
         dp = opendir(dir);
-        ASSERT_TRUE(dp);
+        ASSERT_NOT_NULL(dp);
         while ((de = readdir(dp))) {
                 char path[512], first[128] = "", id[64] = "";
                 unsigned line = 0;
@@ -107,8 +107,8 @@ static void test_broken_dir_one_error_each(void) {
                         continue;
                 snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
                 f = fopen(path, "re");
-                ASSERT_TRUE(f);
-                ASSERT_TRUE(fgets(first, sizeof first, f));
+                ASSERT_NOT_NULL(f);
+                ASSERT_NOT_NULL(fgets(first, sizeof first, f));
                 fclose(f);
                 for (size_t i = 0; i < d->n; i++)
                         if (strcmp(d->items[i].file, path) == 0)
@@ -130,13 +130,15 @@ static void test_broken_dir_one_error_each(void) {
         }
         closedir(dp);
         ASSERT_EQ(d->n_errors, n_expected);
-        ASSERT_TRUE(n_expected >= 12);
+        ASSERT_GE(n_expected, 12);
 
         /* the CLI: one "file:line: error:" line per error, exit 1 */
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
         ASSERT_EQ(count_lines(out), n_expected);
-        for (char *l = out; *l; l = strchr(l, '\n') + 1)
-                ASSERT_TRUE(strncmp(l, "tests/data/policies/broken/", 27) == 0 && strstr(l, ": error: "));
+        for (char *l = out; *l; l = strchr(l, '\n') + 1) {
+                ASSERT_STR_PREFIX(l, "tests/data/policies/broken/");
+                ASSERT_STR_CONTAINS(l, ": error: ");
+        }
 }
 
 static void test_warning_only(void) {
@@ -145,13 +147,13 @@ static void test_warning_only(void) {
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 0);
         ASSERT_EQ(count_lines(out), 3);
-        ASSERT_TRUE(strstr(out, "comm-too-long.ini:6: warning: unknown CPU vendor 'GenuineIntle'; did you mean 'GenuineIntel'?"));
+        ASSERT_STR_CONTAINS(out, "comm-too-long.ini:6: warning: unknown CPU vendor 'GenuineIntle'; did you mean 'GenuineIntel'?");
         ASSERT_EQ(run_check(&out2, paths, 1, true, true, false), 1);
-        ASSERT_TRUE(strstr(out2, ": error: "));
+        ASSERT_STR_CONTAINS(out2, ": error: ");
         ASSERT_EQ(run_check(&json, paths, 1, true, true, true), 1);
-        ASSERT_TRUE(strstr(json, "\"valid\": false"));
-        ASSERT_TRUE(strstr(json, "\"id\": \"comm-too-long\""));
-        ASSERT_TRUE(strstr(json, "\"line\": 12"));
+        ASSERT_STR_CONTAINS(json, "\"valid\": false");
+        ASSERT_STR_CONTAINS(json, "\"id\": \"comm-too-long\"");
+        ASSERT_STR_CONTAINS(json, "\"line\": 12");
 }
 
 static void test_missing_path(void) {
@@ -160,7 +162,7 @@ static void test_missing_path(void) {
         _cleanup_free_ char *out = NULL;
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
-        ASSERT_TRUE(strstr(out, "does-not-exist.ini: error: cannot read"));
+        ASSERT_STR_CONTAINS(out, "does-not-exist.ini: error: cannot read");
         ASSERT_EQ(topoctl_check(empty, 1, false, true, false, NULL), 2);
 }
 
@@ -169,7 +171,7 @@ static void test_bad_conf(void) {
         _cleanup_free_ char *out = NULL;
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
-        ASSERT_TRUE(strstr(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?"));
+        ASSERT_STR_CONTAINS(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?");
 }
 
 int main(void) {

@@ -78,7 +78,7 @@ static void test_dropin_order(void) {
         ASSERT_EQ(c->sample_interval_usec, 3 * USEC_PER_SEC);
         ASSERT_EQ(c->hierarchy, CONFIG_HIERARCHY_FLAT);
         ASSERT_EQ(c->seccomp, CONFIG_SECCOMP_OFF); /* from the main file, untouched */
-        ASSERT_TRUE(config_dropin_compare("/a/z/10-x.conf", "/b/20-a.conf") < 0);
+        ASSERT_LT(config_dropin_compare("/a/z/10-x.conf", "/b/20-a.conf"), 0);
 }
 
 static void test_errors(void) {
@@ -99,18 +99,18 @@ static void test_errors(void) {
         IniSource m = src("bad.conf", text);
 
         ASSERT_EQ(config_parse_all(&m, NULL, 0, d, &c), -EINVAL);
-        ASSERT_TRUE(c);
+        ASSERT_NOT_NULL(c);
         DUMP_DIAG(d);
         ASSERT_EQ(d->n_errors, 10);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'sample_interval'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'sample_interval'?");
         ASSERT_EQ(d->items[0].line, 2);
-        ASSERT_TRUE(strstr(d->items[1].message, "did you mean 'enforce'?"));
+        ASSERT_STR_CONTAINS(d->items[1].message, "did you mean 'enforce'?");
         ASSERT_EQ(d->items[3].line, 5);
         ASSERT_STREQ(d->items[3].id, "out-of-range");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-key", 8);
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-section", 9);
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 14);
-        ASSERT_TRUE(strstr(d->items[8].message, "belongs in [cgroup]"));
+        ASSERT_STR_CONTAINS(d->items[8].message, "belongs in [cgroup]");
         /* bad values leave the defaults */
         ASSERT_EQ(c->seccomp, CONFIG_SECCOMP_ENFORCE);
         ASSERT_EQ(c->sample_interval_usec, USEC_PER_SEC);
@@ -124,7 +124,7 @@ static void test_limits(void) {
         char *big = calloc(1, CONFIG_FILE_SIZE_MAX + 2);
         IniSource many[CONFIG_DROPINS_MAX + 1];
 
-        ASSERT_TRUE(big);
+        ASSERT_NOT_NULL(big);
         memset(big, '\n', CONFIG_FILE_SIZE_MAX + 1);
         ASSERT_OK(config_new(&c));
         ASSERT_EQ(config_parse(c, big, CONFIG_FILE_SIZE_MAX + 1, "big.conf", d), -EFBIG);
@@ -146,9 +146,9 @@ static void test_durations(void) {
         ASSERT_EQ(u, 3 * USEC_PER_SEC);
         ASSERT_OK(config_parse_duration("2 min", &u));
         ASSERT_EQ(u, 120 * USEC_PER_SEC);
-        ASSERT_TRUE(config_parse_duration("-1s", &u) < 0);
-        ASSERT_TRUE(config_parse_duration("1.5s", &u) < 0);
-        ASSERT_TRUE(config_parse_duration("99999999999999999999s", &u) < 0);
+        ASSERT_LT(config_parse_duration("-1s", &u), 0);
+        ASSERT_LT(config_parse_duration("1.5s", &u), 0);
+        ASSERT_LT(config_parse_duration("99999999999999999999s", &u), 0);
 }
 
 int main(void) {

@@ -10,7 +10,7 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         PolicySet *s = NULL;
         int k;
 
-        ASSERT_TRUE(n <= 8);
+        ASSERT_LE(n, 8);
         for (size_t i = 0; i < n; i++)
                 src[i] = (IniSource) { .file = files[i], .text = texts[i], .len = strlen(texts[i]) };
         k = policy_set_parse(src, n, d, &s);
@@ -43,7 +43,7 @@ static void test_shadowing(void) {
         ASSERT_EQ(diag_count_id(d, "shadowed"), 2);
         ASSERT_STREQ(d->items[0].file, "b.ini");
         ASSERT_EQ(d->items[0].line, 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "'a'"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "'a'");
         ASSERT_STREQ(d->items[1].file, "e.ini");
 }
 
@@ -83,7 +83,7 @@ static void test_conflict_warnings(void) {
         ASSERT_STREQ(d->items[0].file, "lo.ini");
         ASSERT_EQ(d->items[0].line, 5);
         ASSERT_EQ(d->items[1].line, 7);
-        ASSERT_TRUE(strstr(d->items[1].message, "'hi' wins"));
+        ASSERT_STR_CONTAINS(d->items[1].message, "'hi' wins");
 }
 
 static void test_offline_cgroup_mode_words(void) {
@@ -94,14 +94,14 @@ static void test_offline_cgroup_mode_words(void) {
 
         ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-cgroup-mode", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'concur'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'concur'?");
 }
 
 /* A 2-socket, 4-LLC, SMT2 machine with 16 PUs, made by hand. */
 static Topology *fake_topology(void) {
         Topology *t = calloc(1, sizeof(Topology));
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         t->n_packages = 2;
         t->n_numa_nodes = 2;
         t->n_llcs = 4;
@@ -151,7 +151,7 @@ static void test_machine_warnings(void) {
         ASSERT_EQ(diag_count_id(d, "unknown-feature"), 2);
         ASSERT_TRUE(diag_has_line(d, "m.ini", 18));
         ASSERT_TRUE(diag_has_line(d, "m.ini", 19));
-        ASSERT_TRUE(strstr(d->items[d->n - 2].message, "did you mean TTWU_QUEUE?"));
+        ASSERT_STR_CONTAINS(d->items[d->n - 2].message, "did you mean TTWU_QUEUE?");
         /* llcs, vendor, kernel cannot hold; smt can */
         ASSERT_EQ(diag_count_id(d, "never-holds"), 3);
         ASSERT_TRUE(diag_has_line(d, "m.ini", 5));
@@ -200,7 +200,7 @@ static void test_machine_unknown_mode(void) {
 
         ASSERT_OK(check_policy_set(s, NULL, &caps, 0, d));
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-cgroup-mode", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "this kernel"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "this kernel");
         diag_free(TAKE_PTR(d));
 
         /* a kernel that lists a mode topod never heard of: fine */

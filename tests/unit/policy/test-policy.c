@@ -25,7 +25,7 @@ static Diagnostics *parse_bad(const char *text) {
         Policy *p = NULL;
         int k;
 
-        ASSERT_TRUE(d);
+        ASSERT_NOT_NULL(d);
         k = policy_parse(text, strlen(text), "bad.ini", d, &p);
         if (k != -EINVAL) {
                 fprintf(stderr, "expected -EINVAL, got %d for:\n%s\n", k, text);
@@ -162,10 +162,10 @@ static void test_kernel_versions(void) {
         ASSERT_EQ(policy_parse_kernel_version("6.8.0-31-generic", &v), 3);
         ASSERT_EQ(v, POLICY_KERNEL_VERSION(6, 8, 0));
         ASSERT_EQ(policy_parse_kernel_version("7.3", &v), 2);
-        ASSERT_TRUE(policy_parse_kernel_version("7", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("7.x", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("99999.1", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("", &v) < 0);
+        ASSERT_LT(policy_parse_kernel_version("7", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("7.x", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("99999.1", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("", &v), 0);
 }
 
 static PolicyMachine machine(void) {
@@ -265,8 +265,8 @@ static void test_match_literal(void) {
                         snprintf(longer, sizeof(longer), "%sx", plain[i]);
                         snprintf(other, sizeof(other), "x%s", plain[i]);
                         ASSERT_EQ(fnmatch(plain[i], plain[i], 0), 0);
-                        ASSERT_TRUE(fnmatch(plain[i], longer, 0) != 0);
-                        ASSERT_TRUE(fnmatch(plain[i], other, 0) != 0);
+                        ASSERT_NE(fnmatch(plain[i], longer, 0), 0);
+                        ASSERT_NE(fnmatch(plain[i], other, 0), 0);
                 }
         }
         for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
@@ -430,11 +430,11 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         IniSource src[16];
         PolicySet *s = NULL;
 
-        ASSERT_TRUE(n <= 16);
+        ASSERT_LE(n, 16);
         for (size_t i = 0; i < n; i++)
                 src[i] = (IniSource) { .file = files[i], .text = texts[i], .len = strlen(texts[i]) };
         ASSERT_EQ(policy_set_parse(src, n, d, &s), expect);
-        ASSERT_TRUE(s);
+        ASSERT_NOT_NULL(s);
         return s;
 }
 
@@ -556,7 +556,7 @@ static void test_error_syntax(void) {
         diag_free(TAKE_PTR(d));
         d = parse_bad("[policy]\nname = x\n[when]\nllcs > 4\n");
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "llcs >= 4"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "llcs >= 4");
         diag_free(TAKE_PTR(d));
         d = parse_bad("[policy]\nname = x\n= y\n");
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 3);
@@ -580,21 +580,21 @@ static void test_error_syntax(void) {
 static void test_error_unknown_section_and_key(void) {
         _cleanup_(diag_freep) Diagnostics *d = parse_bad("[policy]\nname = x\n[plcae]\ncookie = group\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-section", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean [place]?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean [place]?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\npriorty = 3\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-key", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'priority'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'priority'?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\ncookie = group\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-key", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "belongs in [place]"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "belongs in [place]");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[Policy]\nname = x\n");
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean [policy]?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean [policy]?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\n[policy]\nname = y\n");
@@ -657,7 +657,7 @@ static void test_error_bad_values(void) {
 static void test_error_duplicates_and_contradictions(void) {
         _cleanup_(diag_freep) Diagnostics *d = parse_bad("[policy]\nname = x\npriority = 1\npriority = 2\n");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-key", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "first at line 3"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "first at line 3");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\n[match]\ncomm = a\n[place]\ncookie = group\ncookie = none\n");
@@ -713,7 +713,7 @@ static void test_parser_warnings(void) {
 
         ASSERT_EQ(d->n_errors, 0);
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-vendor", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "GenuineIntel"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "GenuineIntel");
         ASSERT_DIAG(d, DIAG_WARNING, "comm-too-long", 6);
         ASSERT_DIAG(d, DIAG_WARNING, "duplicate-pattern", 8);
         ASSERT_EQ(p->match.fields[POLICY_MATCH_COMM].n, 2);
@@ -733,7 +733,7 @@ static char *repeat_text(const char *head, const char *fmt, unsigned n) {
         size_t cap = strlen(head) + (size_t) n * (strlen(fmt) + 16) + 1;
         char *s = malloc(cap), *p;
 
-        ASSERT_TRUE(s);
+        ASSERT_NOT_NULL(s);
         p = stpcpy(s, head);
         for (unsigned i = 0; i < n; i++)
                 p += sprintf(p, fmt, i);
@@ -808,7 +808,7 @@ static void test_policy_count_limit(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         PolicySet *s = NULL;
 
-        ASSERT_TRUE(src);
+        ASSERT_NOT_NULL(src);
         for (size_t i = 0; i <= POLICY_COUNT_MAX; i++)
                 src[i] = (IniSource) { .file = "p.ini", .text = "", .len = 0 };
         ASSERT_EQ(policy_set_parse(src, POLICY_COUNT_MAX + 1, d, &s), -E2BIG);
