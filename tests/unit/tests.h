@@ -11,10 +11,10 @@
  * UINT64_MAX and a uint64_t above INT64_MAX prints as itself. Where C's own
  * comparison would convert a negative operand to unsigned it compares the
  * values instead; -Werror=sign-compare rejects such a comparison written in
- * C, so for every comparison that compiles as C the two agree. A pointer or
- * a floating-point operand does not compile: pointers have ASSERT_PTR_EQ/NE,
- * ASSERT_NULL and ASSERT_NOT_NULL; strings ASSERT_STREQ/STRNE and the
- * prefix and substring forms. */
+ * C, so for every comparison that compiles as C the two agree. A pointer, a
+ * floating-point operand or (with gcc) a bit-field wider than int does not
+ * compile: pointers have ASSERT_PTR_EQ/NE, ASSERT_NULL and ASSERT_NOT_NULL;
+ * strings ASSERT_STREQ/STRNE and the prefix and substring forms. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -61,9 +61,10 @@ static inline TestInt test_int_unsigned(uintmax_t v) {
         return (TestInt) { .is_signed = false, .u = v };
 }
 
-/* The unary plus promotes bool, char, short and bit-fields to int, so the
- * six types below are all an operand can be; an enum is the integer type it
- * is compatible with. Anything else (a pointer, a double) fails to compile. */
+/* The unary plus promotes bool, char, short and narrow bit-fields to int, so
+ * the six types below are all an operand can be; an enum is the integer type
+ * it is compatible with. Anything else (a pointer, a double) fails to
+ * compile. */
 #define TEST_INT(x)                                                      \
         _Generic(+(x),                                                   \
                 int: test_int_signed,                                    \
@@ -97,7 +98,9 @@ static inline void test_int_print(FILE *f, TestInt v) {
                 fprintf(f, "%ju", v.u);
 }
 
-/* "expected a < b, got 7 > 5": the relation asked for, and the one found. */
+/* "expected a < b, got 7 > 5": the relation asked for, and the one found.
+ * The ASSERT_* wrappers stringify their own arguments, so that a macro in an
+ * operand prints as written, not expanded. */
 static inline _Noreturn void test_fail_cmp(const char *file, int line, const char *ea, const char *op,
                                            const char *eb, TestInt a, TestInt b) {
         int c = test_int_cmp(a, b);
@@ -110,19 +113,19 @@ static inline _Noreturn void test_fail_cmp(const char *file, int line, const cha
         exit(EXIT_FAILURE);
 }
 
-#define TEST_ASSERT_CMP(a, op, b)                                                              \
+#define TEST_ASSERT_CMP(a, op, b, ea, eb)                                                      \
         do {                                                                                   \
                 TestInt _ta = TEST_INT(a), _tb = TEST_INT(b);                                  \
                 if (!(test_int_cmp(_ta, _tb) op 0))                                            \
-                        test_fail_cmp(__FILE__, __LINE__, #a, #op, #b, _ta, _tb);              \
+                        test_fail_cmp(__FILE__, __LINE__, ea, #op, eb, _ta, _tb);              \
         } while (0)
 
-#define ASSERT_EQ(a, b) TEST_ASSERT_CMP(a, ==, b)
-#define ASSERT_NE(a, b) TEST_ASSERT_CMP(a, !=, b)
-#define ASSERT_LT(a, b) TEST_ASSERT_CMP(a, <, b)
-#define ASSERT_LE(a, b) TEST_ASSERT_CMP(a, <=, b)
-#define ASSERT_GT(a, b) TEST_ASSERT_CMP(a, >, b)
-#define ASSERT_GE(a, b) TEST_ASSERT_CMP(a, >=, b)
+#define ASSERT_EQ(a, b) TEST_ASSERT_CMP(a, ==, b, #a, #b)
+#define ASSERT_NE(a, b) TEST_ASSERT_CMP(a, !=, b, #a, #b)
+#define ASSERT_LT(a, b) TEST_ASSERT_CMP(a, <, b, #a, #b)
+#define ASSERT_LE(a, b) TEST_ASSERT_CMP(a, <=, b, #a, #b)
+#define ASSERT_GT(a, b) TEST_ASSERT_CMP(a, >, b, #a, #b)
+#define ASSERT_GE(a, b) TEST_ASSERT_CMP(a, >=, b, #a, #b)
 
 /* ---- strings ---- */
 
@@ -143,33 +146,35 @@ static inline _Noreturn void test_fail_str(const char *file, int line, const cha
         exit(EXIT_FAILURE);
 }
 
-#define TEST_ASSERT_STR(a, b, what, holds)                                                     \
+#define TEST_ASSERT_STR(a, b, ea, eb, what, holds)                                             \
         do {                                                                                   \
                 const char *_sa = (a), *_sb = (b);                                             \
                 if (!_sa || !_sb || !(holds))                                                  \
-                        test_fail_str(__FILE__, __LINE__, what, #a, #b, _sa, _sb);             \
+                        test_fail_str(__FILE__, __LINE__, what, ea, eb, _sa, _sb);             \
         } while (0)
 
-#define ASSERT_STREQ(a, b) TEST_ASSERT_STR(a, b, "==", strcmp(_sa, _sb) == 0)
-#define ASSERT_STRNE(a, b) TEST_ASSERT_STR(a, b, "!=", strcmp(_sa, _sb) != 0)
+#define ASSERT_STREQ(a, b) TEST_ASSERT_STR(a, b, #a, #b, "==", strcmp(_sa, _sb) == 0)
+#define ASSERT_STRNE(a, b) TEST_ASSERT_STR(a, b, #a, #b, "!=", strcmp(_sa, _sb) != 0)
 /* s starts with prefix. */
-#define ASSERT_STR_PREFIX(s, prefix) TEST_ASSERT_STR(s, prefix, "to start with", strncmp(_sa, _sb, strlen(_sb)) == 0)
+#define ASSERT_STR_PREFIX(s, prefix) \
+        TEST_ASSERT_STR(s, prefix, #s, #prefix, "to start with", strncmp(_sa, _sb, strlen(_sb)) == 0)
 /* haystack holds needle. */
-#define ASSERT_STR_CONTAINS(haystack, needle) TEST_ASSERT_STR(haystack, needle, "to contain", strstr(_sa, _sb))
+#define ASSERT_STR_CONTAINS(haystack, needle) \
+        TEST_ASSERT_STR(haystack, needle, #haystack, #needle, "to contain", strstr(_sa, _sb))
 #define ASSERT_STR_NOT_CONTAINS(haystack, needle) \
-        TEST_ASSERT_STR(haystack, needle, "not to contain", !strstr(_sa, _sb))
+        TEST_ASSERT_STR(haystack, needle, #haystack, #needle, "not to contain", !strstr(_sa, _sb))
 
 /* ---- pointers ---- */
 
-#define TEST_ASSERT_PTR(a, op, b)                                                              \
+#define TEST_ASSERT_PTR(a, op, b, ea, eb)                                                      \
         do {                                                                                   \
                 const void *_pa = (a), *_pb = (b);                                             \
                 if (!(_pa op _pb))                                                             \
-                        TEST_FAIL("expected %s %s %s, got %p and %p", #a, #op, #b, _pa, _pb);  \
+                        TEST_FAIL("expected %s %s %s, got %p and %p", ea, #op, eb, _pa, _pb);  \
         } while (0)
 
-#define ASSERT_PTR_EQ(a, b) TEST_ASSERT_PTR(a, ==, b)
-#define ASSERT_PTR_NE(a, b) TEST_ASSERT_PTR(a, !=, b)
+#define ASSERT_PTR_EQ(a, b) TEST_ASSERT_PTR(a, ==, b, #a, #b)
+#define ASSERT_PTR_NE(a, b) TEST_ASSERT_PTR(a, !=, b, #a, #b)
 
 #define ASSERT_NULL(p)                                                                         \
         do {                                                                                   \
