@@ -6,9 +6,9 @@
  * test_skip() exits 77, which meson counts as skipped, and always says why.
  *
  * Integer comparisons (ASSERT_EQ/NE/LT/LE/GT/GE) take any integer types:
- * each operand is read once into a TestInt that keeps its exact value and
- * its signedness, and the two are compared as numbers, so -1 is below
- * UINT64_MAX and a uint64_t above INT64_MAX prints as itself. Where C's own
+ * each operand is read once, keeping its exact value and its signedness,
+ * and the two are compared as numbers, so -1 is below UINT64_MAX and a
+ * uint64_t above INT64_MAX prints as itself. Where C's own
  * comparison would convert a negative operand to unsigned it compares the
  * values instead; -Werror=sign-compare rejects such a comparison written in
  * C, so for every comparison that compiles as C the two agree. A pointer, a
@@ -45,79 +45,71 @@
 
 /* ---- integers ---- */
 
-/* One integer operand: its value exactly, read as signed or unsigned as its
- * type is. */
-typedef struct {
-        bool is_signed;
-        intmax_t s; /* when is_signed */
-        uintmax_t u; /* otherwise */
-} TestInt;
-
-static inline TestInt test_int_signed(intmax_t v) {
-        return (TestInt) { .is_signed = true, .s = v };
-}
-
-static inline TestInt test_int_unsigned(uintmax_t v) {
-        return (TestInt) { .is_signed = false, .u = v };
-}
-
-/* The unary plus promotes bool, char, short and narrow bit-fields to int, so
- * the six types below are all an operand can be; an enum is the integer type
- * it is compatible with. Anything else (a pointer, a double) fails to
- * compile. */
-#define TEST_INT(x)                                                      \
+/* An integer operand is kept as its value converted to uintmax_t (which
+ * converts back exactly) and whether its type is signed. The unary plus
+ * promotes bool, char, short and narrow bit-fields to int, so the six types
+ * below are all an operand can be; an enum is the integer type it is
+ * compatible with. Anything else (a pointer, a double) fails to compile. */
+#define TEST_IS_SIGNED(x)                                                \
         _Generic(+(x),                                                   \
-                int: test_int_signed,                                    \
-                long: test_int_signed,                                   \
-                long long: test_int_signed,                              \
-                unsigned: test_int_unsigned,                             \
-                unsigned long: test_int_unsigned,                        \
-                unsigned long long: test_int_unsigned)(x)
+                int: true,                                               \
+                long: true,                                              \
+                long long: true,                                         \
+                unsigned: false,                                         \
+                unsigned long: false,                                    \
+                unsigned long long: false)
+
+static inline bool test_int_negative(bool is_signed, uintmax_t v) {
+        return is_signed && (intmax_t) v < 0;
+}
 
 /* -1, 0 or 1 as a is below, equal to or above b, as numbers. */
-static inline int test_int_cmp(TestInt a, TestInt b) {
-        bool a_neg = a.is_signed && a.s < 0, b_neg = b.is_signed && b.s < 0;
-        uintmax_t x, y;
+static inline int test_int_cmp(bool a_signed, uintmax_t a, bool b_signed, uintmax_t b) {
+        bool a_neg = test_int_negative(a_signed, a), b_neg = test_int_negative(b_signed, b);
 
-        if (a_neg || b_neg) {
-                if (!b_neg)
-                        return -1;
-                if (!a_neg)
-                        return 1;
-                return (a.s > b.s) - (a.s < b.s);
-        }
-        x = a.is_signed ? (uintmax_t) a.s : a.u;
-        y = b.is_signed ? (uintmax_t) b.s : b.u;
-        return (x > y) - (x < y);
+        if (a_neg != b_neg)
+                return a_neg ? -1 : 1;
+        if (a_neg) /* both negative */
+                return ((intmax_t) a > (intmax_t) b) - ((intmax_t) a < (intmax_t) b);
+        return (a > b) - (a < b);
 }
 
-static inline void test_int_print(FILE *f, TestInt v) {
-        if (v.is_signed)
-                fprintf(f, "%jd", v.s);
+static inline void test_int_print(FILE *f, bool is_signed, uintmax_t v) {
+        if (is_signed)
+                fprintf(f, "%jd", (intmax_t) v);
         else
-                fprintf(f, "%ju", v.u);
+                fprintf(f, "%ju", v);
 }
 
 /* "expected a < b, got 7 > 5": the relation asked for, and the one found.
  * The ASSERT_* wrappers stringify their own arguments, so that a macro in an
  * operand prints as written, not expanded. */
 static inline _Noreturn void test_fail_cmp(const char *file, int line, const char *ea, const char *op,
-                                           const char *eb, TestInt a, TestInt b) {
-        int c = test_int_cmp(a, b);
+                                           const char *eb, bool a_signed, uintmax_t a, bool b_signed,
+                                           uintmax_t b) {
+        int c = test_int_cmp(a_signed, a, b_signed, b);
 
         fprintf(stderr, "%s:%d: FAIL: expected %s %s %s, got ", file, line, ea, op, eb);
-        test_int_print(stderr, a);
+        test_int_print(stderr, a_signed, a);
         fprintf(stderr, " %s ", c < 0 ? "<" : c > 0 ? ">" : "==");
-        test_int_print(stderr, b);
+        test_int_print(stderr, b_signed, b);
         fputc('\n', stderr);
         exit(EXIT_FAILURE);
 }
 
+/* Operands of one signedness (known at compile time) compare directly, so
+ * that the compiler learns the operands' ranges from a passed assert as it
+ * would from an if; mixed ones by value. */
+#define TEST_CMP_HOLDS(as, av, op, bs, bv)                                                     \
+        ((as) == (bs) ? ((as) ? (intmax_t) (av) op (intmax_t) (bv) : (av) op (bv))             \
+                      : test_int_cmp(as, av, bs, bv) op 0)
+
 #define TEST_ASSERT_CMP(a, op, b, ea, eb)                                                      \
         do {                                                                                   \
-                TestInt _ta = TEST_INT(a), _tb = TEST_INT(b);                                  \
-                if (!(test_int_cmp(_ta, _tb) op 0))                                            \
-                        test_fail_cmp(__FILE__, __LINE__, ea, #op, eb, _ta, _tb);              \
+                const bool _as = TEST_IS_SIGNED(a), _bs = TEST_IS_SIGNED(b);                   \
+                const uintmax_t _av = (uintmax_t) (a), _bv = (uintmax_t) (b);                  \
+                if (!TEST_CMP_HOLDS(_as, _av, op, _bs, _bv))                                   \
+                        test_fail_cmp(__FILE__, __LINE__, ea, #op, eb, _as, _av, _bs, _bv);    \
         } while (0)
 
 #define ASSERT_EQ(a, b) TEST_ASSERT_CMP(a, ==, b, #a, #b)
