@@ -70,7 +70,7 @@ static void test_set_ops(void) {
                 ASSERT_OK(bitmap_parse_list("1,300", &y));
                 bitmap_clear(y, 300);
                 ASSERT_TRUE(bitmap_equal(x, y));
-                ASSERT_TRUE(bitmap_is_empty(c) == false);
+                ASSERT_FALSE(bitmap_is_empty(c));
         }
 }
 

@@ -150,7 +150,7 @@ int main(void) {
                 fprintf(stderr, "test-bus: needs root (clients drop to uid %d): skipped\n", NOBODY);
                 return 77;
         }
-        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        ASSERT_NOT_NULL(mkdtemp(dir));
         ASSERT_OK(chmod(dir, 0755));
         snprintf(path, sizeof(path), "%s/bus", dir);
         ASSERT_OK(sd_event_new(&e));

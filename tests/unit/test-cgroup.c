@@ -74,7 +74,7 @@ static char *fake_read(const char *rel) {
 
 /* "sys/fs/cgroup/a/b/file" -> cgroup dir "/a/b" */
 static void cg_dir_of(const char *path, char *buf, size_t size) {
-        ASSERT_TRUE(strneq(path, MOUNT, strlen(MOUNT)));
+        ASSERT_STR_PREFIX(path, MOUNT);
         snprintf(buf, size, "%s", path + strlen(MOUNT));
         if (!buf[0])
                 snprintf(buf, size, "/");
@@ -136,7 +136,7 @@ static void write_task_files(FakeTask *t) {
 static void add_task(pid_t tid, pid_t tgid, uint64_t start, const char *cg) {
         FakeTask *t = &fake.tasks[fake.n_tasks++];
 
-        ASSERT_TRUE(fake.n_tasks <= TASKS_MAX);
+        ASSERT_LE(fake.n_tasks, TASKS_MAX);
         *t = (FakeTask) { .tid = tid, .tgid = tgid, .start = start };
         snprintf(t->cgroup, sizeof(t->cgroup), "%s", cg);
         write_task_files(t);
@@ -154,7 +154,7 @@ static void kill_task(pid_t tid) {
         FakeTask *t = find_task(tid);
         char rel[64], path[PATH_MAX];
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         t->dead = true;
         snprintf(rel, sizeof(rel), "proc/%d", (int) tid);
         full_path(rel, path, sizeof(path));
@@ -269,7 +269,7 @@ static void propagate(const char *cg, const char *ctl) {
         snprintf(rel, sizeof(rel), "%s%s", MOUNT, streq(cg, "/") ? "" : cg);
         full_path(rel, dir, sizeof(dir));
         d = opendir(dir);
-        ASSERT_TRUE(d);
+        ASSERT_NOT_NULL(d);
         while ((de = readdir(d))) {
                 if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
@@ -547,7 +547,8 @@ static int fp_open(pid_t tid, void *userdata) {
         if (!find_task(tid))
                 return -ESRCH;
         fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0 && (size_t) fd < ELEMENTSOF(fake.pidfd_tid));
+        ASSERT_GE(fd, 0);
+        ASSERT_LT((size_t) fd, ELEMENTSOF(fake.pidfd_tid));
         fake.pidfd_tid[fd] = tid;
         return fd;
 }
@@ -628,7 +629,7 @@ static void add_group(Plan *p, const char *path, const char *cpus, const char *m
         PlanGroup *g;
 
         p->groups = realloc(p->groups, (p->n_groups + 1) * sizeof(PlanGroup));
-        ASSERT_TRUE(p->groups);
+        ASSERT_NOT_NULL(p->groups);
         g = &p->groups[p->n_groups++];
         *g = (PlanGroup) { .path = strdup(path), .policy = 0, .domain = -1, .weight = weight, .exclusive = excl };
         ASSERT_OK(bitmap_parse_list(cpus, &g->cpus));
@@ -637,7 +638,7 @@ static void add_group(Plan *p, const char *path, const char *cpus, const char *m
 
 static void add_plan_task(Plan *p, pid_t tid, pid_t tgid, uint64_t start, int group) {
         p->tasks = realloc(p->tasks, (p->n_tasks + 1) * sizeof(PlanTask));
-        ASSERT_TRUE(p->tasks);
+        ASSERT_NOT_NULL(p->tasks);
         p->tasks[p->n_tasks++] = (PlanTask) {
                 .tid = tid, .tgid = tgid, .start_time = start, .policy = 0, .group = group, .cookie_group = -1
         };
@@ -646,7 +647,7 @@ static void add_plan_task(Plan *p, pid_t tid, pid_t tgid, uint64_t start, int gr
 static Plan *plan_new_root(const char *root) {
         Plan *p = calloc(1, sizeof(Plan));
 
-        ASSERT_TRUE(p);
+        ASSERT_NOT_NULL(p);
         p->hierarchy = CONFIG_HIERARCHY_NESTED;
         p->cgroup_root = strdup(root);
         return p;
@@ -703,7 +704,7 @@ static void dump(const CgroupReport *r) {
 static char *journal_dir(void) {
         char *d;
 
-        ASSERT_TRUE(asprintf(&d, "%s/run-topod", fake.root_dir) > 0);
+        ASSERT_GT(asprintf(&d, "%s/run-topod", fake.root_dir), 0);
         return d;
 }
 
@@ -793,14 +794,18 @@ static void test_apply_restore(void) {
         ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpuset.cpus.partition"), "root");
         ASSERT_STREQ(fake_read("sys/fs/cgroup/system.slice/cgroup.subtree_control"), ""); /* not ours */
         it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->outcome == CGROUP_DONE);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_DONE);
 
         /* Processes moved whole; originals journaled by main thread. */
         ASSERT_STREQ(task_cgroup(100), "/topod.slice/node0/llc0");
         ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
         ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->outcome == CGROUP_DONE && it->journaled && it->tgid == 200);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_DONE);
+        ASSERT_TRUE(it->journaled);
+        ASSERT_EQ(it->tgid, 200);
         ASSERT_STREQ(it->from, "/user.slice");
 
         {
@@ -845,7 +850,9 @@ static void test_apply_restore(void) {
         ASSERT_OK(cgroup_report_new(&r2));
         ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r2), 0);
         it = find_item(r2, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_VANISHED);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->tgid, 100);
+        ASSERT_EQ(it->outcome, CGROUP_VANISHED);
         fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc0/cgroup.type", "domain\n");
         write_task_files(find_task(100));
 
@@ -927,15 +934,20 @@ static void test_yield_changed(void) {
         env.yield = &hooks;
         ASSERT_EQ(il.calls, 4);
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->tgid, 100);
+        ASSERT_EQ(it->outcome, CGROUP_SKIPPED);
+        ASSERT_FALSE(it->journaled);
         ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
         ASSERT_NULL(journal_get_task(j, 100, 1000));
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->tgid == 200 && it->outcome == CGROUP_SKIPPED);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->tgid, 200);
+        ASSERT_EQ(it->outcome, CGROUP_SKIPPED);
         ASSERT_STREQ(it->reason, YIELD_CHANGED_REASON);
         ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc0");
         ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc0");
-        ASSERT_TRUE(journal_get_task(j, 200, 2000) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(j, 200, 2000));
         ASSERT_STREQ(journal_get_task(j, 200, 2000)->cgroup, "/user.slice");
         ASSERT_EQ(cgroup_report_count(r, CGROUP_FAILED), 0);
 
@@ -944,7 +956,10 @@ static void test_yield_changed(void) {
         ASSERT_OK(cgroup_report_new(&r2));
         ASSERT_EQ(cgroup_apply_tasks(&env, p, j, r2), 0);
         it = find_item(r2, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->tgid == 100 && it->outcome == CGROUP_SKIPPED && !it->journaled);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->tgid, 100);
+        ASSERT_EQ(it->outcome, CGROUP_SKIPPED);
+        ASSERT_FALSE(it->journaled);
         ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
         teardown(TAKE_PTR(root));
 }
@@ -975,7 +990,9 @@ static void test_pass_pin_reused(void) {
         apply_yielding(root, p, il_reuse, &il, &hooks, jdir, &j, &r);
         ASSERT_STREQ(task_cgroup(100), "/user.slice");
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && !it->journaled);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_VANISHED);
+        ASSERT_FALSE(it->journaled);
         ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
         teardown(TAKE_PTR(root));
 }
@@ -1003,7 +1020,8 @@ static void test_pass_pins_once(void) {
         ASSERT_STREQ(task_cgroup(200), "/topod.slice/node0/llc1");
         ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
         probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(probe >= 0 && probe < 8); /* the pins' descriptors were all closed */
+        ASSERT_GE(probe, 0);
+        ASSERT_LT(probe, 8); /* the pins' descriptors were all closed */
         close(probe);
         teardown(TAKE_PTR(root));
 }
@@ -1096,9 +1114,13 @@ static void test_vanished(void) {
         ASSERT_OK(cgroup_report_new(&r));
         ASSERT_EQ(cgroup_apply(&env, p, j, r), 0);
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && it->error == 0);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_VANISHED);
+        ASSERT_EQ(it->error, 0);
         it = find_item(r, CGROUP_ITEM_MOVE, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->outcome == CGROUP_VANISHED && !it->journaled);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_VANISHED);
+        ASSERT_FALSE(it->journaled);
         ASSERT_EQ(j->n_tasks, 0);
 
         /* A reused tid (another start time) is not the planned task. */
@@ -1123,12 +1145,14 @@ static void test_partition_invalid_and_idle(void) {
         ASSERT_OK(cgroup_report_new(&r));
         ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r), 1);
         it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_FAILED);
         ASSERT_EQ(it->error, -EINVAL);
         ASSERT_STREQ(it->reason, "root invalid (Parent is not a partition root)");
         /* Not fatal: the rest is there. */
         it = find_item(r, CGROUP_ITEM_WEIGHT, "/topod.slice/node0/llc1");
-        ASSERT_TRUE(it && it->outcome == CGROUP_DONE);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_DONE);
 
         /* cpu.idle set: the weight is skipped, not failed. */
         fake_write(fake.root_dir, "sys/fs/cgroup/topod.slice/node0/llc0/cpu.idle", "1\n");
@@ -1136,7 +1160,9 @@ static void test_partition_invalid_and_idle(void) {
         ASSERT_OK(cgroup_report_new(&r2));
         ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r2), 1); /* the partition again */
         it = find_item(r2, CGROUP_ITEM_WEIGHT, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->outcome == CGROUP_SKIPPED && it->reason);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_SKIPPED);
+        ASSERT_NOT_NULL(it->reason);
         ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpu.weight"), "200");
         teardown(TAKE_PTR(root));
 }
@@ -1165,7 +1191,9 @@ static void test_exclusive_remote(void) {
                 ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/cpuset.cpus.effective"), "0-3");
                 ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc0/cpuset.cpus.exclusive"), "");
                 it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0");
-                ASSERT_TRUE(it && it->outcome != CGROUP_FAILED && streq(it->value, "0-3"));
+                ASSERT_NOT_NULL(it);
+                ASSERT_NE(it->outcome, CGROUP_FAILED);
+                ASSERT_STREQ(it->value, "0-3");
         }
         {
                 _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
@@ -1187,7 +1215,9 @@ static void test_exclusive_remote(void) {
                 ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/llc1/cpuset.cpus.partition"), "member");
                 ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/node0/cpuset.cpus.effective"), "0-7");
                 it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
-                ASSERT_TRUE(it && it->outcome == CGROUP_DONE && streq(it->value, "member"));
+                ASSERT_NOT_NULL(it);
+                ASSERT_EQ(it->outcome, CGROUP_DONE);
+                ASSERT_STREQ(it->value, "member");
         }
         teardown(TAKE_PTR(root));
 
@@ -1208,9 +1238,13 @@ static void test_exclusive_remote(void) {
                 k = cgroup_apply_tree(&env, p, j, r);
                 ASSERT_EQ(k, 2);
                 it = find_item(r, CGROUP_ITEM_EXCLUSIVE, "/topod.slice");
-                ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && strstr(it->reason, "not created by topod"));
+                ASSERT_NOT_NULL(it);
+                ASSERT_EQ(it->outcome, CGROUP_FAILED);
+                ASSERT_STR_CONTAINS(it->reason, "not created by topod");
                 it = find_item(r, CGROUP_ITEM_PARTITION, "/topod.slice/node0/llc1");
-                ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && strstr(it->reason, "root invalid"));
+                ASSERT_NOT_NULL(it);
+                ASSERT_EQ(it->outcome, CGROUP_FAILED);
+                ASSERT_STR_CONTAINS(it->reason, "root invalid");
                 ASSERT_STREQ(fake_read("sys/fs/cgroup/topod.slice/cpuset.cpus.exclusive"), "");
         }
         teardown(TAKE_PTR(root));
@@ -1269,7 +1303,7 @@ static void test_exclusive_changes(void) {
                 CgroupEnv env = env_for(root);
 
                 ASSERT_OK(cgroup_report_new(&r));
-                ASSERT_TRUE(cgroup_restore(&env, j, r) > 0);
+                ASSERT_GT(cgroup_restore(&env, j, r), 0);
         }
         ASSERT_STREQ(PART("/node0/llc1"), "member");
         ASSERT_STREQ(EXCL("/node0/llc1"), "");
@@ -1291,7 +1325,7 @@ static void test_exclusive_not_ours(void) {
         ASSERT_OK(journal_new(NULL, &j));
         ASSERT_EQ(apply_with(root, p, j), 0);
         ASSERT_STREQ(EXCL(""), "12-15");
-        ASSERT_NULL(strstr(fake.excl_log, "/topod.slice="));
+        ASSERT_STR_NOT_CONTAINS(fake.excl_log, "/topod.slice=");
         teardown(TAKE_PTR(root));
 }
 
@@ -1309,7 +1343,9 @@ static void test_effective_differs(void) {
         ASSERT_OK(cgroup_report_new(&r));
         ASSERT_EQ(cgroup_apply_tree(&env, p, NULL, r), 2); /* node0 and llc0 */
         it = find_item(r, CGROUP_ITEM_EFFECTIVE, "/topod.slice/node0/llc0");
-        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && it->error == -EIO);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_FAILED);
+        ASSERT_EQ(it->error, -EIO);
         ASSERT_STREQ(it->found, "0-2");
         teardown(TAKE_PTR(root));
 }
@@ -1330,10 +1366,12 @@ static void test_internal_process(void) {
         add_task(100, 100, 1000, "/system.slice/a.service");
         ASSERT_OK(journal_new(jdir, &j));
         ASSERT_OK(cgroup_report_new(&r));
-        ASSERT_TRUE(cgroup_apply_tree(&env, p, j, r) > 0);
+        ASSERT_GT(cgroup_apply_tree(&env, p, j, r), 0);
         dump(r);
         it = find_item(r, CGROUP_ITEM_CONTROLLER, "/system.slice/a.service");
-        ASSERT_TRUE(it && it->outcome == CGROUP_FAILED && it->error == -EBUSY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->outcome, CGROUP_FAILED);
+        ASSERT_EQ(it->error, -EBUSY);
         ASSERT_EQ(root_exists(root, "sys/fs/cgroup/system.slice/a.service/topod"), 0);
         /* The root's and system.slice's enables are journaled (and undone by restore). */
         ASSERT_EQ(j->n_cgroups, 4);
@@ -1372,18 +1410,25 @@ static void restore_gone_original(bool busy) {
                 ASSERT_OK(cgroup_report_new(&r2));
                 k = cgroup_restore(&env, j, r2);
                 dump(r2);
-                ASSERT_TRUE(k > 0);
+                ASSERT_GT(k, 0);
                 /* 100: its original gone, system.slice refuses it: the root. */
                 ASSERT_STREQ(task_cgroup(100), "/");
                 it = find_item(r2, CGROUP_ITEM_MOVE, "/");
-                ASSERT_TRUE(it && it->back && it->tgid == 100 && it->outcome == CGROUP_DONE && !it->reason);
+                ASSERT_NOT_NULL(it);
+                ASSERT_TRUE(it->back);
+                ASSERT_EQ(it->tgid, 100);
+                ASSERT_EQ(it->outcome, CGROUP_DONE);
+                ASSERT_NULL(it->reason);
                 ASSERT_NULL(journal_get_task(j, 100, 1000));
                 /* 200: refused where it belongs, stays, kept. */
                 it = find_item(r2, CGROUP_ITEM_MOVE, "/user.slice");
-                ASSERT_TRUE(it && it->tgid == 200 && it->outcome == CGROUP_FAILED && it->error == -EBUSY);
+                ASSERT_NOT_NULL(it);
+                ASSERT_EQ(it->tgid, 200);
+                ASSERT_EQ(it->outcome, CGROUP_FAILED);
+                ASSERT_EQ(it->error, -EBUSY);
                 ASSERT_NULL(find_item(r2, CGROUP_ITEM_MOVE, "/system.slice"));
                 ASSERT_STREQ(task_cgroup(201), "/topod.slice/node0/llc1");
-                ASSERT_TRUE(journal_get_task(j, 200, 2000) != NULL);
+                ASSERT_NOT_NULL(journal_get_task(j, 200, 2000));
                 fake.busy_on_move = 0;
                 cgroup_report_free(TAKE_PTR(r2));
 
@@ -1454,7 +1499,9 @@ static void restore_exited_main_thread(const PidRefOps *ops) {
         for (size_t i = 0; i < r2->n; i++) {
                 it = &r2->items[i];
                 if (it->kind == CGROUP_ITEM_MOVE && it->back && (it->tgid == 200 || it->tgid == 700)) {
-                        ASSERT_TRUE(it->outcome == CGROUP_DONE && it->pid == it->tgid + 1 && streq(it->path, "/user.slice"));
+                        ASSERT_EQ(it->outcome, CGROUP_DONE);
+                        ASSERT_EQ(it->pid, it->tgid + 1);
+                        ASSERT_STREQ(it->path, "/user.slice");
                         n_back++;
                 }
         }
@@ -1525,7 +1572,8 @@ static void test_fast_moves(void) {
         k = cgroup_move_prepare(&env, p->cgroup_root, m, 6, j, r2);
         ASSERT_EQ(k, 1); /* the bad path; pending moves are not counted */
         ASSERT_EQ(m[0].start_time, 3000);
-        ASSERT_TRUE(m[0].pending && m[0].recorded);
+        ASSERT_TRUE(m[0].pending);
+        ASSERT_TRUE(m[0].recorded);
         ASSERT_FALSE(m[1].pending);
         ASSERT_EQ(r2->items[m[1].item].outcome, CGROUP_VANISHED);
         ASSERT_EQ(r2->items[m[2].item].outcome, CGROUP_ALREADY);
@@ -1550,8 +1598,10 @@ static void test_fast_moves(void) {
         /* Its original is moot now, and forgotten (committed later). */
         ASSERT_NULL(journal_get_task(j, 600, 6000));
         ASSERT_TRUE(j->dirty);
-        for (size_t i = 0; i < 6; i++)
-                ASSERT_TRUE(m[i].ref.pidfd < 0 && m[i].ref.procfd < 0);
+        for (size_t i = 0; i < 6; i++) {
+                ASSERT_LT(m[i].ref.pidfd, 0);
+                ASSERT_LT(m[i].ref.procfd, 0);
+        }
 
         /* The journal could not be committed: nothing moves, nothing stays recorded. */
         add_task(700, 700, 7000, "/user.slice");
@@ -1609,19 +1659,24 @@ static void test_origins_by_id(void) {
          * proc/PID/cgroup is gone, so a read would have found it gone. */
         move_one_fast(&env, p, j, 300, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 1 && st.hits == 0 && st.origins == 1);
+        ASSERT_EQ(st.reads, 1);
+        ASSERT_EQ(st.hits, 0);
+        ASSERT_EQ(st.origins, 1);
         snprintf(rel, sizeof(rel), "proc/301/cgroup");
         full_path(rel, full, sizeof(full));
         ASSERT_OK(unlink(full) < 0 ? -errno : 0);
         move_one_fast(&env, p, j, 301, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 1 && st.hits == 1);
+        ASSERT_EQ(st.reads, 1);
+        ASSERT_EQ(st.hits, 1);
         ASSERT_STREQ(journal_get_task(j, 301, 3301)->cgroup, "/user.slice");
         ASSERT_STREQ(task_cgroup(301), "/topod.slice/node0/llc0");
         /* Already in the group, a cgroup no process was found in yet: read. */
         move_one_fast(&env, p, j, 300, CGROUP_ALREADY);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 2 && st.hits == 1 && st.origins == 2);
+        ASSERT_EQ(st.reads, 2);
+        ASSERT_EQ(st.hits, 1);
+        ASSERT_EQ(st.origins, 2);
 
         /* Files closed after a pass, the cgroups remembered; forgotten
          * before the next. */
@@ -1646,7 +1701,9 @@ static void test_origins_by_id(void) {
         ASSERT_EQ(cgroup_held_stats(held).origins, 0);
         move_one_fast(&env, p, j, 303, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 5 && st.hits == 1 && st.origins == 1);
+        ASSERT_EQ(st.reads, 5);
+        ASSERT_EQ(st.hits, 1);
+        ASSERT_EQ(st.origins, 1);
 
         /* A kernel without ids: asked once, then read every time. */
         cgroup_held_clear(held);
@@ -1655,7 +1712,8 @@ static void test_origins_by_id(void) {
         move_one_fast(&env, p, j, 304, CGROUP_DONE);
         move_one_fast(&env, p, j, 305, CGROUP_DONE);
         st = cgroup_held_stats(held);
-        ASSERT_TRUE(st.reads == 7 && st.origins == 0);
+        ASSERT_EQ(st.reads, 7);
+        ASSERT_EQ(st.origins, 0);
         ASSERT_EQ(fake.id_calls, 1);
         ASSERT_STREQ(journal_get_task(j, 305, 3305)->cgroup, "/user.slice");
         teardown(TAKE_PTR(root));
@@ -1760,8 +1818,8 @@ static void test_journal_prune(void) {
         ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
         ASSERT_EQ(cgroup_journal_prune(&env, p, j), 2);
         ASSERT_EQ(j->n_tasks, 2);
-        ASSERT_TRUE(journal_get_task(j, 100, 1000) != NULL);
-        ASSERT_TRUE(journal_get_task(j, 300, 3000) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(j, 100, 1000));
+        ASSERT_NOT_NULL(journal_get_task(j, 300, 3000));
         ASSERT_EQ(j->n_cgroups, 1);
         ASSERT_EQ(cgroup_journal_prune(&env, p, j), 0);
         teardown(TAKE_PTR(root));
@@ -1806,7 +1864,7 @@ static void test_journal_prune_lists(void) {
         for (pid_t t = 495; t < 500; t++)
                 ASSERT_STREQ(journal_get_task(j, t, 7)->cgroup, "/user.slice"); /* alive: named by start time now */
         ASSERT_NULL(journal_get_task(j, 600, 8));
-        ASSERT_TRUE(journal_get_task(j, 601, 8) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(j, 601, 8));
         teardown(TAKE_PTR(root));
 }
 

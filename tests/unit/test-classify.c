@@ -51,7 +51,7 @@ static void feed(Classifier *c, Sim *sims, size_t n, uint64_t t_sec) {
 static PolicyClass class_of(const Classifier *c, pid_t tid) {
         const ThreadClass *t = classifier_find(c, tid);
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         return t->class;
 }
 
@@ -59,7 +59,7 @@ static ClassifyEvidence evidence_of(const Classifier *c, pid_t tid) {
         const ThreadClass *t = classifier_find(c, tid);
         ClassifyEvidence e;
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         classifier_evidence(c, t, &e);
         return e;
 }
@@ -117,9 +117,9 @@ static void test_classes(void) {
                 ASSERT_EQ(e->burst_usec, 20);
                 ASSERT_EQ(e->voluntary_permille, 995);
                 ASSERT_OK(classify_evidence_format(e, &c->params, &line));
-                ASSERT_TRUE(strstr(line, "latency: cpu 4.0%, burst 20 us, 2000 wakeups/s, voluntary 99.5%"));
-                ASSERT_TRUE(strstr(line, "a sample votes latency with >= 100 wakeups/s"));
-                ASSERT_TRUE(strstr(line, "votes: avx 0.0% latency 100.0%"));
+                ASSERT_STR_CONTAINS(line, "latency: cpu 4.0%, burst 20 us, 2000 wakeups/s, voluntary 99.5%");
+                ASSERT_STR_CONTAINS(line, "a sample votes latency with >= 100 wakeups/s");
+                ASSERT_STR_CONTAINS(line, "votes: avx 0.0% latency 100.0%");
         }
 }
 
@@ -176,7 +176,7 @@ static void test_flapping(void) {
                         last = class_of(c, 30);
                 }
         }
-        ASSERT_TRUE(changes <= 1);
+        ASSERT_LE(changes, 1);
 
         /* Then it settles into sleeping: after the window and dwell it leaves
          * throughput once, and stays out. */
@@ -264,9 +264,10 @@ static void test_deterministic(void) {
                 ASSERT_EQ(x->candidate, y->candidate);
                 ASSERT_EQ(x->ring_n, y->ring_n);
                 ClassifyEvidence ex = evidence_of(a, 50), ey = evidence_of(b, 50);
-                ASSERT_TRUE(memcmp(&ex, &ey, sizeof(ex)) == 0);
-                ASSERT_TRUE(x->ring && y->ring);
-                ASSERT_TRUE(memcmp(x->ring, y->ring, CLASSIFY_RING_MAX * sizeof(ClassSample)) == 0);
+                ASSERT_EQ(memcmp(&ex, &ey, sizeof(ex)), 0);
+                ASSERT_NOT_NULL(x->ring);
+                ASSERT_NOT_NULL(y->ring);
+                ASSERT_EQ(memcmp(x->ring, y->ring, CLASSIFY_RING_MAX * sizeof(ClassSample)), 0);
         }
 }
 
@@ -284,7 +285,7 @@ static void test_params_from_config(void) {
         ASSERT_OK(config_new(&c));
         classify_params_default(&def);
         classify_params_from_config(c, &p);
-        ASSERT_TRUE(memcmp(&p, &def, sizeof(p)) == 0);
+        ASSERT_EQ(memcmp(&p, &def, sizeof(p)), 0);
 
         ASSERT_OK(config_parse(c, text, sizeof(text) - 1, "t.conf", d));
         classify_params_from_config(c, &p);
@@ -371,7 +372,7 @@ static void test_idle_costs_nothing(void) {
                 sim_step(&s, 1000, 1, 0, 0, -1);
                 feed(c, &s, 1, t);
         }
-        ASSERT_TRUE(classifier_find(c, 70)->ring != NULL);
+        ASSERT_NOT_NULL(classifier_find(c, 70)->ring);
         ASSERT_EQ(class_of(c, 70), POLICY_CLASS_THROUGHPUT);
 
         for (; t <= 20 + CLASSIFY_RING_MAX + 5; t++) {

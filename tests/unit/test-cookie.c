@@ -56,7 +56,7 @@ static FakeTask *fake_self(Fake *f) {
         FakeTask *t = fake_find(f, me);
 
         if (!t) {
-                ASSERT_TRUE(f->n < FAKE_MAX);
+                ASSERT_LT(f->n, FAKE_MAX);
                 t = &f->tasks[f->n++];
                 *t = (FakeTask) { .tid = me, .alive = true, .is_self = true };
         }
@@ -70,7 +70,7 @@ static void fake_log(Fake *f, const char *op, pid_t tid) {
                 snprintf(item, sizeof(item), "%s%s:self", f->log[0] ? " " : "", op);
         else
                 snprintf(item, sizeof(item), "%s%s:%d", f->log[0] ? " " : "", op, (int) tid);
-        ASSERT_TRUE(strlen(f->log) + strlen(item) < sizeof(f->log));
+        ASSERT_LT(strlen(f->log) + strlen(item), sizeof(f->log));
         strcat(f->log, item);
 }
 
@@ -90,7 +90,7 @@ static void fake_account(Fake *f) {
 static void fake_kill(Fake *f, pid_t tid) {
         FakeTask *t = fake_find(f, tid);
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         t->alive = false;
         fake_account(f);
 }
@@ -104,7 +104,7 @@ static int fake_target(Fake *f, pid_t tid, FakeTask **ret) {
 
         snprintf(path, sizeof(path), "/proc/self/task/%d", (int) tid);
         if (!t && tid > 0 && access(path, F_OK) == 0) {
-                ASSERT_TRUE(f->n < FAKE_MAX);
+                ASSERT_LT(f->n, FAKE_MAX);
                 t = &f->tasks[f->n++];
                 *t = (FakeTask) { .tid = tid, .alive = true, .is_self = true };
         }
@@ -204,7 +204,7 @@ static int fake_pidfd_alive(int pidfd, pid_t tid, void *userdata) {
         Fake *f = userdata;
         FakeTask *t = fake_find(f, tid);
 
-        ASSERT_TRUE(pidfd >= 0);
+        ASSERT_GE(pidfd, 0);
         f->alive_checks++;
         return t && t->alive;
 }
@@ -228,12 +228,12 @@ static void remove_stat(pid_t tid) {
         char path[PATH_MAX];
 
         snprintf(path, sizeof(path), "%s/proc/%d/task/%d/stat", fake.root_dir, (int) tid, (int) tid);
-        ASSERT_TRUE(unlink(path) == 0);
+        ASSERT_EQ(unlink(path), 0);
 }
 
 /* A live thread, known to the fake kernel and to the fake /proc. */
 static CookieTask add_task(pid_t tid) {
-        ASSERT_TRUE(fake.n < FAKE_MAX);
+        ASSERT_LT(fake.n, FAKE_MAX);
         fake.tasks[fake.n++] = (FakeTask) { .tid = tid, .alive = true };
         write_stat(tid, 5000 + (uint64_t) tid);
         return (CookieTask) { .tid = tid, .start_time = 5000 + (uint64_t) tid };
@@ -306,15 +306,15 @@ static void test_assign_order(void) {
                 expect(&r[i], g[i].tid, COOKIE_DONE, 0);
                 ASSERT_EQ(r[i].cookie, cookie_of(101));
         }
-        ASSERT_TRUE(cookie_of(101) != 0);
+        ASSERT_NE(cookie_of(101), 0);
         ASSERT_EQ(cookie_of(102), cookie_of(101));
         ASSERT_EQ(cookie_of(103), cookie_of(101));
 
         /* The worker holds the keep-alive, not the group's cookie. */
         worker = cookie_applier_keepalive_tid(s.a);
-        ASSERT_TRUE(worker > 0);
-        ASSERT_TRUE(cookie_of(worker) != 0);
-        ASSERT_TRUE(cookie_of(worker) != cookie_of(101));
+        ASSERT_GT(worker, 0);
+        ASSERT_NE(cookie_of(worker), 0);
+        ASSERT_NE(cookie_of(worker), cookie_of(101));
 
         /* A second group: a different cookie; the first one untouched. */
         CookieTask h[2] = { add_task(201), add_task(202) };
@@ -323,7 +323,7 @@ static void test_assign_order(void) {
         ASSERT_EQ(cookie_assign(s.a, h, 2, r), 2);
         ASSERT_STREQ(fake.log, "create:201 share_from:201 get:self share_to:202 create:self");
         ASSERT_EQ(cookie_of(202), cookie_of(201));
-        ASSERT_TRUE(cookie_of(201) != cookie_of(101));
+        ASSERT_NE(cookie_of(201), cookie_of(101));
         ASSERT_EQ(cookie_of(101), cookie_of(103));
         ASSERT_EQ(cookie_of(lone.tid), 0);
         ASSERT_EQ(cookie_get(s.a, lone.tid, &r[0].cookie), 0);
@@ -364,7 +364,7 @@ static void test_assign_single(void) {
         ASSERT_EQ(fake.create_caller, (pid_t) syscall(SYS_gettid));
         /* … and its own cookie is not involved. */
         ASSERT_TRUE(!fake_find(&fake, (pid_t) syscall(SYS_gettid)) || cookie_of((pid_t) syscall(SYS_gettid)) == 0);
-        ASSERT_TRUE(cookie_of(101) != cookie_of(102));
+        ASSERT_NE(cookie_of(101), cookie_of(102));
 
         /* Nothing to do. */
         ASSERT_EQ(cookie_assign(s.a, NULL, 0, NULL), 0);
@@ -402,7 +402,7 @@ static void test_assign_pinned(void) {
         task(103)->alive = false;
         fake.alive_checks = 0;
         ASSERT_EQ(cookie_assign(s.a, &v, 1, &r), 0); /* none done */
-        ASSERT_TRUE(r.outcome != COOKIE_DONE);
+        ASSERT_NE(r.outcome, COOKIE_DONE);
         ASSERT_EQ(cookie_of(103), 0);
         teardown(&s);
 }
@@ -448,8 +448,8 @@ static void test_vanished(void) {
         ASSERT_EQ(cookie_assign(s.a, k, 2, r), 1);
         expect(&r[0], 101, COOKIE_VANISHED, 0);
         expect(&r[1], 102, COOKIE_DONE, 0);
-        ASSERT_TRUE(cookie_of(102) != 0);
-        ASSERT_TRUE(cookie_of(102) != cookie_of(cookie_applier_keepalive_tid(s.a)));
+        ASSERT_NE(cookie_of(102), 0);
+        ASSERT_NE(cookie_of(102), cookie_of(cookie_applier_keepalive_tid(s.a)));
         teardown(&s);
 
         /* Everyone gone: nothing called at all. */
@@ -522,8 +522,8 @@ static void test_errors(void) {
         ASSERT_EQ(cookie_assign(s.a, h, 3, r), 2);
         ASSERT_STREQ(fake.log, "create:101 share_from:101 create:102 share_from:102 get:self share_to:103 create:self");
         expect(&r[0], 101, COOKIE_FAILED, -ENOMEM);
-        ASSERT_TRUE(cookie_of(101) != 0);
-        ASSERT_TRUE(cookie_of(101) != cookie_of(102));
+        ASSERT_NE(cookie_of(101), 0);
+        ASSERT_NE(cookie_of(101), cookie_of(102));
         ASSERT_EQ(cookie_of(103), cookie_of(102));
         teardown(&s);
 
@@ -617,7 +617,7 @@ static void test_clear_and_join(void) {
         expect(&r[2], 105, COOKIE_VANISHED, 0);
         ASSERT_EQ(r[0].cookie, c);
         ASSERT_EQ(cookie_of(104), c);
-        ASSERT_TRUE(cookie_of(cookie_applier_keepalive_tid(s.a)) != c);
+        ASSERT_NE(cookie_of(cookie_applier_keepalive_tid(s.a)), c);
 
         /* Joining a source without a cookie, or one that has gone. */
         ASSERT_EQ(cookie_join(s.a, &other, &late, 1, r), -ENODATA);
@@ -636,7 +636,7 @@ static void test_clear_and_join(void) {
         ASSERT_EQ(cookie_of(101), 0);
         ASSERT_EQ(cookie_of(102), 0);
         ASSERT_EQ(cookie_of(104), c);
-        ASSERT_TRUE(cookie_applier_keepalive_tid(s.a) > 0);
+        ASSERT_GT(cookie_applier_keepalive_tid(s.a), 0);
 
         /* The zero-cookie thread was given a cookie from outside: clears
          * would spread it, so they fail instead. */
@@ -675,7 +675,7 @@ static void test_pidref_host(void) {
         ASSERT_ERROR(pidref_acquire(root, &pidref_ops_host, me, st + 1, &ref), ESRCH);
         ASSERT_ERROR(pidref_acquire(root, NULL, me, st + 1, &ref), ESRCH);
         ASSERT_OK(pidref_acquire(root, NULL, me, st, &ref)); /* the proc directory only */
-        ASSERT_TRUE(ref.procfd >= 0);
+        ASSERT_GE(ref.procfd, 0);
         ASSERT_EQ(pidref_alive(&ref, root, NULL), 1);
         pidref_done(&ref);
         ASSERT_ERROR(pidref_acquire(root, &pidref_ops_host, 0x3ffffff0, 1, &ref), ESRCH);
@@ -683,7 +683,7 @@ static void test_pidref_host(void) {
 
         /* A child that has exited (and been reaped) is not alive any more. */
         pid_t child = fork();
-        ASSERT_TRUE(child >= 0);
+        ASSERT_GE(child, 0);
         if (child == 0) {
                 pause();
                 _exit(0);
@@ -725,11 +725,12 @@ static void test_pidfd_cgroup_id_host(void) {
         ASSERT_OK(k);
         int cfd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 
-        ASSERT_TRUE(cfd >= 0);
+        ASSERT_GE(cfd, 0);
         ASSERT_OK(read_full_fd(cfd, 65536, &text, NULL));
         close(cfd);
         const char *line = strstr(text, "0::");
-        ASSERT_TRUE(line && (line == text || line[-1] == '\n'));
+        ASSERT_NOT_NULL(line);
+        ASSERT_TRUE(line == text || line[-1] == '\n');
         line += 3;
         snprintf(path, sizeof(path), "%s%.*s", access("/sys/fs/cgroup/unified", F_OK) == 0 ?
                  "/sys/fs/cgroup/unified" : "/sys/fs/cgroup", (int) strcspn(line, "\n"), line);

@@ -52,7 +52,7 @@ static void collect(ProcEvents *e, bool urgent, pid_t child, Seen *ret) {
                         ret->fork = ret->fork || (ev[i].type == TASK_EVENT_FORK && ev[i].pid == child);
                         ret->exec = ret->exec || ev[i].type == TASK_EVENT_EXEC;
                         ret->exit = ret->exit || (ev[i].type == TASK_EVENT_EXIT && ev[i].pid == child);
-                        ASSERT_TRUE(ev[i].timestamp_ns > 0);
+                        ASSERT_GT(ev[i].timestamp_ns, 0);
                 }
         }
 }
@@ -60,7 +60,7 @@ static void collect(ProcEvents *e, bool urgent, pid_t child, Seen *ret) {
 static pid_t spawn_true(void) {
         pid_t c = fork();
 
-        ASSERT_TRUE(c >= 0);
+        ASSERT_GE(c, 0);
         if (c == 0) {
                 execl("/bin/true", "true", (char *) NULL);
                 _exit(127);
@@ -73,9 +73,11 @@ static void test_one_socket(ProcEvents *e) {
         Seen s = {};
         pid_t c = spawn_true();
 
-        ASSERT_TRUE(proc_events_lazy_fd(e) < 0);
+        ASSERT_LT(proc_events_lazy_fd(e), 0);
         collect(e, true, c, &s);
-        ASSERT_TRUE(s.fork && s.exec && s.exit);
+        ASSERT_TRUE(s.fork);
+        ASSERT_TRUE(s.exec);
+        ASSERT_TRUE(s.exit);
 }
 
 static void test_split(ProcEvents *e) {
@@ -88,7 +90,8 @@ static void test_split(ProcEvents *e) {
         ASSERT_FALSE(urgent.fork);
         ASSERT_FALSE(urgent.exit);
         collect(e, false, c, &lazy);
-        ASSERT_TRUE(lazy.fork && lazy.exit);
+        ASSERT_TRUE(lazy.fork);
+        ASSERT_TRUE(lazy.exit);
         ASSERT_FALSE(lazy.exec);
 }
 
@@ -121,7 +124,7 @@ static void test_wait(ProcEvents *e) {
                 size_t n = SIZE_MAX;
 
                 ASSERT_OK(proc_events_wait_urgent(e, ev, ELEMENTSOF(ev), &n));
-                ASSERT_TRUE(n <= ELEMENTSOF(ev));
+                ASSERT_LE(n, ELEMENTSOF(ev));
                 for (size_t i = 0; i < n; i++)
                         exec = exec || (ev[i].type == TASK_EVENT_EXEC && ev[i].tgid == c);
         }
@@ -152,7 +155,7 @@ static void test_wait(ProcEvents *e) {
                 alarm(5);
                 ASSERT_OK(proc_events_read_urgent(e, ev, ELEMENTSOF(ev), &n));
                 alarm(0);
-                ASSERT_TRUE(n <= ELEMENTSOF(ev));
+                ASSERT_LE(n, ELEMENTSOF(ev));
         }
         ASSERT_OK(sigaction(SIGALRM, &old, NULL));
 }

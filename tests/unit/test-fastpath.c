@@ -193,12 +193,13 @@ static uint64_t *cookie_slot(pid_t tid) {
                 for (size_t i = 0; i < fc.n_other; i++)
                         if (fc.other_tid[i] == tid)
                                 return &fc.other[i];
-                ASSERT_TRUE(fc.n_other < COOKIES_OTHER);
+                ASSERT_LT(fc.n_other, COOKIES_OTHER);
                 fc.other_tid[fc.n_other] = tid;
                 fc.other[fc.n_other] = 0;
                 return &fc.other[fc.n_other++];
         }
-        ASSERT_TRUE(tid > 0 && tid < COOKIES_DIRECT);
+        ASSERT_GT(tid, 0);
+        ASSERT_LT(tid, COOKIES_DIRECT);
         return &fc.direct[tid];
 }
 
@@ -291,7 +292,8 @@ static int fp_open(pid_t tid, void *userdata) {
         if (access(path, F_OK) < 0)
                 return -ESRCH;
         fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0 && (size_t) fd < ELEMENTSOF(pidfd_pid));
+        ASSERT_GE(fd, 0);
+        ASSERT_LT((size_t) fd, ELEMENTSOF(pidfd_pid));
         pidfd_pid[fd] = tid;
         last_pidfd = fd;
         return fd;
@@ -387,8 +389,8 @@ static void world_new_events(World *w, bool events) {
         fake_write(root_dir, "etc/topod/policies.d/10-batch.ini", BATCH);
         fake_write(root_dir, "etc/topod/policies.d/20-svc.ini", SVC);
         fake_write(root_dir, "etc/topod/policies.d/30-plain.ini", PLAIN);
-        ASSERT_TRUE(asprintf(&w->policies, "%s/etc/topod/policies.d", root_dir) > 0);
-        ASSERT_TRUE(asprintf(&w->journal_dir, "%s/run/topod", root_dir) > 0);
+        ASSERT_GT(asprintf(&w->policies, "%s/etc/topod/policies.d", root_dir), 0);
+        ASSERT_GT(asprintf(&w->journal_dir, "%s/run/topod", root_dir), 0);
 
         /* Processes already there: a batch job, two services, a shell. */
         fake_process(100, "batch-a", "/user.slice");
@@ -519,7 +521,7 @@ static void test_pidfs_identities(void) {
         ASSERT_EQ(st.placed, 2);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         c = cookie_of(1000);
-        ASSERT_TRUE(c != 0);
+        ASSERT_NE(c, 0);
         /* The cookie's process by its start time, its cookie too. */
         ASSERT_STREQ(journal_get_task(w.journal, 1000, 6000)->cgroup, "/user.slice");
         {
@@ -534,7 +536,8 @@ static void test_pidfs_identities(void) {
         }
         /* The other by its pidfd's inode. */
         jt = journal_get_task(w.journal, 1002, PIDREF_IDENT_PIDFS | 1006002u);
-        ASSERT_TRUE(jt && streq(jt->cgroup, "/user.slice"));
+        ASSERT_NOT_NULL(jt);
+        ASSERT_STREQ(jt->cgroup, "/user.slice");
         ASSERT_STREQ(process_cgroup(1002), "/topod.slice/plain");
 
         /* The next pass: the cookie stays, the entry is named by its start time. */
@@ -550,7 +553,7 @@ static void test_pidfs_identities(void) {
 }
 
 static void event(World *w, pid_t pid) {
-        ASSERT_TRUE(w->p->n_fresh < PIPELINE_FRESH_MAX);
+        ASSERT_LT(w->p->n_fresh, PIPELINE_FRESH_MAX);
         w->p->fresh[w->p->n_fresh++] = pid;
 }
 
@@ -570,7 +573,8 @@ static void test_place_then_pass(void) {
         ASSERT_STREQ(process_cgroup(200), "/topod.slice/svc-node0");
         ASSERT_STREQ(process_cgroup(201), "/topod.slice/svc-node1");
         ASSERT_STREQ(process_cgroup(300), "/user.slice");
-        ASSERT_TRUE(cookie_of(200) != 0 && cookie_of(200) == cookie_of(201));
+        ASSERT_NE(cookie_of(200), 0);
+        ASSERT_EQ(cookie_of(200), cookie_of(201));
 
         /* Nothing new: nothing done, nothing allocated. */
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 0);
@@ -598,16 +602,17 @@ static void test_place_then_pass(void) {
         ASSERT_STREQ(process_cgroup(1001), "/topod.slice/svc-node0");
         ASSERT_STREQ(process_cgroup(1002), "/user.slice");
         /* Cookies: its own for the batch job, the services' for the service. */
-        ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
+        ASSERT_NE(cookie_of(1000), 0);
+        ASSERT_NE(cookie_of(1000), cookie_of(100));
         ASSERT_EQ(cookie_of(1001), cookie_of(200));
         /* The fast path's report lists what failed; it counts all. */
         ASSERT_NULL(find_item(r2, "cgroup: move process", 1000));
         ASSERT_EQ(r2->counts[RECONCILE_DONE], 4); /* two moves, two cookies */
         /* The originals reached the disk before the moves. */
         ASSERT_EQ(journal_load(w.journal_dir, &disk, &e), 1);
-        ASSERT_TRUE(journal_get_task(disk, 1000, 6000) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(disk, 1000, 6000));
         ASSERT_STREQ(journal_get_task(disk, 1000, 6000)->cgroup, "/user.slice");
-        ASSERT_TRUE(journal_get_task(disk, 1001, 6001) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(disk, 1001, 6001));
         {
                 bool c1000 = false, c1001 = false;
 
@@ -615,16 +620,19 @@ static void test_place_then_pass(void) {
                         c1000 |= disk->cookies[i].tid == 1000;
                         c1001 |= disk->cookies[i].tid == 1001;
                 }
-                ASSERT_TRUE(c1000 && c1001);
+                ASSERT_TRUE(c1000);
+                ASSERT_TRUE(c1001);
         }
 
         /* The next pass finds them where it wants them. */
         plan2 = pass(&w, &r3);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
         it = find_item(r3, "cgroup: move process", 1000);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         it = find_item(r3, "cgroup: move process", 1001);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         for (size_t i = 0; i < r3->n; i++)
                 if (startswith(r3->items[i].what, "cookie"))
                         ASSERT_EQ(r3->items[i].status, RECONCILE_ALREADY);
@@ -640,25 +648,28 @@ static void test_place_then_pass(void) {
                 snprintf(rel, sizeof(rel), "proc/%d", 1000);
                 snprintf(path, sizeof(path), "%s/%s", root_dir, rel);
                 fake_root_remove(strdup(path));
-                ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+                ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, 6000));
                 /* 1001 is a shell now: no policy gives it a cookie. */
                 fake_process(1001, "sh", "/topod.slice/svc-node0");
                 task_scanner_invalidate(w.p->scanner, 1001); /* as its COMM event */
                 gets = fc.self_gets;
                 plan3 = pass(&w, &r4);
                 ASSERT_NULL(journal_get_task(w.journal, 1000, 6000));
-                ASSERT_TRUE(journal_get_task(w.journal, 1001, 6001) != NULL);
+                ASSERT_NOT_NULL(journal_get_task(w.journal, 1001, 6001));
                 ASSERT_FALSE(w.journal->dirty);
                 /* Their cookies: 1000's entry forgotten with its task's
                  * (gone: nothing to clear, no job for it), 1001's cookie
                  * cleared and forgotten. */
                 ASSERT_NULL(find_item(r4, "cookie cleared", 1000));
                 it = find_item(r4, "cookie cleared", 1001);
-                ASSERT_TRUE(it && it->status == RECONCILE_DONE);
+                ASSERT_NOT_NULL(it);
+                ASSERT_EQ(it->status, RECONCILE_DONE);
                 ASSERT_EQ(fc.self_gets - gets, 1); /* one job */
                 ASSERT_EQ(cookie_of(1001), 0);
-                for (size_t i = 0; i < w.journal->n_cookies; i++)
-                        ASSERT_TRUE(w.journal->cookies[i].tid != 1000 && w.journal->cookies[i].tid != 1001);
+                for (size_t i = 0; i < w.journal->n_cookies; i++) {
+                        ASSERT_NE(w.journal->cookies[i].tid, 1000);
+                        ASSERT_NE(w.journal->cookies[i].tid, 1001);
+                }
                 ASSERT_OK(pipeline_use_plan(w.p, NULL));
                 plan_free(plan3);
         }
@@ -691,7 +702,7 @@ static void note_changed(World *w, pid_t pid) {
         if (p->n_changed == p->changed_cap) {
                 p->changed_cap = p->changed_cap ? 2 * p->changed_cap : 16;
                 p->changed = realloc(p->changed, p->changed_cap * sizeof(pid_t));
-                ASSERT_TRUE(p->changed);
+                ASSERT_NOT_NULL(p->changed);
         }
         p->changed[p->n_changed++] = pid;
         task_scanner_invalidate(p->scanner, pid);
@@ -734,33 +745,39 @@ static void test_pass_lets_fast_path_in(void) {
         ASSERT_STREQ(process_cgroup(400), "/topod.slice/plain");
         ASSERT_EQ(cookie_of(400), 0);
         svc = cookie_of(200);
-        ASSERT_TRUE(svc != 0 && cookie_of(201) == svc);
+        ASSERT_NE(svc, 0);
+        ASSERT_EQ(cookie_of(201), svc);
 
         il.w = &w;
         il.before = w.p->snap;
         pipeline_set_yield(w.p, interleave_yield, &il);
         w.rc.yield = pipeline_yield_hooks(w.p);
-        ASSERT_TRUE(w.rc.yield != NULL);
+        ASSERT_NOT_NULL(w.rc.yield);
         plan2 = pass(&w, &r2);
         /* It yielded in the scan (once per process) and in the apply. */
-        ASSERT_TRUE(il.acted > 5);
-        ASSERT_TRUE(il.calls > il.acted);
+        ASSERT_GT(il.acted, 5);
+        ASSERT_GT(il.calls, il.acted);
         ASSERT_EQ(il.st.placed, 3);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         /* Placed by the fast path, left alone by the pass. */
-        ASSERT_TRUE(startswith(process_cgroup(300), "/topod.slice/svc-node"));
-        ASSERT_TRUE(startswith(process_cgroup(400), "/topod.slice/svc-node"));
+        ASSERT_STR_PREFIX(process_cgroup(300), "/topod.slice/svc-node");
+        ASSERT_STR_PREFIX(process_cgroup(400), "/topod.slice/svc-node");
         ASSERT_STREQ(process_cgroup(201), "/topod.slice/batch-llc0");
         ASSERT_EQ(cookie_of(200), svc);
         ASSERT_EQ(cookie_of(300), svc);
         ASSERT_EQ(cookie_of(400), svc);
-        ASSERT_TRUE(cookie_of(201) != 0 && cookie_of(201) != svc && cookie_of(201) != cookie_of(100));
+        ASSERT_NE(cookie_of(201), 0);
+        ASSERT_NE(cookie_of(201), svc);
+        ASSERT_NE(cookie_of(201), cookie_of(100));
         it = find_item(r2, "cookie group", 201);
-        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_SKIPPED);
         it = find_item(r2, "cgroup: move process", 201);
-        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_SKIPPED);
         it = find_item(r2, "cgroup: move process", 400);
-        ASSERT_TRUE(it && (it->status == RECONCILE_SKIPPED || it->status == RECONCILE_ALREADY));
+        ASSERT_NOT_NULL(it);
+        ASSERT_TRUE(it->status == RECONCILE_SKIPPED || it->status == RECONCILE_ALREADY);
         ASSERT_NULL(find_item(r2, "cookie cleared", 300));
         ASSERT_NULL(find_item(r2, "cookie cleared", 400));
 
@@ -771,14 +788,18 @@ static void test_pass_lets_fast_path_in(void) {
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
         ASSERT_EQ(r3->counts[RECONCILE_SKIPPED], 0);
         it = find_item(r3, "cgroup: move process", 300);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         it = find_item(r3, "cgroup: move process", 400);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         it = find_item(r3, "cgroup: move process", 201);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         ASSERT_EQ(cookie_of(300), svc);
         ASSERT_EQ(cookie_of(400), svc);
-        ASSERT_TRUE(cookie_of(201) != 0 && cookie_of(201) != svc);
+        ASSERT_NE(cookie_of(201), 0);
+        ASSERT_NE(cookie_of(201), svc);
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan3);
@@ -845,9 +866,10 @@ static void test_storm_pass_defers(void) {
         exec_process(&w, 1003, "plain-b");
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
         ASSERT_EQ(st.placed, 3);
-        ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1003, plain_b));
         batch_b = cookie_of(1000);
-        ASSERT_TRUE(batch_b != 0 && cookie_of(1001) == cookie_of(200));
+        ASSERT_NE(batch_b, 0);
+        ASSERT_EQ(cookie_of(1001), cookie_of(200));
         r2 = reconcile_report_free(r2);
 
         /* By events, as the daemon scans: the known processes first (the
@@ -859,7 +881,7 @@ static void test_storm_pass_defers(void) {
         pipeline_set_yield(w.p, storm_yield, &il);
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
         pipeline_set_yield(w.p, NULL, NULL);
-        ASSERT_TRUE(il.calls > 0);
+        ASSERT_GT(il.calls, 0);
         task_scanner_stats(w.p->scanner, &ss);
         ASSERT_TRUE(ss.by_events);
         ASSERT_EQ(ss.deferred, 3);
@@ -867,8 +889,9 @@ static void test_storm_pass_defers(void) {
         ASSERT_NULL(task_snapshot_find(w.p->snap, 1001));
         ASSERT_TRUE(pipeline_changed(w.p, 1002));
         ASSERT_EQ(w.p->n_defer_next, 1);
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 200) != NULL);
-        ASSERT_TRUE(pipeline_changed(w.p, 1000) && pipeline_changed(w.p, 1001));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
+        ASSERT_TRUE(pipeline_changed(w.p, 1000));
+        ASSERT_TRUE(pipeline_changed(w.p, 1001));
         ASSERT_FALSE(pipeline_changed(w.p, 200));
         ASSERT_OK(pipeline_plan(w.p, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1000));
@@ -883,9 +906,9 @@ static void test_storm_pass_defers(void) {
         ASSERT_NULL(find_item(r2, "cookie cleared", 1000));
         ASSERT_NULL(find_item(r2, "cookie cleared", 1001));
         /* The journal's upkeep left their entries alone too (no pin, no read). */
-        ASSERT_TRUE(journal_get_task(w.journal, 1000, batch_b_ino) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, batch_b_ino));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1000, batch_b_ino));
-        ASSERT_TRUE(journal_get_task(w.journal, 1003, plain_b) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1003, plain_b));
         ASSERT_OK(pipeline_use_plan(w.p, plan2));
 
         /* The placed list started again: the next storm pass reads them,
@@ -894,7 +917,7 @@ static void test_storm_pass_defers(void) {
         task_scanner_stats(w.p->scanner, &ss);
         ASSERT_EQ(ss.deferred, 1); /* 1002, placed during the last scan */
         ASSERT_NULL(task_snapshot_find(w.p->snap, 1002));
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 1000) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 1000));
         ASSERT_FALSE(pipeline_changed(w.p, 1000));
         ASSERT_OK(pipeline_plan(w.p, &plan3));
         ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
@@ -902,13 +925,15 @@ static void test_storm_pass_defers(void) {
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
         ASSERT_EQ(r3->counts[RECONCILE_DONE], 0);
         it = find_item(r3, "cgroup: move process", 1000);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         it = find_item(r3, "cgroup: move process", 1001);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
         ASSERT_EQ(cookie_of(1000), batch_b);
         ASSERT_EQ(cookie_of(1001), cookie_of(200));
         /* Read now: named by their start times, the cookie with its task. */
-        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, 6000));
         ASSERT_NULL(journal_get_task(w.journal, 1000, batch_b_ino));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1000, 6000));
         ASSERT_FALSE(journal_has_cookie(w.journal, 1000, batch_b_ino));
@@ -938,7 +963,7 @@ static void test_storm_pass_defers_exited(void) {
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 200) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
         fake_process(1005, "unmatched", "/user.slice");
         task_scanner_trust_events(w.p->scanner, true);
         pipeline_take_urgent_events(w.p, ev, ELEMENTSOF(ev), 0);
@@ -948,12 +973,12 @@ static void test_storm_pass_defers_exited(void) {
         ASSERT_EQ(ss.deferred, 1);
         ASSERT_NULL(task_snapshot_find(w.p->snap, 1005));
         ASSERT_TRUE(pipeline_changed(w.p, 1005));
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 200) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
         /* The next reads it. */
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
         task_scanner_stats(w.p->scanner, &ss);
         ASSERT_EQ(ss.deferred, 0);
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 1005) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 1005));
         ASSERT_FALSE(pipeline_changed(w.p, 1005));
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
@@ -1003,7 +1028,7 @@ static void test_waiting_for_group(void) {
         pipeline_set_yield(w.p, waiting_yield, &il);
         w.rc.yield = pipeline_yield_hooks(w.p);
         plan2 = pass(&w, &r3);
-        ASSERT_TRUE(il.calls > 0);
+        ASSERT_GT(il.calls, 0);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
         ASSERT_STREQ(process_cgroup(1010), "/topod.slice/plain");
         ASSERT_STREQ(process_cgroup(1011), "/user.slice");
@@ -1064,13 +1089,15 @@ static void test_pidfs_cookie_names(void) {
         ASSERT_EQ(n_pidfd_opens - opens, 4); /* one pin each, for move and cookie; the source joined */
         c1000 = cookie_of(1000);
         c1010 = cookie_of(1010);
-        ASSERT_TRUE(c1000 != 0 && c1000 != cookie_of(100));
-        ASSERT_TRUE(c1010 == cookie_of(200) && cookie_of(1011) == c1010);
+        ASSERT_NE(c1000, 0);
+        ASSERT_NE(c1000, cookie_of(100));
+        ASSERT_EQ(c1010, cookie_of(200));
+        ASSERT_EQ(cookie_of(1011), c1010);
         ASSERT_STREQ(process_cgroup(1010), "/topod.slice/svc-node0");
         ASSERT_STREQ(process_cgroup(1011), "/topod.slice/svc-node1");
         ASSERT_NULL(journal_get_task(w.journal, 1011, ino_1011));
         /* Moved: task and cookie entries by the inode; there already: the cookie's alone. */
-        ASSERT_TRUE(journal_get_task(w.journal, 1000, ino_1000) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, ino_1000));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1000, ino_1000));
         ASSERT_NULL(journal_get_task(w.journal, 1010, ino_1010));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1010, ino_1010));
@@ -1088,8 +1115,9 @@ static void test_pidfs_cookie_names(void) {
         ASSERT_NULL(find_item(r3, "cookie cleared", 1010));
         ASSERT_NULL(find_item(r3, "cookie cleared", 1011));
         it = find_item(r3, "cookie group", 1010);
-        ASSERT_TRUE(it && it->status == RECONCILE_ALREADY);
-        ASSERT_TRUE(journal_get_task(w.journal, 1000, 6000) != NULL);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, 6000));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1000, 6000));
         ASSERT_FALSE(journal_has_cookie(w.journal, 1000, ino_1000));
         ASSERT_TRUE(journal_has_cookie(w.journal, 1010, 6010));
@@ -1126,7 +1154,7 @@ static void test_waiting_read_by_scan(void) {
         plan2 = pass(&w, &r2);
         pipeline_set_yield(w.p, NULL, NULL);
         w.rc.yield = NULL;
-        ASSERT_TRUE(plan_find_task(plan2, 1011) != NULL);
+        ASSERT_NOT_NULL(plan_find_task(plan2, 1011));
         ASSERT_STREQ(process_cgroup(1011), "/user.slice");
 
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 1);
@@ -1176,7 +1204,7 @@ static void test_prune_gone_cookies(void) {
         ASSERT_TRUE(journal_has_cookie(w.journal, 1010, 6010)); /* named by name_fast_cookies() */
         /* The pass's own pins (its moves, 1010's naming): fewer than the
          * 40 a pin each for the gone ones would be. */
-        ASSERT_TRUE(n_pidfd_opens - opens < 40);
+        ASSERT_LT(n_pidfd_opens - opens, 40);
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan2);
@@ -1250,10 +1278,10 @@ static void test_prune_dead_unpinned(void) {
                 ASSERT_NULL(find_item(r2, "cookie cleared", pid));
         }
         /* Looked at: alive, named by their start time from now on. */
-        ASSERT_TRUE(journal_get_task(w.journal, 5100, 10100) != NULL);
-        ASSERT_TRUE(journal_get_task(w.journal, 5200, 10200) != NULL);
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 5100) != NULL);
-        ASSERT_TRUE(task_snapshot_find(w.p->snap, 5200) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 5100, 10100));
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 5200, 10200));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 5100));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 5200));
         /* Pins: the pass's own and the two looked at, none for the dead. */
         ASSERT_EQ(n_pidfd_opens - opens, quiet + 2);
 
@@ -1313,17 +1341,17 @@ static void test_cookie_groups_apart(void) {
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        ASSERT_TRUE(cookie_of(100) != 0);
-        ASSERT_TRUE(cookie_of(200) != 0);
-        ASSERT_TRUE(cookie_of(100) != cookie_of(200));
+        ASSERT_NE(cookie_of(100), 0);
+        ASSERT_NE(cookie_of(200), 0);
+        ASSERT_NE(cookie_of(100), cookie_of(200));
         pthread_mutex_lock(&fc.lock);
         *cookie_slot(100) = *cookie_slot(200);
         pthread_mutex_unlock(&fc.lock);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan2 = pass(&w, &r2);
         dump(r2);
-        ASSERT_TRUE(cookie_of(100) != 0);
-        ASSERT_TRUE(cookie_of(100) != cookie_of(200));
+        ASSERT_NE(cookie_of(100), 0);
+        ASSERT_NE(cookie_of(100), cookie_of(200));
         ASSERT_EQ(cookie_of(200), cookie_of(201));
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
@@ -1344,10 +1372,10 @@ static void test_restore_cookies(void) {
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        ASSERT_TRUE(cookie_of(200) != 0);
+        ASSERT_NE(cookie_of(200), 0);
         /* 250 forked by 200 after the pass (its cookie), 251 made its own. */
         cg = process_cgroup(200);
-        ASSERT_TRUE(startswith(cg, "/topod.slice/"));
+        ASSERT_STR_PREFIX(cg, "/topod.slice/");
         fake_process(250, "sh", cg);
         fake_process(251, "own", cg);
         pthread_mutex_lock(&fc.lock);
@@ -1366,12 +1394,12 @@ static void test_restore_cookies(void) {
         ASSERT_EQ(w.journal->n_cookies, 0);
         ASSERT_EQ(cookie_of(200), 0);
         ASSERT_EQ(cookie_of(201), 0);
-        ASSERT_TRUE(find_item(r2, "cookie cleared", 6039) != NULL);
-        ASSERT_TRUE(find_item(r2, "cookie cleared", 6100) != NULL);
+        ASSERT_NOT_NULL(find_item(r2, "cookie cleared", 6039));
+        ASSERT_NOT_NULL(find_item(r2, "cookie cleared", 6100));
         ASSERT_EQ(cookie_of(250), 0);
-        ASSERT_TRUE(find_item(r2, "cookie cleared (inherited", 250) != NULL);
+        ASSERT_NOT_NULL(find_item(r2, "cookie cleared (inherited", 250));
         ASSERT_EQ(cookie_of(251), 0xabcdefu);
-        ASSERT_TRUE(find_item(r2, "cookie cleared (inherited", 251) == NULL);
+        ASSERT_NULL(find_item(r2, "cookie cleared (inherited", 251));
         plan_free(plan1);
         world_free(&w);
 }
@@ -1390,17 +1418,22 @@ static void test_restore_cookies_smt_off(void) {
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        ASSERT_TRUE(cookie_of(100) != 0 && cookie_of(200) != 0);
+        ASSERT_NE(cookie_of(100), 0);
+        ASSERT_NE(cookie_of(200), 0);
         n = w.journal->n_cookies;
-        ASSERT_TRUE(n >= 3);
+        ASSERT_GE(n, 3);
         cookie_applier_set_interlocks(w.cookies, &il);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         ASSERT_OK(reconcile_restore(&w.rc, &r2));
         dump(r2);
         ASSERT_EQ(w.journal->n_cookies, n);
-        ASSERT_TRUE(cookie_of(100) != 0 && cookie_of(200) != 0);
+        ASSERT_NE(cookie_of(100), 0);
+        ASSERT_NE(cookie_of(200), 0);
         it = find_item(r2, "cookie cleared", 200);
-        ASSERT_TRUE(it && it->status == RECONCILE_SKIPPED && it->reason && strstr(it->reason, "SMT is off"));
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_SKIPPED);
+        ASSERT_NOT_NULL(it->reason);
+        ASSERT_STR_CONTAINS(it->reason, "SMT is off");
 
         /* SMT on again; 100 and 200 no longer match anything. */
         il.smt_off = false;
@@ -1412,8 +1445,10 @@ static void test_restore_cookies_smt_off(void) {
         plan2 = pass(&w, &r3);
         ASSERT_EQ(cookie_of(100), 0);
         ASSERT_EQ(cookie_of(200), 0);
-        for (size_t i = 0; i < w.journal->n_cookies; i++)
-                ASSERT_TRUE(w.journal->cookies[i].tid != 100 && w.journal->cookies[i].tid != 200);
+        for (size_t i = 0; i < w.journal->n_cookies; i++) {
+                ASSERT_NE(w.journal->cookies[i].tid, 100);
+                ASSERT_NE(w.journal->cookies[i].tid, 200);
+        }
         plan_free(plan1);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan2);
@@ -1496,7 +1531,7 @@ static void test_storm_keeps_cookie_source(void) {
         world_new(&w);
         plan1 = pass(&w, &r1);
         svc = cookie_of(200);
-        ASSERT_TRUE(svc != 0);
+        ASSERT_NE(svc, 0);
         exec_process(&w, 1101, "svc-c");
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
         ASSERT_EQ(st.placed, 1);
@@ -1547,10 +1582,11 @@ static void test_cookie_uses_move_pin(void) {
         ASSERT_EQ(st.placed, 1);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         ASSERT_STREQ(process_cgroup(1000), "/topod.slice/batch-llc0");
-        ASSERT_TRUE(cookie_of(1000) != 0 && cookie_of(1000) != cookie_of(100));
+        ASSERT_NE(cookie_of(1000), 0);
+        ASSERT_NE(cookie_of(1000), cookie_of(100));
         ASSERT_EQ(n_pidfd_opens - opens, 1);
         /* and let go of after the cookie: to be closed with others */
-        ASSERT_TRUE(last_pidfd >= 0);
+        ASSERT_GE(last_pidfd, 0);
         {
                 bool binned = false;
 
@@ -1559,7 +1595,7 @@ static void test_cookie_uses_move_pin(void) {
                 ASSERT_TRUE(binned);
         }
         ASSERT_OK(pipeline_sample(w.p, false));
-        ASSERT_TRUE(fcntl(last_pidfd, F_GETFD) < 0);
+        ASSERT_LT(fcntl(last_pidfd, F_GETFD), 0);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         world_free(&w);
@@ -1599,7 +1635,7 @@ static void test_fds_closed_together(void) {
                 ASSERT_STREQ(process_cgroup(pid), "/topod.slice/batch-llc0");
                 /* What is open is what the bin holds: nothing leaks. */
                 ASSERT_EQ(open_fds(), base + (unsigned) w.p->fds.n);
-                ASSERT_TRUE(w.p->fds.n < PIPELINE_FDS_CLOSE_AT);
+                ASSERT_LT(w.p->fds.n, PIPELINE_FDS_CLOSE_AT);
                 if (w.p->fds.n < before)
                         emptied++;
                 most = MAX(most, before);
@@ -1607,9 +1643,10 @@ static void test_fds_closed_together(void) {
                 place_note_exit(w.p->place, pid, pid);
         }
         /* Held over several placements, closed in a few sweeps. */
-        ASSERT_TRUE(most >= PIPELINE_FDS_CLOSE_AT / 2);
-        ASSERT_TRUE(emptied >= 2 && emptied <= 50 / 8);
-        ASSERT_TRUE(w.p->fds.n > 0);
+        ASSERT_GE(most, PIPELINE_FDS_CLOSE_AT / 2);
+        ASSERT_GE(emptied, 2);
+        ASSERT_LE(emptied, 50 / 8);
+        ASSERT_GT(w.p->fds.n, 0);
         ASSERT_OK(pipeline_sample(w.p, false));
         ASSERT_EQ(w.p->fds.n, 0);
         ASSERT_EQ(open_fds(), base);
@@ -1683,13 +1720,14 @@ static void test_cookie_checks_move(void) {
                         ASSERT_EQ(cookie_of(pid), 0);
                         ASSERT_EQ(r->counts[RECONCILE_DONE], 1); /* the move */
                         ASSERT_EQ(r->counts[RECONCILE_FAILED], 1);
-                        ASSERT_TRUE(find_item(r, "cookie (process)", pid) != NULL);
+                        ASSERT_NOT_NULL(find_item(r, "cookie (process)", pid));
                         continue;
                 }
                 ASSERT_EQ(st.placed, 1);
                 ASSERT_EQ(r->counts[RECONCILE_DONE], 2);
                 ASSERT_EQ(r->counts[RECONCILE_FAILED], 0);
-                ASSERT_TRUE(cookie_of(pid) != 0 && cookie_of(pid) != cookie_of(100));
+                ASSERT_NE(cookie_of(pid), 0);
+                ASSERT_NE(cookie_of(pid), cookie_of(100));
         }
         {
                 /* A group's cookie: the move is checked on its own, as the
@@ -1705,7 +1743,7 @@ static void test_cookie_checks_move(void) {
                 dump(r);
                 ASSERT_EQ(st.placed, 1);
                 ASSERT_EQ(n_alive_checks - checks, 2);
-                ASSERT_TRUE(cookie_of(1510) != 0);
+                ASSERT_NE(cookie_of(1510), 0);
         }
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
@@ -1753,7 +1791,9 @@ static void test_load_bands(void) {
                 else if (streq(name, "batch"))
                         batch = i;
         }
-        ASSERT_TRUE(light < 5 && heavy < 5 && batch < 5);
+        ASSERT_LT(light, 5);
+        ASSERT_LT(heavy, 5);
+        ASSERT_LT(batch, 5);
         ASSERT_TRUE(w.p->have_load);
         ASSERT_EQ(w.p->load_percent, 25u);
         ASSERT_TRUE(w.p->in_force[light]);
@@ -1783,11 +1823,12 @@ static void test_load_bands(void) {
          * light-a, back where it came from, its journal entry forgotten. */
         ASSERT_STREQ(process_cgroup(501), "/user.slice");
         for (size_t i = 0; i < w.journal->n_tasks; i++)
-                ASSERT_TRUE(w.journal->tasks[i].tid != 501);
+                ASSERT_NE(w.journal->tasks[i].tid, 501);
         {
                 const ReconcileItem *let_go = find_item(r2, "cgroup: move process", 501);
 
-                ASSERT_TRUE(let_go && let_go->status == RECONCILE_DONE);
+                ASSERT_NOT_NULL(let_go);
+                ASSERT_EQ(let_go->status, RECONCILE_DONE);
         }
 
         /* With the dwell, a change waits for it. */
@@ -1849,7 +1890,8 @@ static void test_topology_refresh(void) {
         fake_write(root_dir, "sys/devices/system/cpu/online", "0,2,4,6,8,10,12,14\n");
         ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
         ASSERT_EQ(w.p->topology->n_pus, 8u);
-        ASSERT_TRUE(w.p->place && w.p->plan == plan);
+        ASSERT_NOT_NULL(w.p->place);
+        ASSERT_PTR_EQ(w.p->plan, plan);
         ASSERT_EQ(pipeline_refresh_topology(w.p), 0);
         fake_write(root_dir, "sys/devices/system/cpu/online", "0-15\n");
         ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
@@ -1879,7 +1921,9 @@ static void test_measure(void) {
         ASSERT_EQ(d->n_errors, 0);
         fake_process(500, "conc-a", "/user.slice");
         plan = pass(&w, &r1);
-        ASSERT_TRUE(plan->mode_emulated && plan->mode && streq(plan->mode, "concur"));
+        ASSERT_TRUE(plan->mode_emulated);
+        ASSERT_NOT_NULL(plan->mode);
+        ASSERT_STREQ(plan->mode, "concur");
         ASSERT_STREQ(process_cgroup(500), "/topod.slice/conc");
 
         fake_write(root_dir, stat, "usage_usec 1000000\nuser_usec 0\n");
@@ -1895,8 +1939,9 @@ static void test_measure(void) {
         c = concurrency_of(w.p);
         /* Over the time between the reads, whatever a busy machine made
          * of the 0.6 s asked for: about one CPU. */
-        ASSERT_TRUE(c >= 600000ull * 1000u / (b1 - a0) && c <= 600000ull * 1000u / (b0 - a1) + 1);
-        ASSERT_TRUE(c <= 1050);
+        ASSERT_GE(c, 600000ull * 1000u / (b1 - a0));
+        ASSERT_LE(c, 600000ull * 1000u / (b0 - a1) + 1);
+        ASSERT_LE(c, 1050);
         a0 = b0; /* the base of the next figure */
         a1 = b1;
         /* Too soon: the same figure, the same base. */
@@ -1910,8 +1955,9 @@ static void test_measure(void) {
         ASSERT_OK(pipeline_measure(w.p, plan));
         b1 = pipeline_now_usec();
         c = concurrency_of(w.p);
-        ASSERT_TRUE(c >= 1200000ull * 1000u / (b1 - a0) && c <= 1200000ull * 1000u / (b0 - a1) + 1);
-        ASSERT_TRUE(c <= 2100);
+        ASSERT_GE(c, 1200000ull * 1000u / (b1 - a0));
+        ASSERT_LE(c, 1200000ull * 1000u / (b0 - a1) + 1);
+        ASSERT_LE(c, 2100);
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan);
@@ -1975,7 +2021,7 @@ static void test_changed_by_events(void) {
         /* Born before the scan, exec'd after it began. */
         ASSERT_OK(pipe2(go, O_CLOEXEC) == 0 ? 0 : -errno);
         child = fork();
-        ASSERT_TRUE(child >= 0);
+        ASSERT_GE(child, 0);
         if (child == 0) {
                 char c;
 
@@ -1987,7 +2033,8 @@ static void test_changed_by_events(void) {
         ASSERT_FALSE(pipeline_changed(w.p, child));
         ASSERT_EQ(write(go[1], "x", 1), 1);
         ASSERT_EQ(waitpid(child, &status, 0), child);
-        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_EQ(WEXITSTATUS(status), 0);
         close(go[0]);
         close(go[1]);
         deadline = pipeline_now_usec() + 2000000u;
@@ -2043,9 +2090,10 @@ static void test_exited_main_thread(void) {
         ASSERT_EQ(r->counts[RECONCILE_FAILED], 0);
         ASSERT_NULL(plan_find_task(plan, 500));
         t = plan_find_task(plan, 501);
-        ASSERT_TRUE(t && t->tgid == 500);
+        ASSERT_NOT_NULL(t);
+        ASSERT_EQ(t->tgid, 500);
         ASSERT_STREQ(process_cgroup(501), "/topod.slice/plain");
-        ASSERT_TRUE(journal_get_task(w.journal, 500, 5500) != NULL); /* journaled by its process */
+        ASSERT_NOT_NULL(journal_get_task(w.journal, 500, 5500)); /* journaled by its process */
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan);
         world_free(&w);
@@ -2080,7 +2128,7 @@ static void put(const char *dir, const char *name, const char *text, bool append
 
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         f = fopen(path, append ? "ae" : "we");
-        ASSERT_TRUE(f);
+        ASSERT_NOT_NULL(f);
         fputs(text, f);
         fclose(f);
 }
@@ -2098,14 +2146,15 @@ static void put_log(const char *dir, const char *text, bool whole) {
 
         snprintf(path, sizeof(path), "%s/%s", dir, JOURNAL_LOG_NAME);
         fd = open(path, O_RDWR | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0 && fstat(fd, &st) == 0);
-        ASSERT_TRUE((size_t) st.st_size >= at + n);
-        ASSERT_TRUE(pwrite(fd, text, n, (off_t) at) == (ssize_t) n);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(fstat(fd, &st), 0);
+        ASSERT_GE((size_t) st.st_size, at + n);
+        ASSERT_EQ(pwrite(fd, text, n, (off_t) at), (ssize_t) n);
         if (whole && (size_t) st.st_size > n) {
                 _cleanup_free_ char *zeros = calloc(1, (size_t) st.st_size - n);
 
-                ASSERT_TRUE(zeros);
-                ASSERT_TRUE(pwrite(fd, zeros, (size_t) st.st_size - n, (off_t) n) == (ssize_t) (st.st_size - (off_t) n));
+                ASSERT_NOT_NULL(zeros);
+                ASSERT_EQ(pwrite(fd, zeros, (size_t) st.st_size - n, (off_t) n), (ssize_t) (st.st_size - (off_t) n));
         }
         close(fd);
 }
@@ -2118,7 +2167,7 @@ static void test_journal_log(void) {
         struct stat st1, st2;
         char path[PATH_MAX];
 
-        ASSERT_TRUE(asprintf(&jdir, "%s/run-topod", dir) > 0);
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", dir), 0);
         snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
 
         /* No file of ours yet: the first append writes the file whole. */
@@ -2126,7 +2175,7 @@ static void test_journal_log(void) {
         ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
         ASSERT_OK(journal_commit_append(j));
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
-        ASSERT_TRUE(stat(path, &st1) == 0);
+        ASSERT_EQ(stat(path, &st1), 0);
 
         /* Then appends: the file stays, the log grows. */
         ASSERT_EQ(journal_record_task(j, 42, 4242, "/user.slice"), 1);
@@ -2135,12 +2184,13 @@ static void test_journal_log(void) {
         ASSERT_FALSE(j->dirty);
         ASSERT_EQ(journal_record_task(j, 43, 4343, "/user.slice/a b"), 1);
         ASSERT_OK(journal_commit_append(j));
-        ASSERT_TRUE(stat(path, &st2) == 0);
+        ASSERT_EQ(stat(path, &st2), 0);
         ASSERT_EQ(st1.st_ino, st2.st_ino);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        ASSERT_TRUE(log && startswith(log, "topod-journal-log 1 ")); /* no pidfs names */
-        ASSERT_TRUE(strstr(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
-                                "task 43 4343 /user.slice/a\\x20b\nend 1\n"));
+        ASSERT_NOT_NULL(log);
+        ASSERT_STR_PREFIX(log, "topod-journal-log 1 "); /* no pidfs names */
+        ASSERT_STR_CONTAINS(log, "\ntask 42 4242 /user.slice\ncookie 42 4242\nend 2\n"
+                                 "task 43 4343 /user.slice/a\\x20b\nend 1\n");
 
         /* The log's space is allocated ahead, past the size at which it is
          * folded in; its text ends at the first NUL. */
@@ -2149,8 +2199,8 @@ static void test_journal_log(void) {
                 struct stat ls;
 
                 snprintf(lpath, sizeof(lpath), "%s/%s", jdir, JOURNAL_LOG_NAME);
-                ASSERT_TRUE(stat(lpath, &ls) == 0);
-                ASSERT_TRUE(ls.st_size >= 128 * 1024);
+                ASSERT_EQ(stat(lpath, &ls), 0);
+                ASSERT_GE(ls.st_size, 128 * 1024);
                 ASSERT_EQ(strlen(log), j->log_size);
         }
 
@@ -2162,8 +2212,8 @@ static void test_journal_log(void) {
 
                 snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_LOG_NAME);
                 fd = open(path, O_RDWR | O_CLOEXEC);
-                ASSERT_TRUE(fd >= 0);
-                ASSERT_TRUE(pwrite(fd, torn, sizeof(torn) - 1, (off_t) strlen(log)) == (ssize_t) sizeof(torn) - 1);
+                ASSERT_GE(fd, 0);
+                ASSERT_EQ(pwrite(fd, torn, sizeof(torn) - 1, (off_t) strlen(log)), (ssize_t) sizeof(torn) - 1);
                 close(fd);
                 snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
                 ASSERT_EQ(journal_load(jdir, &l, &e), 1);
@@ -2197,8 +2247,8 @@ static void test_journal_log(void) {
         ASSERT_EQ(journal_forget_task(j, 42, 4242), 1);
         ASSERT_OK(journal_commit_append(j));
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
-        ASSERT_TRUE(stat(path, &st2) == 0);
-        ASSERT_TRUE(st1.st_ino != st2.st_ino);
+        ASSERT_EQ(stat(path, &st2), 0);
+        ASSERT_NE(st1.st_ino, st2.st_ino);
         text = slurp(jdir, JOURNAL_FILE_NAME);
         ASSERT_STREQ(text, "topod-journal 1\ntask 43 4343 /user.slice/a\\x20b\ncookie 42 4242\n"
                            "cgroup /topod.slice\nend 3\n");
@@ -2220,7 +2270,8 @@ static void test_journal_log(void) {
         ASSERT_OK(journal_commit_append(j));
         free(log);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        ASSERT_TRUE(log && strstr(log, "\ntask 47 1 /\nend 1\n"));
+        ASSERT_NOT_NULL(log);
+        ASSERT_STR_CONTAINS(log, "\ntask 47 1 /\nend 1\n");
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
         ASSERT_EQ(journal_n_entries(l), 5);
         l = journal_free(l);
@@ -2233,14 +2284,18 @@ static void test_journal_log(void) {
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
         free(text);
         text = slurp(jdir, JOURNAL_FILE_NAME);
-        ASSERT_TRUE(text && startswith(text, "topod-journal 2\n") && strstr(text, "\ntask 50 pidfs:5 /\n"));
+        ASSERT_NOT_NULL(text);
+        ASSERT_STR_PREFIX(text, "topod-journal 2\n");
+        ASSERT_STR_CONTAINS(text, "\ntask 50 pidfs:5 /\n");
         ASSERT_EQ(journal_record_task(j, 51, PIDREF_IDENT_PIDFS | 6, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
         free(log);
         log = slurp(jdir, JOURNAL_LOG_NAME);
-        ASSERT_TRUE(log && startswith(log, "topod-journal-log 2 ") && strstr(log, "\ntask 51 pidfs:6 /\nend 1\n"));
+        ASSERT_NOT_NULL(log);
+        ASSERT_STR_PREFIX(log, "topod-journal-log 2 ");
+        ASSERT_STR_CONTAINS(log, "\ntask 51 pidfs:6 /\nend 1\n");
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
-        ASSERT_TRUE(journal_get_task(l, 51, PIDREF_IDENT_PIDFS | 6) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(l, 51, PIDREF_IDENT_PIDFS | 6));
         l = journal_free(l);
 
         /* A block larger than the log's space left: the file is written
@@ -2251,7 +2306,7 @@ static void test_journal_log(void) {
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
         ASSERT_FALSE(j->dirty);
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
-        ASSERT_TRUE(journal_get_task(l, 2999, 1) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(l, 2999, 1));
         l = journal_free(l);
 
         /* A log that cannot be made (its space refused: a file size limit
@@ -2264,14 +2319,14 @@ static void test_journal_log(void) {
 
                 ASSERT_OK(journal_commit(j));
                 /* Room for the file and a line more, not for the log. */
-                ASSERT_TRUE(stat(path, &st2) == 0);
-                ASSERT_TRUE(getrlimit(RLIMIT_FSIZE, &old_fsize) == 0);
+                ASSERT_EQ(stat(path, &st2), 0);
+                ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_fsize), 0);
                 small = old_fsize;
                 small.rlim_cur = (rlim_t) st2.st_size + 4096; /* the soft limit: raised again after */
-                ASSERT_TRUE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+                ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
                 ASSERT_EQ(journal_record_task(j, 3000, 1, "/"), 1);
                 ASSERT_OK(journal_commit_append(j));
-                ASSERT_TRUE(setrlimit(RLIMIT_FSIZE, &old_fsize) == 0);
+                ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_fsize), 0);
                 signal(SIGXFSZ, old_xfsz);
                 ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
                 ASSERT_NULL(j->log_map);
@@ -2279,10 +2334,11 @@ static void test_journal_log(void) {
                         ASSERT_EQ(journal_record_task(j, 3001 + (pid_t) tries, 1, "/"), 1);
                         ASSERT_OK(journal_commit_append(j));
                 }
-                ASSERT_TRUE(j->log_map != NULL);
+                ASSERT_NOT_NULL(j->log_map);
                 ASSERT_EQ(tries, 65); /* 64 whole commits, then the log */
                 ASSERT_EQ(journal_load(jdir, &l, &e), 1);
-                ASSERT_TRUE(journal_get_task(l, 3000, 1) && journal_get_task(l, 3000 + (pid_t) tries, 1));
+                ASSERT_NOT_NULL(journal_get_task(l, 3000, 1));
+                ASSERT_NOT_NULL(journal_get_task(l, 3000 + (pid_t) tries, 1));
                 l = journal_free(l);
         }
 
@@ -2292,7 +2348,7 @@ static void test_journal_log(void) {
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
         ASSERT_EQ(journal_record_task(j, 49, 1, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
-        ASSERT_TRUE((text = (free(text), slurp(jdir, JOURNAL_LOG_NAME))) != NULL);
+        ASSERT_NOT_NULL((text = (free(text), slurp(jdir, JOURNAL_LOG_NAME))));
         ASSERT_OK(journal_remove(jdir));
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
         ASSERT_NULL(slurp(jdir, JOURNAL_FILE_NAME));

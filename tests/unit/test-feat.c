@@ -102,7 +102,7 @@ static int model_cgroup_mode(FakeKernel *fk, const char *word) {
 static int fake_kernel_write(void *userdata, const Root *root, const char *path, const char *word) {
         FakeKernel *fk = userdata;
 
-        ASSERT_TRUE(fk->n_words < ELEMENTSOF(fk->words));
+        ASSERT_LT(fk->n_words, ELEMENTSOF(fk->words));
         snprintf(fk->words[fk->n_words++], sizeof(fk->words[0]), "%s", word);
 
         /* Record-before-change: by the time a word reaches the kernel, the
@@ -233,7 +233,7 @@ static void test_set_feature_failures(void) {
         ASSERT_EQ(r.outcome, FEAT_FAILED);
         ASSERT_EQ(r.error, -EINVAL);
         ASSERT_FALSE(r.had_before);
-        ASSERT_TRUE(strstr(r.reason, "does not list") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "does not list");
         /* Not a name at all. */
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, NULL, "NO_TTWU_QUEUE", true, &r), EINVAL);
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, NULL, "ttwu_queue", true, &r), EINVAL);
@@ -245,7 +245,7 @@ static void test_set_feature_failures(void) {
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, NULL, "TTWU_QUEUE", false, &r), EPERM);
         ASSERT_EQ(r.outcome, FEAT_FAILED);
         ASSERT_EQ(r.error, -EPERM);
-        ASSERT_TRUE(strstr(r.reason, "lockdown") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "lockdown");
         ASSERT_TRUE(r.had_before);
         ASSERT_TRUE(r.was_on);
         ASSERT_EQ(f.fk.n_words, 1);
@@ -255,21 +255,21 @@ static void test_set_feature_failures(void) {
         f.fk.refuse = 0;
         f.fk.ignore = true;
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, NULL, "TTWU_QUEUE", false, &r), EIO);
-        ASSERT_TRUE(strstr(r.reason, "read-back") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "read-back");
         ASSERT_STREQ(f.fk.words[1], "NO_TTWU_QUEUE");
         f.fk.ignore = false;
 
         /* No debugfs mount, no features file. */
         ASSERT_ERROR(feat_set(f.root, &f.ops, NULL, NULL, "TTWU_QUEUE", false, &r), ENOENT);
-        ASSERT_TRUE(strstr(r.reason, "debugfs") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "debugfs");
         ASSERT_ERROR(feat_set(f.root, &f.ops, "/elsewhere", NULL, "TTWU_QUEUE", false, &r), ENOENT);
-        ASSERT_TRUE(strstr(r.reason, "no sched/features") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "no sched/features");
         ASSERT_EQ(f.fk.n_words, 2);
 
         /* A features file in a format we do not know: refused, not guessed. */
         fake_write(f.dir, FEATURES_FILE, "TTWU_QUEUE [weird]\n");
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, NULL, "TTWU_QUEUE", false, &r), EBADMSG);
-        ASSERT_TRUE(strstr(r.reason, "format") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "format");
         ASSERT_EQ(f.fk.n_words, 2);
 
         fixture_done(&f);
@@ -301,7 +301,7 @@ static void test_cgroup_mode(void) {
 
         /* The kernel's list decides: a mode it does not list is refused unwritten. */
         ASSERT_ERROR(feat_set_cgroup_mode(f.root, &f.ops, DEBUGFS, NULL, "flat", &r), EINVAL);
-        ASSERT_TRUE(strstr(r.reason, "does not list") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "does not list");
         ASSERT_ERROR(feat_set_cgroup_mode(f.root, &f.ops, DEBUGFS, NULL, "MAX", &r), EINVAL);
         ASSERT_EQ(f.fk.n_words, 1);
         /* A mode this topod never heard of, listed by a newer kernel, works. */
@@ -312,7 +312,7 @@ static void test_cgroup_mode(void) {
         /* Lockdown. */
         f.fk.refuse = -EPERM;
         ASSERT_ERROR(feat_set_cgroup_mode(f.root, &f.ops, DEBUGFS, NULL, "up", &r), EPERM);
-        ASSERT_TRUE(strstr(r.reason, "lockdown") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "lockdown");
         f.fk.refuse = 0;
         /* Read-back disagrees. */
         f.fk.ignore = true;
@@ -339,7 +339,7 @@ static void test_cgroup_mode_absent(void) {
         ASSERT_EQ(r.outcome, FEAT_FAILED);
         ASSERT_FALSE(r.had_before);
         ASSERT_FALSE(r.journaled);
-        ASSERT_TRUE(strstr(r.reason, "absent") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "absent");
         ASSERT_EQ(f.fk.n_words, 0);
         ASSERT_TRUE(journal_is_empty(j));
         fixture_done(&f);
@@ -354,7 +354,7 @@ static void test_journaled_and_restore(void) {
         size_t n = 0;
 
         fixture_init(&f, true);
-        ASSERT_TRUE(asprintf(&jdir, "%s/run/topod", f.dir) > 0);
+        ASSERT_GT(asprintf(&jdir, "%s/run/topod", f.dir), 0);
         fake_mkdir(f.dir, "run");
         f.fk.journal_dir = jdir;
         ASSERT_OK(journal_new(jdir, &j));
@@ -431,7 +431,7 @@ static void test_journal_unwritable(void) {
         fixture_init(&f, false);
         ASSERT_OK(journal_new("/nonexistent/parent/topod", &j));
         ASSERT_ERROR(feat_set(f.root, &f.ops, DEBUGFS, j, "TTWU_QUEUE", false, &r), ENOENT);
-        ASSERT_TRUE(strstr(r.reason, "journal") != NULL);
+        ASSERT_STR_CONTAINS(r.reason, "journal");
         ASSERT_FALSE(r.journaled);
         ASSERT_EQ(f.fk.n_words, 0);
         ASSERT_TRUE(feature_is(&f, "TTWU_QUEUE", true));
@@ -444,7 +444,7 @@ static void test_crash_recovery(void) {
         _cleanup_free_ char *jdir = NULL;
 
         fixture_init(&f, true);
-        ASSERT_TRUE(asprintf(&jdir, "%s/run-topod", f.dir) > 0);
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", f.dir), 0);
 
         /* First life: change things, then die without restoring (the
          * journal object is dropped, the file stays). */

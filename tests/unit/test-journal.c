@@ -81,7 +81,7 @@ static void test_round_trip(void) {
         /* Known by its pidfd's inode (pidref.h): another identity than
          * any start time, the same number included. */
         ASSERT_EQ(j->tasks[2].start_time, PIDREF_IDENT_PIDFS | 88213);
-        ASSERT_TRUE(journal_get_task(j, 1300, PIDREF_IDENT_PIDFS | 88213) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(j, 1300, PIDREF_IDENT_PIDFS | 88213));
         ASSERT_NULL(journal_get_task(j, 1300, 88213));
         ASSERT_EQ(j->n_cookies, 2);
         ASSERT_EQ(j->cookies[0].tid, 1234);
@@ -91,7 +91,7 @@ static void test_round_trip(void) {
         ASSERT_EQ(journal_n_entries(j), 9);
         ASSERT_FALSE(j->dirty);
         ASSERT_NULL(j->dir);
-        ASSERT_TRUE(journal_get_task(j, 99, 1) != NULL);
+        ASSERT_NOT_NULL(journal_get_task(j, 99, 1));
         ASSERT_NULL(journal_get_task(j, 99, 2)); /* same tid, another task */
 
         /* Byte for byte: format(parse(x)) == x, and again. */
@@ -115,7 +115,7 @@ static void test_version_1(void) {
         ASSERT_STREQ(text, v1);
         ASSERT_EQ(journal_record_cookie(j, 1300, PIDREF_IDENT_PIDFS | 7), 1);
         text2 = format(j);
-        ASSERT_TRUE(startswith(text2, "topod-journal 2\n"));
+        ASSERT_STR_PREFIX(text2, "topod-journal 2\n");
         ASSERT_EQ(journal_forget_cookie(j, 1300, PIDREF_IDENT_PIDFS | 7), 1);
         text3 = format(j);
         ASSERT_STREQ(text3, v1);
@@ -199,9 +199,9 @@ static void test_forget_many(void) {
                         continue;
                 }
                 snprintf(cg, sizeof(cg), "/c%d", i);
-                ASSERT_TRUE(t != NULL);
+                ASSERT_NOT_NULL(t);
                 ASSERT_STREQ(t->cgroup, cg);
-                ASSERT_TRUE(t == &j->tasks[i / 3]); /* order kept */
+                ASSERT_PTR_EQ(t, &j->tasks[i / 3]); /* order kept */
         }
         /* Recording after the sweep finds the rest. */
         ASSERT_EQ(journal_record_task(j, 1003, 7, "/again"), 0);
@@ -221,9 +221,10 @@ static void test_forget_many(void) {
                 const JournalTask *t = journal_get_task(j, 5000 + i, 9);
 
                 snprintf(cg, sizeof(cg), "/d%d", i);
-                ASSERT_TRUE(t != NULL);
+                ASSERT_NOT_NULL(t);
                 ASSERT_STREQ(t->cgroup, cg);
-                ASSERT_TRUE(j->tasks[68 + i].tid == 5000 + i && j->cookies[i].tid == 5000 + i);
+                ASSERT_EQ(j->tasks[68 + i].tid, 5000 + i);
+                ASSERT_EQ(j->cookies[i].tid, 5000 + i);
         }
 }
 
@@ -287,12 +288,13 @@ static void test_forget_one_by_one(void) {
                                         continue;
                                 }
                                 snprintf(cg, sizeof(cg), "/s%d", model_task[t][k]);
-                                ASSERT_TRUE(jt != NULL);
+                                ASSERT_NOT_NULL(jt);
                                 ASSERT_STREQ(jt->cgroup, cg);
                         }
                 /* In the order recorded: the step numbers rise. */
                 for (size_t i = 1; i < j->n_tasks; i++)
-                        ASSERT_TRUE(strtol(j->tasks[i - 1].cgroup + 2, NULL, 10) < strtol(j->tasks[i].cgroup + 2, NULL, 10));
+                        ASSERT_LT(strtol(j->tasks[i - 1].cgroup + 2, NULL, 10),
+                                  strtol(j->tasks[i].cgroup + 2, NULL, 10));
         }
         /* The cookies, by what the index says: recording one there is refused. */
         for (int t = 0; t < TIDS; t++)
@@ -342,16 +344,19 @@ static void test_rename(void) {
         tn[0] = 400;
         tn[2] = 500;
         ASSERT_EQ(journal_name_tasks(j, tn), 4u);
-        ASSERT_TRUE(j->dirty && j->need_rewrite);
+        ASSERT_TRUE(j->dirty);
+        ASSERT_TRUE(j->need_rewrite);
         ASSERT_EQ(j->n_tasks, 2);
         ASSERT_STREQ(journal_get_task(j, 10, 400)->cgroup, "/a");
         ASSERT_NULL(journal_get_task(j, 10, a));
         ASSERT_STREQ(journal_get_task(j, 20, 500)->cgroup, "/b"); /* the first original */
         ASSERT_NULL(journal_get_task(j, 20, b));
         ASSERT_EQ(j->n_cookies, 4);
-        ASSERT_TRUE(has_cookie(j, 10, 400) && !has_cookie(j, 10, a));
+        ASSERT_TRUE(has_cookie(j, 10, 400));
+        ASSERT_FALSE(has_cookie(j, 10, a));
         ASSERT_TRUE(has_cookie(j, 10, c)); /* not the renamed task's name */
-        ASSERT_TRUE(has_cookie(j, 20, 500) && !has_cookie(j, 20, b));
+        ASSERT_TRUE(has_cookie(j, 20, 500));
+        ASSERT_FALSE(has_cookie(j, 20, b));
         ASSERT_TRUE(has_cookie(j, 30, d));
         ASSERT_EQ(journal_record_cookie(j, 10, 400), 0);
         ASSERT_EQ(journal_record_task(j, 10, 400, "/x"), 0);
@@ -365,8 +370,11 @@ static void test_rename(void) {
                 ASSERT_EQ(journal_rename_cookies(j, from, to, ELEMENTSOF(from)), 3u);
         }
         ASSERT_EQ(j->n_cookies, 2);
-        ASSERT_TRUE(has_cookie(j, 10, 400) && has_cookie(j, 30, 700));
-        ASSERT_FALSE(has_cookie(j, 20, 500) || has_cookie(j, 10, c) || has_cookie(j, 30, d));
+        ASSERT_TRUE(has_cookie(j, 10, 400));
+        ASSERT_TRUE(has_cookie(j, 30, 700));
+        ASSERT_FALSE(has_cookie(j, 20, 500));
+        ASSERT_FALSE(has_cookie(j, 10, c));
+        ASSERT_FALSE(has_cookie(j, 30, d));
         ASSERT_EQ(journal_record_cookie(j, 30, 700), 0); /* the index knows the new names */
         {
                 /* Forgotten alone: the index made again all the same. */
@@ -391,7 +399,8 @@ static void test_rename(void) {
         tn[2] = 800; /* task 50, the third now */
         ASSERT_EQ(j->tasks[2].tid, 50);
         ASSERT_EQ(journal_name_tasks(j, tn), 2u);
-        ASSERT_TRUE(has_cookie(j, 50, 800) && journal_get_task(j, 50, 800) != NULL);
+        ASSERT_TRUE(has_cookie(j, 50, 800));
+        ASSERT_NOT_NULL(journal_get_task(j, 50, 800));
         ASSERT_EQ(journal_record_cookie(j, 50, 800), 0);
         {
                 const JournalCookie from[] = { { 50, 800 } };
@@ -447,16 +456,17 @@ static void test_entry_limit(void) {
                 /* The full journal parses; one entry more does not. */
                 ASSERT_OK(journal_parse(text, len, &back, NULL));
                 end = strstr(text, "end ");
-                ASSERT_TRUE(end != NULL);
+                ASSERT_NOT_NULL(end);
                 {
                         _cleanup_free_ char *more = NULL;
                         JournalError e = {};
 
-                        ASSERT_TRUE(asprintf(&more, "%.*scookie 1 1\nend %u\n", (int) (end - text), text,
-                                             JOURNAL_ENTRIES_MAX + 1) > 0);
+                        ASSERT_GT(asprintf(&more, "%.*scookie 1 1\nend %u\n", (int) (end - text), text,
+                                           JOURNAL_ENTRIES_MAX + 1),
+                                  0);
                         ASSERT_ERROR(journal_parse(more, strlen(more), &back, &e), E2BIG);
                         ASSERT_EQ(e.line, JOURNAL_ENTRIES_MAX + 2);
-                        ASSERT_TRUE(strstr(e.message, "too many entries") != NULL);
+                        ASSERT_STR_CONTAINS(e.message, "too many entries");
                 }
         }
 }
@@ -535,7 +545,7 @@ static void test_malformed(void) {
                 JournalError e = {};
 
                 ASSERT_ERROR(journal_parse(nul, sizeof(nul) - 1, &j, &e), EBADMSG);
-                ASSERT_TRUE(strstr(e.message, "NUL") != NULL);
+                ASSERT_STR_CONTAINS(e.message, "NUL");
         }
         /* The error out-parameter is optional. */
         {
@@ -554,29 +564,29 @@ static void test_oversized(void) {
 
         /* Refused by length alone, before any work. */
         big = malloc(n);
-        ASSERT_TRUE(big != NULL);
+        ASSERT_NOT_NULL(big);
         memset(big, 'a', n);
         ASSERT_ERROR(journal_parse(big, n, &j, &e), EFBIG);
         ASSERT_EQ(e.line, 0);
-        ASSERT_TRUE(strstr(e.message, "larger than") != NULL);
+        ASSERT_STR_CONTAINS(e.message, "larger than");
 
         /* One line longer than any valid one. */
         n = 3u * 4096u * 4u;
         line = malloc(n + 64);
-        ASSERT_TRUE(line != NULL);
+        ASSERT_NOT_NULL(line);
         strcpy(line, "topod-journal 1\ncgroup /");
         memset(line + strlen(line), 'x', n);
         strcpy(line + 24 + n, "\nend 1\n");
         ASSERT_ERROR(journal_parse(line, strlen(line), &j, &e), EBADMSG);
         ASSERT_EQ(e.line, 2);
-        ASSERT_TRUE(strstr(e.message, "longer than") != NULL);
+        ASSERT_STR_CONTAINS(e.message, "longer than");
 
         /* A path at the limit is refused when recorded. */
         {
                 _cleanup_(journal_freep) Journal *jj = NULL;
                 _cleanup_free_ char *p = malloc(JOURNAL_PATH_MAX + 1);
 
-                ASSERT_TRUE(p != NULL);
+                ASSERT_NOT_NULL(p);
                 p[0] = '/';
                 memset(p + 1, 'y', JOURNAL_PATH_MAX - 1);
                 p[JOURNAL_PATH_MAX] = '\0';
@@ -595,7 +605,7 @@ static void test_commit_and_load(void) {
         char path[PATH_MAX];
         FILE *held;
 
-        ASSERT_TRUE(asprintf(&jdir, "%s/run-topod", dir) > 0);
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", dir), 0);
 
         /* No directory yet: nothing to recover, an empty journal bound to it. */
         ASSERT_EQ(journal_load(jdir, &empty, NULL), 0);
@@ -611,29 +621,29 @@ static void test_commit_and_load(void) {
         ASSERT_TRUE(j->dirty);
         ASSERT_OK(journal_commit(j)); /* creates the directory, 0700 */
         ASSERT_FALSE(j->dirty);
-        ASSERT_TRUE(stat(jdir, &st1) == 0);
+        ASSERT_EQ(stat(jdir, &st1), 0);
         ASSERT_EQ(st1.st_mode & 07777, 0700);
         text = slurp(jdir, JOURNAL_FILE_NAME);
         ASSERT_STREQ(text, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
         snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_FILE_NAME);
-        ASSERT_TRUE(stat(path, &st1) == 0);
+        ASSERT_EQ(stat(path, &st1), 0);
         ASSERT_EQ(st1.st_mode & 07777, 0600);
 
         /* Atomic rewrite: a reader that opened the old file keeps the whole
          * old text; the name points at a new, complete file. A stale
          * temporary file from a crash mid-write does not matter. */
         held = fopen(path, "re");
-        ASSERT_TRUE(held != NULL);
+        ASSERT_NOT_NULL(held);
         fake_write(jdir, ".journal.tmp", "topod-journal 1\nfeature HALF");
         ASSERT_EQ(journal_record_task(j, 42, 4242, "/user.slice"), 1);
         ASSERT_EQ(journal_record_cgroup(j, "/topod/llc0"), 1);
         ASSERT_OK(journal_commit(j));
-        ASSERT_TRUE(stat(path, &st2) == 0);
-        ASSERT_TRUE(st1.st_ino != st2.st_ino);
+        ASSERT_EQ(stat(path, &st2), 0);
+        ASSERT_NE(st1.st_ino, st2.st_ino);
         {
                 char buf[256] = {};
 
-                ASSERT_TRUE(fread(buf, 1, sizeof(buf) - 1, held) > 0);
+                ASSERT_GT(fread(buf, 1, sizeof(buf) - 1, held), 0);
                 ASSERT_STREQ(buf, "topod-journal 1\nfeature TTWU_QUEUE on\nend 1\n");
                 fclose(held);
         }
@@ -659,7 +669,7 @@ static void test_commit_and_load(void) {
 
                 ASSERT_ERROR(journal_load(jdir, &bad, &e), EBADMSG);
                 ASSERT_NULL(bad);
-                ASSERT_TRUE(strstr(e.message, "incomplete") != NULL);
+                ASSERT_STR_CONTAINS(e.message, "incomplete");
         }
 
         ASSERT_OK(journal_remove(jdir));

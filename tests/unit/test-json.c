@@ -8,9 +8,9 @@ static char *render(bool pretty, void (*fn)(Json *j)) {
         FILE *f = open_memstream(&buf, &len);
         Json *j;
 
-        ASSERT_TRUE(f);
+        ASSERT_NOT_NULL(f);
         j = json_new(f, pretty);
-        ASSERT_TRUE(j);
+        ASSERT_NOT_NULL(j);
         fn(j);
         json_free(j);
         fclose(f);
@@ -46,9 +46,9 @@ static void test_compact(void) {
 static void test_pretty(void) {
         _cleanup_free_ char *s = render(true, doc);
 
-        ASSERT_TRUE(strstr(s, "{\n  \"s\": "));
-        ASSERT_TRUE(strstr(s, "\"empty\": [],\n"));
-        ASSERT_TRUE(strstr(s, "\"list\": [\n    1,\n    {}\n  ]\n}\n"));
+        ASSERT_STR_CONTAINS(s, "{\n  \"s\": ");
+        ASSERT_STR_CONTAINS(s, "\"empty\": [],\n");
+        ASSERT_STR_CONTAINS(s, "\"list\": [\n    1,\n    {}\n  ]\n}\n");
 }
 
 int main(void) {

@@ -98,7 +98,7 @@ static void test_all_present(void) {
         ASSERT_TRUE(c->avx512_state.available);
         ASSERT_TRUE(c->pidfs.available);
         ASSERT_STREQ(c->lockdown, "none");
-        ASSERT_TRUE(strstr(c->cgroup2.reason, "cpu"));
+        ASSERT_STR_CONTAINS(c->cgroup2.reason, "cpu");
         fake_root_remove(d);
 }
 
@@ -110,27 +110,34 @@ static void test_all_absent(void) {
 
         ASSERT_FALSE(c->core_sched.available);
         ASSERT_EQ(c->core_sched.error, -EINVAL);
-        ASSERT_TRUE(strstr(c->core_sched.reason, "CONFIG_SCHED_CORE"));
+        ASSERT_STR_CONTAINS(c->core_sched.reason, "CONFIG_SCHED_CORE");
         ASSERT_FALSE(c->smt.available);
         ASSERT_EQ(c->smt.error, -ENOENT);
         ASSERT_FALSE(c->cgroup2.available);
         ASSERT_NULL(c->cgroup2_mount);
-        ASSERT_TRUE(strstr(c->cgroup2.reason, "not mounted"));
+        ASSERT_STR_CONTAINS(c->cgroup2.reason, "not mounted");
         ASSERT_FALSE(c->debugfs.available);
         ASSERT_FALSE(c->sched_features.available);
         ASSERT_FALSE(c->cgroup_mode.available);
         ASSERT_FALSE(c->sched_ext.available);
-        ASSERT_TRUE(strstr(c->sched_ext.reason, "CONFIG_SCHED_CLASS_EXT"));
+        ASSERT_STR_CONTAINS(c->sched_ext.reason, "CONFIG_SCHED_CLASS_EXT");
         ASSERT_FALSE(c->proc_connector.available);
-        ASSERT_TRUE(strstr(c->proc_connector.reason, "CONFIG_CONNECTOR"));
+        ASSERT_STR_CONTAINS(c->proc_connector.reason, "CONFIG_CONNECTOR");
         ASSERT_FALSE(c->avx512_state.available);
         ASSERT_FALSE(c->pidfs.available);
-        ASSERT_TRUE(strstr(c->pidfs.reason, "start times"));
+        ASSERT_STR_CONTAINS(c->pidfs.reason, "start times");
         ASSERT_NULL(c->lockdown);
         /* Every capability explains itself. */
-        ASSERT_TRUE(c->core_sched.reason && c->smt.reason && c->cgroup2.reason && c->debugfs.reason &&
-                    c->sched_features.reason && c->cgroup_mode.reason && c->sched_ext.reason &&
-                    c->proc_connector.reason && c->avx512_state.reason && c->pidfs.reason);
+        ASSERT_NOT_NULL(c->core_sched.reason);
+        ASSERT_NOT_NULL(c->smt.reason);
+        ASSERT_NOT_NULL(c->cgroup2.reason);
+        ASSERT_NOT_NULL(c->debugfs.reason);
+        ASSERT_NOT_NULL(c->sched_features.reason);
+        ASSERT_NOT_NULL(c->cgroup_mode.reason);
+        ASSERT_NOT_NULL(c->sched_ext.reason);
+        ASSERT_NOT_NULL(c->proc_connector.reason);
+        ASSERT_NOT_NULL(c->avx512_state.reason);
+        ASSERT_NOT_NULL(c->pidfs.reason);
         fake_root_remove(d);
 }
 
@@ -144,7 +151,7 @@ static void test_partial(void) {
         char path[PATH_MAX];
 
         snprintf(path, sizeof(path), "%s/sys/kernel/debug/sched/cgroup_mode", d);
-        ASSERT_TRUE(unlink(path) == 0);
+        ASSERT_EQ(unlink(path), 0);
         fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
         fake_write(d, "sys/devices/system/cpu/smt/control", "off\n");
         fake_write(d, "proc/self/arch_status", "");
@@ -154,22 +161,22 @@ static void test_partial(void) {
         c = probe(d, &fs);
         ASSERT_FALSE(c->core_sched.available);
         ASSERT_EQ(c->core_sched.error, -ENODEV);
-        ASSERT_TRUE(strstr(c->core_sched.reason, "SMT"));
+        ASSERT_STR_CONTAINS(c->core_sched.reason, "SMT");
         ASSERT_FALSE(c->smt.available);
         ASSERT_FALSE(c->smt_active);
         ASSERT_STREQ(c->smt_control, "off");
         ASSERT_FALSE(c->cgroup_mode.available);
         ASSERT_EQ(c->cgroup_mode.error, -ENOENT);
-        ASSERT_TRUE(strstr(c->cgroup_mode.reason, "7.3"));
+        ASSERT_STR_CONTAINS(c->cgroup_mode.reason, "7.3");
         ASSERT_TRUE(c->sched_features.available);
         ASSERT_FALSE(c->avx512_state.available);
         ASSERT_EQ(c->avx512_state.error, -ENODATA);
         ASSERT_TRUE(c->sched_ext_active);
         ASSERT_STREQ(c->sched_ext_ops, "simple");
-        ASSERT_TRUE(strstr(c->sched_ext.reason, "cookies"));
+        ASSERT_STR_CONTAINS(c->sched_ext.reason, "cookies");
         ASSERT_FALSE(c->proc_connector.available);
-        ASSERT_TRUE(strstr(c->proc_connector.reason, "CAP_NET_ADMIN"));
-        ASSERT_TRUE(strstr(c->proc_connector.reason, "polling /proc"));
+        ASSERT_STR_CONTAINS(c->proc_connector.reason, "CAP_NET_ADMIN");
+        ASSERT_STR_CONTAINS(c->proc_connector.reason, "polling /proc");
         ASSERT_FALSE(c->pidfs.available);
         ASSERT_EQ(c->pidfs.error, -EMFILE);
         fake_root_remove(d);
@@ -200,10 +207,10 @@ static void test_hybrid(void) {
         ASSERT_TRUE(strv_contains(c->cgroup_v1_controllers, "cpu"));
         ASSERT_TRUE(strv_contains(c->cgroup_v1_controllers, "cpuset"));
         ASSERT_FALSE(strv_contains(c->cgroup_v1_controllers, "hugetlb"));
-        ASSERT_TRUE(strstr(c->cgroup2.reason, "hybrid"));
-        ASSERT_TRUE(strstr(c->cgroup2.reason, "cpu, cpuset bound to cgroup v1"));
+        ASSERT_STR_CONTAINS(c->cgroup2.reason, "hybrid");
+        ASSERT_STR_CONTAINS(c->cgroup2.reason, "cpu, cpuset bound to cgroup v1");
         ASSERT_FALSE(c->debugfs.available);
-        ASSERT_TRUE(strstr(c->sched_features.reason, "debugfs not mounted"));
+        ASSERT_STR_CONTAINS(c->sched_features.reason, "debugfs not mounted");
         fake_root_remove(d);
 }
 
@@ -227,7 +234,7 @@ static void test_refresh_interlocks(void) {
         ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_TRUE(c->sched_ext_active);
         ASSERT_STREQ(c->sched_ext_ops, "simple");
-        ASSERT_TRUE(strstr(c->sched_ext.reason, "simple"));
+        ASSERT_STR_CONTAINS(c->sched_ext.reason, "simple");
         ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 0); /* once */
         ASSERT_TRUE(c->sched_ext_active);
 
@@ -242,7 +249,7 @@ static void test_refresh_interlocks(void) {
         ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_FALSE(c->sched_ext_active);
         ASSERT_TRUE(c->smt_active);
-        ASSERT_TRUE(strstr(c->sched_ext.reason, "no BPF scheduler"));
+        ASSERT_STR_CONTAINS(c->sched_ext.reason, "no BPF scheduler");
         fake_root_remove(d);
 }
 
@@ -273,7 +280,7 @@ static void test_refresh_core_sched(void) {
         ASSERT_EQ(kernelcaps_refresh_interlocks(c, r, &ops), 1);
         ASSERT_TRUE(c->smt_active);
         ASSERT_TRUE(c->core_sched.available);
-        ASSERT_TRUE(strstr(c->core_sched.reason, "usable"));
+        ASSERT_STR_CONTAINS(c->core_sched.reason, "usable");
 
         fs.core_sched = -ENODEV;
         fake_write(d, "sys/devices/system/cpu/smt/active", "0\n");
@@ -311,7 +318,7 @@ static void test_features_refused(void) {
 
         snprintf(path, sizeof(path), "%s/sys/kernel/debug/sched/features", d);
         fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
+        ASSERT_GE(fd, 0);
         if (ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0) {
                 int e = errno;
                 close(fd);
@@ -331,8 +338,8 @@ static void test_features_refused(void) {
         ASSERT_FALSE(c->features_writable);
         ASSERT_EQ(c->features_write_error, -EPERM);
         ASSERT_EQ(c->sched_features.error, -EPERM);
-        ASSERT_TRUE(strstr(c->sched_features.reason, "read-only"));
-        ASSERT_TRUE(strstr(c->sched_features.reason, "lockdown"));
+        ASSERT_STR_CONTAINS(c->sched_features.reason, "read-only");
+        ASSERT_STR_CONTAINS(c->sched_features.reason, "lockdown");
         ASSERT_STREQ(c->lockdown, "integrity");
         ASSERT_TRUE(c->cgroup_mode_writable); /* only the features file was locked */
         fake_root_remove(d);

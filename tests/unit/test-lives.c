@@ -137,7 +137,7 @@ static void test_many(void) {
         Lives *l = new_lives();
         bool *dead = calloc(N, sizeof(bool));
 
-        ASSERT_TRUE(dead != NULL);
+        ASSERT_NOT_NULL(dead);
         for (pid_t p = 1; p < N; p++)
                 lives_fork(l, 100000 + p, 100000 + p);
         /* Every third dies, then in the next era every fifth of the rest. */

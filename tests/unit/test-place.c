@@ -45,7 +45,7 @@ static void world_init(World *w, const char *topology, bool smt, const char *con
                 .smt = { .available = smt },
                 .smt_active = smt,
         };
-        ASSERT_TRUE(n <= ELEMENTSOF(ini));
+        ASSERT_LE(n, ELEMENTSOF(ini));
         for (size_t i = 0; i < n; i++) {
                 snprintf(names[i], sizeof(names[i]), "%02zu.ini", i);
                 ini[i] = (IniSource) { names[i], policy_texts[i], strlen(policy_texts[i]) };
@@ -67,7 +67,7 @@ static pid_t add_process(World *w, const char *comm, unsigned threads, PolicyCla
         pid_t tgid = w->next_pid;
 
         for (unsigned i = 0; i < threads; i++) {
-                ASSERT_TRUE(w->n_tasks < TASKS_MAX_TEST);
+                ASSERT_LT(w->n_tasks, TASKS_MAX_TEST);
                 w->tasks[w->n_tasks++] = (PlanTaskInput) {
                         .tid = w->next_pid++,
                         .tgid = tgid,
@@ -132,7 +132,7 @@ static void check_against_plan(const World *w, const Plan *before, const PlacePi
 
         switch (pick->verdict) {
         case PLACE_GROUP:
-                ASSERT_TRUE(t);
+                ASSERT_NOT_NULL(t);
                 ASSERT_EQ(t->policy, pick->policy);
                 if (!streq(before->groups[pick->group].path, after->groups[t->group].path)) {
                         (void) plan_print_text(stdout, before, w->policies);
@@ -141,19 +141,19 @@ static void check_against_plan(const World *w, const Plan *before, const PlacePi
                                   after->groups[t->group].path);
                 }
                 if (pick->cookie == PLACE_COOKIE_JOIN) {
-                        ASSERT_TRUE(t->cookie_group >= 0);
+                        ASSERT_GE(t->cookie_group, 0);
                         ASSERT_EQ(after->cookie_groups[t->cookie_group].tgid, 0);
                         if (pick->cookie_group >= 0)
                                 ASSERT_EQ(before->cookie_groups[pick->cookie_group].policy, pick->policy);
                 } else if (pick->cookie == PLACE_COOKIE_NEW) {
-                        ASSERT_TRUE(t->cookie_group >= 0);
+                        ASSERT_GE(t->cookie_group, 0);
                         ASSERT_EQ(after->cookie_groups[t->cookie_group].tgid, tgid);
                 } else
                         ASSERT_EQ(t->cookie_group, -1);
                 break;
         case PLACE_NEED_PASS:
                 /* Exactly where the planner puts it in a group the last plan lacks. */
-                ASSERT_TRUE(t);
+                ASSERT_NOT_NULL(t);
                 ASSERT_EQ(t->policy, pick->policy);
                 if (plan_has_group(before, after->groups[t->group].path))
                         TEST_FAIL("process %d: needs a pass, but the planner puts it in %s, which exists",
@@ -164,7 +164,7 @@ static void check_against_plan(const World *w, const Plan *before, const PlacePi
                 break;
         case PLACE_WAIT_CLASS:
                 /* The planner takes it (as "other") into the policy that needs a class. */
-                ASSERT_TRUE(t);
+                ASSERT_NOT_NULL(t);
                 ASSERT_EQ(t->policy, pick->policy);
                 break;
         default:
@@ -269,7 +269,8 @@ static void test_spread_uneven(void) {
                 _cleanup_free_ char *cpus = NULL;
 
                 ASSERT_EQ(pick.verdict, PLACE_GROUP);
-                ASSERT_TRUE(t && t->group >= 0);
+                ASSERT_NOT_NULL(t);
+                ASSERT_GE(t->group, 0);
                 ASSERT_OK(bitmap_format_list(p->groups[t->group].cpus, &cpus));
                 ASSERT_STREQ(cpus, steps[i].cpus);
         }
@@ -288,7 +289,7 @@ static void test_group_cookie(void) {
         pick = one_new(&w, "gemm");
         ASSERT_EQ(pick.verdict, PLACE_GROUP);
         ASSERT_EQ(pick.cookie, PLACE_COOKIE_JOIN);
-        ASSERT_TRUE(pick.cookie_group >= 0);
+        ASSERT_GE(pick.cookie_group, 0);
         /* Full by cores (2 of 2) though 2 PUs are free: the next LLC. */
         pick = one_new(&w, "gemm");
         ASSERT_EQ(pick.verdict, PLACE_NEED_PASS);
@@ -744,7 +745,7 @@ static void test_random(void) {
         }
         printf("   picks: %u group, %u need-pass, %u none\n", counts[PLACE_GROUP], counts[PLACE_NEED_PASS],
                counts[PLACE_NONE]);
-        ASSERT_TRUE(counts[PLACE_GROUP] > counts[PLACE_NEED_PASS]);
+        ASSERT_GT(counts[PLACE_GROUP], counts[PLACE_NEED_PASS]);
 }
 
 int main(void) {

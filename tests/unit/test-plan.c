@@ -58,7 +58,7 @@ static size_t make_tasks(PlanTaskInput *t, size_t max) {
 
 #define TASK(tgid_, class_, comm_, runnable_)                                                           \
         do {                                                                                          \
-                ASSERT_TRUE(n < max);                                                                 \
+                ASSERT_LT(n, max);                                                                    \
                 pid_t _g = (tgid_);                                                                   \
                 t[n++] = (PlanTaskInput) { .tid = tid, .tgid = _g, .start_time = 5,                   \
                                            .runnable = (runnable_),                                   \
@@ -96,7 +96,7 @@ static char *render(const Plan *p, const PolicySet *ps) {
         FILE *f = open_memstream(&buf, &len);
         Json *j;
 
-        ASSERT_TRUE(f);
+        ASSERT_NOT_NULL(f);
         j = json_new(f, true);
         ASSERT_OK(plan_print_json(j, p, ps));
         json_free(j);
@@ -189,7 +189,7 @@ static void test_golden_plans(void) {
                 reversed = build(&scenarios[i], true, NULL, NULL);
                 ASSERT_STREQ(got, again);
                 ASSERT_STREQ(got, reversed);
-                ASSERT_TRUE(asprintf(&path, "tests/data/plans/%s.txt", scenarios[i].name) > 0);
+                ASSERT_GT(asprintf(&path, "tests/data/plans/%s.txt", scenarios[i].name), 0);
                 test_golden(path, got);
         }
 }
@@ -230,7 +230,8 @@ static void test_facts(void) {
         ASSERT_EQ(lat_groups, 4);
         /* One cookie for all AVX tasks; one per latency process. */
         t = plan_find_task(p, 1000);
-        ASSERT_TRUE(t && t->cookie_group >= 0);
+        ASSERT_NOT_NULL(t);
+        ASSERT_GE(t->cookie_group, 0);
         ASSERT_EQ(p->cookie_groups[t->cookie_group].n_tasks, 12);
         ASSERT_EQ(p->n_cookie_groups, 1 + 4);
         /* The conflict over TTWU_QUEUE: latency (priority 200) beats batch. */
@@ -255,7 +256,8 @@ static void test_facts(void) {
                                 ASSERT_NULL(x);
                                 x = &p->groups[i];
                         }
-                ASSERT_TRUE(x && streq(x->path, "pinned"));
+                ASSERT_NOT_NULL(x);
+                ASSERT_STREQ(x->path, "pinned");
                 for (size_t i = 0; i < p->n_groups; i++)
                         if (&p->groups[i] != x)
                                 ASSERT_FALSE(bitmap_intersects(p->groups[i].cpus, x->cpus));
@@ -278,7 +280,7 @@ static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini,
         PlanInputs in = { .caps = caps, .in_force = in_force, .tasks = tasks, .n_tasks = n_tasks, .keep = keep };
         Plan *p = NULL;
 
-        ASSERT_TRUE(n_ini <= ELEMENTSOF(in_force));
+        ASSERT_LE(n_ini, ELEMENTSOF(in_force));
         if (!m->t)
                 ASSERT_OK(topology_load(&src, &m->t));
         if (!m->config)
@@ -447,7 +449,7 @@ static void test_mode_not_listed(void) {
         ASSERT_FALSE(p->mode_emulated);
         ASSERT_EQ(p->n_groups, 1);
         ASSERT_EQ(p->groups[0].weight, 100); /* not 100 x 4 CPUs */
-        ASSERT_TRUE(strstr(p->groups[0].weight_why, "not among the kernel's"));
+        ASSERT_STR_CONTAINS(p->groups[0].weight_why, "not among the kernel's");
         ASSERT_TRUE(strv_contains(p->notes, "cgroup_mode max is not among the kernel's modes: not set"));
         plan_free(p);
         mini_done(&m);
@@ -568,7 +570,7 @@ static void test_path_clash(void) {
         in.config = config;
         in.policies = ps;
         ASSERT_OK(plan_build(&in, &p));
-        ASSERT_TRUE(plan_find_task(p, 10) != NULL);
+        ASSERT_NOT_NULL(plan_find_task(p, 10));
         ASSERT_NULL(plan_find_task(p, 11));
         for (size_t i = 0; i < p->n_groups; i++)
                 if (streq(p->groups[i].path, "node0"))

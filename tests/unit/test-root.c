@@ -9,7 +9,7 @@ static void check_size(const char *d, size_t size, size_t max, int expect) {
         _cleanup_free_ char *content = malloc(size + 1), *got = NULL;
         size_t len = 0;
 
-        ASSERT_TRUE(content);
+        ASSERT_NOT_NULL(content);
         for (size_t i = 0; i < size; i++)
                 content[i] = (char) ('a' + i % 26);
         content[size] = '\0';
@@ -22,7 +22,7 @@ static void check_size(const char *d, size_t size, size_t max, int expect) {
         }
         ASSERT_OK(root_read_file(r, "/f", max, &got, &len));
         ASSERT_EQ(len, size);
-        ASSERT_TRUE(memcmp(got, content, size) == 0);
+        ASSERT_EQ(memcmp(got, content, size), 0);
         ASSERT_EQ(got[size], '\0');
 }
 
@@ -54,7 +54,8 @@ static void test_paths(void) {
         ASSERT_EQ(root_exists(r, "/proc/x"), 1);
         ASSERT_EQ(root_exists(r, "proc/nope"), 0);
         ASSERT_OK(root_host_path(r, "/proc/x", &p));
-        ASSERT_TRUE(strstr(p, "/proc/x") && strncmp(p, d, strlen(d)) == 0);
+        ASSERT_STR_CONTAINS(p, "/proc/x");
+        ASSERT_STR_PREFIX(p, d);
         ASSERT_OK(root_open("/", &host));
         ASSERT_TRUE(root_is_host(host));
         ASSERT_OK(root_host_path(host, "proc/self", &q));
@@ -62,7 +63,7 @@ static void test_paths(void) {
         ASSERT_ERROR(root_open("/nonexistent-root", &r), ENOENT);
 
         fd = root_openat(r, "proc/x", O_RDONLY);
-        ASSERT_TRUE(fd >= 0);
+        ASSERT_GE(fd, 0);
         ASSERT_EQ(read_into(fd, buf, sizeof(buf)), 7); /* cut at size - 1 */
         ASSERT_STREQ(buf, "first l");
         close(fd);

@@ -86,11 +86,11 @@ static void run_child(void (*fn)(void), Child *ret) {
         size_t n = 0;
         pid_t pid;
 
-        ASSERT_TRUE(pipe2(p, O_CLOEXEC) == 0);
+        ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
         fflush(stdout);
         fflush(stderr);
         pid = fork();
-        ASSERT_TRUE(pid >= 0);
+        ASSERT_GE(pid, 0);
         if (pid == 0) {
                 if (dup2(p[1], STDERR_FILENO) < 0)
                         _exit(2);
@@ -256,31 +256,32 @@ static void child_daemon_work(void) {
          * (here a stand-in for systemd's notify socket), a state directory,
          * SIGUSR1 blocked for sd-event. */
         notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        ASSERT_TRUE(notify_fd >= 0);
+        ASSERT_GE(notify_fd, 0);
         snprintf(addr, sizeof(addr), "@topod-test-sandbox-%d", (int) getpid());
         memcpy(sa.sun_path + 1, addr + 1, strlen(addr) - 1);
-        ASSERT_TRUE(bind(notify_fd, (struct sockaddr *) &sa,
-                         (socklen_t) (offsetof(struct sockaddr_un, sun_path) + strlen(addr))) == 0);
-        ASSERT_TRUE(setenv("NOTIFY_SOCKET", addr, 1) == 0);
-        ASSERT_TRUE(mkdtemp(tmpl));
+        ASSERT_EQ(bind(notify_fd, (struct sockaddr *) &sa,
+                       (socklen_t) (offsetof(struct sockaddr_un, sun_path) + strlen(addr))),
+                  0);
+        ASSERT_EQ(setenv("NOTIFY_SOCKET", addr, 1), 0);
+        ASSERT_NOT_NULL(mkdtemp(tmpl));
         sigemptyset(&ss);
         sigaddset(&ss, SIGUSR1);
-        ASSERT_TRUE(sigprocmask(SIG_BLOCK, &ss, NULL) == 0);
+        ASSERT_EQ(sigprocmask(SIG_BLOCK, &ss, NULL), 0);
 
         child_install(SANDBOX_ENFORCE);
         ASSERT_EQ(seccomp_mode(), 2);
 
         /* /proc reads. */
         fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        ASSERT_TRUE(read(fd, buf, sizeof(buf)) > 0);
-        ASSERT_TRUE(pread(fd, buf, sizeof(buf), 0) > 0);
+        ASSERT_GE(fd, 0);
+        ASSERT_GT(read(fd, buf, sizeof(buf)), 0);
+        ASSERT_GT(pread(fd, buf, sizeof(buf), 0), 0);
         close(fd);
         f = fopen("/proc/self/status", "re");
-        ASSERT_TRUE(f);
-        ASSERT_TRUE(fgets(buf, sizeof(buf), f));
+        ASSERT_NOT_NULL(f);
+        ASSERT_NOT_NULL(fgets(buf, sizeof(buf), f));
         fclose(f);
-        ASSERT_TRUE(readlinkat(AT_FDCWD, "/proc/self/exe", buf, sizeof(buf)) > 0);
+        ASSERT_GT(readlinkat(AT_FDCWD, "/proc/self/exe", buf, sizeof(buf)), 0);
 
         /* A thread (started under the filter) with the core-scheduling
          * prctl, and the task list that shows it. */
@@ -289,12 +290,12 @@ static void child_daemon_work(void) {
         if (err)
                 ASSERT_TRUE((intptr_t) err == EINVAL || (intptr_t) err == ENODEV);
         d = opendir("/proc/self/task");
-        ASSERT_TRUE(d);
+        ASSERT_NOT_NULL(d);
         r = 0;
         for (struct dirent *de; (de = readdir(d));)
                 r += de->d_name[0] != '.';
         closedir(d);
-        ASSERT_TRUE(r >= 1);
+        ASSERT_GE(r, 1);
 
         /* A pidfd pins a thread. */
         fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
@@ -312,21 +313,21 @@ static void child_daemon_work(void) {
                 close(fd);
         else
                 ASSERT_TRUE(errno == EPROTONOSUPPORT || errno == EPERM || errno == EACCES);
-        ASSERT_TRUE(sd_notify(false, "READY=1\nSTATUS=sandboxed") > 0);
+        ASSERT_GT(sd_notify(false, "READY=1\nSTATUS=sandboxed"), 0);
         ASSERT_EQ(ioctl(notify_fd, FIONREAD, &r), 0);
-        ASSERT_TRUE(r > 0);
+        ASSERT_GT(r, 0);
         ASSERT_FALSE(isatty(notify_fd)); /* TCGETS, answered ENOTTY */
         n = recv(notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-        ASSERT_TRUE(n > 0);
+        ASSERT_GT(n, 0);
         buf[n] = '\0';
         ASSERT_STREQ(buf, "READY=1\nSTATUS=sandboxed");
 
         /* The journal's way of writing a file: temporary, fsync, rename;
          * then a cgroup-like mkdir and rmdir. */
         dfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        ASSERT_TRUE(dfd >= 0);
+        ASSERT_GE(dfd, 0);
         fd = openat(dfd, "journal.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        ASSERT_GE(fd, 0);
         ASSERT_EQ(write(fd, "x\n", 2), 2);
         ASSERT_EQ(fsync(fd), 0);
         close(fd);
@@ -340,14 +341,14 @@ static void child_daemon_work(void) {
         /* Memory: big blocks go through mmap and mremap; qsort sizes its
          * buffer. */
         v = malloc(1u << 20);
-        ASSERT_TRUE(v);
+        ASSERT_NOT_NULL(v);
         v = realloc(v, 8u << 20);
-        ASSERT_TRUE(v);
+        ASSERT_NOT_NULL(v);
         len = (8u << 20) / sizeof(int);
         for (size_t i = 0; i < len; i++)
                 v[i] = (int) ((len - i) * 2654435761u);
         qsort(v, len, sizeof(int), cmp_int);
-        ASSERT_TRUE(v[0] <= v[len - 1]);
+        ASSERT_LE(v[0], v[len - 1]);
         free(v);
 
         /* sd-event, created under the filter: a timer raises SIGUSR1, its
@@ -378,7 +379,7 @@ static void child_topology(void) {
         child_prepare();
         child_install(SANDBOX_ENFORCE);
         ASSERT_OK(topology_load(&src, &t));
-        ASSERT_TRUE(t->n_pus > 0);
+        ASSERT_GT(t->n_pus, 0);
         topology_free(t);
         fprintf(stderr, "topology read\n");
 }
@@ -418,7 +419,7 @@ static void test_log_kills_nothing(void) {
 
         run_child(child_unlisted_log, &c);
         assert_exited_ok(&c);
-        ASSERT_NULL(strstr(c.err, "refused"));
+        ASSERT_STR_NOT_CONTAINS(c.err, "refused");
 }
 
 /* TSYNC: a thread that was running before the filter gets it too. */
@@ -480,10 +481,11 @@ static void test_names(void) {
         ASSERT_STREQ(sandbox_level_to_string(_SANDBOX_LEVEL_MAX), "?");
         /* A bad level is refused before anything is built. */
         ASSERT_ERROR(sandbox_install(_SANDBOX_LEVEL_MAX, &reason), EINVAL);
-        ASSERT_TRUE(reason);
+        ASSERT_NOT_NULL(reason);
         free(reason);
         printf("%zu syscalls allowed\n", n);
-        ASSERT_TRUE(n > 50 && n < 200);
+        ASSERT_GT(n, 50);
+        ASSERT_LT(n, 200);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -500,7 +502,7 @@ static void require_seccomp(void) {
         /* Can a filter be loaded here at all? A container may forbid it. */
         fflush(stdout);
         pid = fork();
-        ASSERT_TRUE(pid >= 0);
+        ASSERT_GE(pid, 0);
         if (pid == 0) {
                 scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
                 int r;

@@ -47,7 +47,7 @@ static char *make_tree(void) {
         fake_write_n(d, "proc/100/cmdline", "server\0--port\0" "80\0", 17);
         fake_write(d, "proc/100/cgroup", "0::/system.slice/server.service\n");
         snprintf(path, sizeof(path), "%s/proc/100/exe", d);
-        ASSERT_TRUE(symlink("/usr/bin/server", path) == 0);
+        ASSERT_EQ(symlink("/usr/bin/server", path), 0);
 
         /* A kernel thread. */
         fake_thread(d, 2, 2, "kthreadd", PROCFS_PF_KTHREAD, "0 0 0\n", NULL);
@@ -74,7 +74,7 @@ static void ran(const char *dir, int tgid, int tid, const char *schedstat) {
 
         snprintf(path, sizeof(path), "%s/proc/%d/task/%d/schedstat", dir, tgid, tid);
         f = fopen(path, "r+e");
-        ASSERT_TRUE(f);
+        ASSERT_NOT_NULL(f);
         fputs(schedstat, f);
         fclose(f);
 }
@@ -99,7 +99,7 @@ static void test_scan(void) {
         ASSERT_EQ(s->tasks[0].tid, 2); /* sorted */
 
         t = task_snapshot_find(s, 100);
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         ASSERT_STREQ(t->comm, "server");
         ASSERT_EQ(t->tgid, 100);
         ASSERT_STREQ(t->process->exe, "/usr/bin/server");
@@ -118,7 +118,7 @@ static void test_scan(void) {
         ASSERT_STREQ(t->comm, "io worker");
         ASSERT_EQ(t->avx, PROC_AVX_ELAPSED);
         ASSERT_EQ(t->avx_elapsed_ms, 5);
-        ASSERT_TRUE(t->process == task_snapshot_find(s, 100)->process);
+        ASSERT_PTR_EQ(t->process, task_snapshot_find(s, 100)->process);
 
         t = task_snapshot_find(s, 102);
         ASSERT_STREQ(t->comm, "a) (b");
@@ -313,7 +313,7 @@ static void test_yield(void) {
         task_scanner_stats(sc, &st);
         ASSERT_TRUE(st.by_events);
         ASSERT_STREQ(task_snapshot_find(s, 100)->comm, "exec'd");
-        ASSERT_TRUE(task_snapshot_find(s, 600) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 600));
         ASSERT_STREQ(task_snapshot_find(s, 600)->comm, "born");
         task_snapshot_free(s);
 
@@ -357,8 +357,8 @@ static void test_defer(void) {
                 ASSERT_EQ(st.deferred, 2);
                 ASSERT_NULL(task_snapshot_find(s, born));
                 ASSERT_NULL(task_snapshot_find(s, other));
-                ASSERT_TRUE(task_snapshot_find(s, 100) != NULL); /* known: read */
-                ASSERT_TRUE(task_snapshot_find(s, 2) != NULL);
+                ASSERT_NOT_NULL(task_snapshot_find(s, 100)); /* known: read */
+                ASSERT_NOT_NULL(task_snapshot_find(s, 2));
                 task_snapshot_free(s);
 
                 /* Still marked: the next scan, by events, reads them. */
@@ -370,7 +370,8 @@ static void test_defer(void) {
                 {
                         const TaskFacts *b = task_snapshot_find(s, born), *o = task_snapshot_find(s, other);
 
-                        ASSERT_TRUE(b && o);
+                        ASSERT_NOT_NULL(b);
+                        ASSERT_NOT_NULL(o);
                         ASSERT_STREQ(b->comm, "born");
                         ASSERT_STREQ(o->comm, "other");
                 }
@@ -404,10 +405,10 @@ static void test_gone_unread(void) {
         ASSERT_TRUE(st.by_events);
         ASSERT_EQ(st.gone, 36);   /* 1004-1039 */
         ASSERT_EQ(st.deferred, 2); /* 1002, 1003; 1010 is gone */
-        ASSERT_TRUE(task_snapshot_find(s, 1000) != NULL);
-        ASSERT_TRUE(task_snapshot_find(s, 1001) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 1000));
+        ASSERT_NOT_NULL(task_snapshot_find(s, 1001));
         ASSERT_NULL(task_snapshot_find(s, 1002));
-        ASSERT_TRUE(task_snapshot_find(s, 100) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 100));
         task_snapshot_free(s);
 
         /* The next: only the deferred two were marked again. */
@@ -457,7 +458,7 @@ static void test_dead_unread(void) {
         lives_fork(l, 2100, 2100);
         lives_fork(l, 2101, 2100);
         s = scan(sc, true);
-        ASSERT_TRUE(task_snapshot_find(s, 2000) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 2000));
         task_snapshot_free(s);
 
         /* All exit but the worker; their files stay (not reaped). */
@@ -476,9 +477,9 @@ static void test_dead_unread(void) {
         ASSERT_EQ(st.gone, 0); /* two left: no listing */
         for (pid_t pid = 2000; pid < 2039; pid++)
                 ASSERT_NULL(task_snapshot_find(s, pid));
-        ASSERT_TRUE(task_snapshot_find(s, 2039) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 2039));
         ASSERT_EQ(task_snapshot_count_threads(s, 2100), 2);
-        ASSERT_TRUE(task_snapshot_find(s, 100) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 100));
         task_snapshot_free(s);
 
         /* Listing /proc: the same. */
@@ -487,7 +488,7 @@ static void test_dead_unread(void) {
         ASSERT_FALSE(st.by_events);
         ASSERT_EQ(st.dead, 39);
         ASSERT_NULL(task_snapshot_find(s, 2000));
-        ASSERT_TRUE(task_snapshot_find(s, 2039) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 2039));
         task_snapshot_free(s);
 
         /* Events lost: nothing is known dead, all are read. */
@@ -495,7 +496,7 @@ static void test_dead_unread(void) {
         s = scan(sc, true);
         task_scanner_stats(sc, &st);
         ASSERT_EQ(st.dead, 0);
-        ASSERT_TRUE(task_snapshot_find(s, 2000) != NULL);
+        ASSERT_NOT_NULL(task_snapshot_find(s, 2000));
         task_snapshot_free(s);
         lives_free(l);
         fake_root_remove(d);
@@ -536,7 +537,7 @@ static void test_zombies(void) {
         fake_write_n(d, "proc/510/task/511/cmdline", "worker\0-v\0", 10);
         fake_write(d, "proc/510/task/511/cgroup", "0::/where/it/is\n");
         snprintf(path, sizeof(path), "%s/proc/510/task/511/exe", d);
-        ASSERT_TRUE(symlink("/usr/bin/worker", path) == 0);
+        ASSERT_EQ(symlink("/usr/bin/worker", path), 0);
         ASSERT_OK(root_open(d, &r));
         ASSERT_OK(task_scanner_new(r, NULL, &sc));
         s = scan(sc, true);
@@ -606,10 +607,10 @@ static void test_fd_budget(void) {
 
         for (int p = 0; p < 60; p++)
                 fake_thread(d, 1000 + p, 1000 + p, "many", 0, "1 0 1\n", NULL);
-        ASSERT_TRUE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+        ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
         low = old;
         low.rlim_cur = 80; /* budget: half, 40 */
-        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
         ASSERT_OK(root_open(d, &r));
         ASSERT_OK(task_scanner_new(r, NULL, &sc));
         for (int round = 0; round < 3; round++) {
@@ -622,7 +623,7 @@ static void test_fd_budget(void) {
                 ASSERT_TRUE(st.fd_limit_hit);
                 task_snapshot_free(s);
         }
-        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
         fake_root_remove(d);
 }
 
@@ -635,11 +636,12 @@ static void test_live(void) {
         ASSERT_OK(root_open("/", &r));
         ASSERT_OK(tasks_scan(r, NULL, &s));
         t = task_snapshot_find(s, getpid());
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         ASSERT_STREQ(t->comm, "test-tasks");
-        ASSERT_TRUE(t->process->exe && strstr(t->process->exe, "test-tasks"));
+        ASSERT_NOT_NULL(t->process->exe);
+        ASSERT_STR_CONTAINS(t->process->exe, "test-tasks");
         ASSERT_TRUE(t->has_schedstat);
-        ASSERT_TRUE(t->parent_comm != NULL);
+        ASSERT_NOT_NULL(t->parent_comm);
 }
 
 int main(void) {

@@ -28,7 +28,7 @@ static void check_invariants(const Topology *t) {
         _cleanup_(bitmap_freep) Bitmap *seen = bitmap_new();
         unsigned pus = 0;
 
-        ASSERT_TRUE(seen);
+        ASSERT_NOT_NULL(seen);
         for (size_t i = 0; i < t->n_cores; i++) {
                 const TopoCore *c = &t->cores[i];
 
@@ -37,11 +37,14 @@ static void check_invariants(const Topology *t) {
                 ASSERT_FALSE(bitmap_intersects(seen, c->cpus)); /* a PU belongs to one core */
                 ASSERT_OK(bitmap_or(seen, c->cpus));
                 pus += bitmap_count(c->cpus);
-                ASSERT_TRUE(c->llc >= 0 && (size_t) c->llc < t->n_llcs);
+                ASSERT_GE(c->llc, 0);
+                ASSERT_LT((size_t) c->llc, t->n_llcs);
                 ASSERT_TRUE(bitmap_is_subset(c->cpus, t->llcs[c->llc].cpus));
-                ASSERT_TRUE(c->numa_node >= 0 && (size_t) c->numa_node < t->n_numa_nodes);
+                ASSERT_GE(c->numa_node, 0);
+                ASSERT_LT((size_t) c->numa_node, t->n_numa_nodes);
                 ASSERT_TRUE(bitmap_is_subset(c->cpus, t->numa_nodes[c->numa_node].cpus));
-                ASSERT_TRUE(c->package >= 0 && (size_t) c->package < t->n_packages);
+                ASSERT_GE(c->package, 0);
+                ASSERT_LT((size_t) c->package, t->n_packages);
                 BITMAP_FOREACH(cpu, c->cpus) {
                         ASSERT_EQ(topology_core_of_cpu(t, (unsigned) cpu), i);
                         ASSERT_EQ(topology_llc_of_cpu(t, (unsigned) cpu), c->llc);
@@ -51,12 +54,12 @@ static void check_invariants(const Topology *t) {
         ASSERT_EQ(pus, t->n_pus);
         ASSERT_TRUE(bitmap_equal(seen, t->cpus));
         for (size_t i = 0; i < t->n_llcs; i++) {
-                ASSERT_TRUE(t->llcs[i].package >= 0);
+                ASSERT_GE(t->llcs[i].package, 0);
                 ASSERT_FALSE(bitmap_is_empty(t->llcs[i].numa_nodes));
                 ASSERT_EQ(t->llcs[i].level, t->llc_level);
         }
         for (size_t i = 0; i < t->n_numa_nodes; i++)
-                ASSERT_TRUE(t->numa_nodes[i].package >= 0);
+                ASSERT_GE(t->numa_nodes[i].package, 0);
         ASSERT_EQ(topology_core_of_cpu(t, 60000), -1);
 }
 
@@ -172,7 +175,7 @@ static char *render_json(const Topology *t) {
         FILE *f = open_memstream(&buf, &len);
         Json *j;
 
-        ASSERT_TRUE(f);
+        ASSERT_NOT_NULL(f);
         j = json_new(f, true);
         ASSERT_OK(topology_print_json(j, t));
         json_free(j);
@@ -189,8 +192,8 @@ static void golden(const char *name) {
         _cleanup_(topology_freep) Topology *t = NULL;
         TopologySource s = { .kind = TOPOLOGY_SOURCE_ROOT };
 
-        ASSERT_TRUE(asprintf(&root, "tests/data/sysfs/%s", name) > 0);
-        ASSERT_TRUE(asprintf(&expected_path, "tests/data/sysfs/%s.json", name) > 0);
+        ASSERT_GT(asprintf(&root, "tests/data/sysfs/%s", name), 0);
+        ASSERT_GT(asprintf(&expected_path, "tests/data/sysfs/%s.json", name), 0);
         s.arg = root;
         ASSERT_OK(topology_load(&s, &t));
         check_invariants(t);

@@ -67,7 +67,7 @@ static void test_fd_bin(void) {
         int fd[8];
 
         for (size_t i = 0; i < ELEMENTSOF(fd); i++)
-                ASSERT_TRUE((fd[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+                ASSERT_GE((fd[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)), 0);
         /* In any order: 0 1 2, not 3 (someone else's), 4 5, 7. */
         fd_bin_put(&bin, fd[5]);
         fd_bin_put(&bin, fd[0]);
@@ -86,7 +86,7 @@ static void test_fd_bin(void) {
         /* Runs are found in order (0 1 2 is one close_range()): what it
          * held is left in ascending order. */
         for (size_t i = 1; i < 6; i++)
-                ASSERT_TRUE(bin.fd[i - 1] < bin.fd[i]);
+                ASSERT_LT(bin.fd[i - 1], bin.fd[i]);
         fd_bin_put(NULL, fd[3]);
         ASSERT_FALSE(fd_open(fd[3]));
         fd_bin_empty(&bin); /* empty: nothing */
@@ -99,7 +99,7 @@ static void test_fd_bin(void) {
         {
                 int extra = dup(fd[6]);
 
-                ASSERT_TRUE(extra >= 0);
+                ASSERT_GE(extra, 0);
                 fd_bin_put(&bin, extra);
                 ASSERT_FALSE(fd_open(extra));
         }

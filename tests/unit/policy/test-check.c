@@ -11,7 +11,7 @@
 #include "check.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 /* Run topoctl_check with stdout captured; returns the exit code. */
 static int run_check(char **out, char *const *paths, size_t n, bool strict, bool offline, bool json) {
@@ -19,19 +19,19 @@ static int run_check(char **out, char *const *paths, size_t n, bool strict, bool
         int saved, rc;
         long len;
 
-        ASSERT_TRUE(tmp);
+        ASSERT_NOT_NULL(tmp);
         fflush(stdout);
         saved = dup(STDOUT_FILENO);
-        ASSERT_TRUE(saved >= 0);
-        ASSERT_TRUE(dup2(fileno(tmp), STDOUT_FILENO) >= 0);
+        ASSERT_GE(saved, 0);
+        ASSERT_GE(dup2(fileno(tmp), STDOUT_FILENO), 0);
         rc = topoctl_check(paths, n, strict, offline, json, NULL);
         fflush(stdout);
-        ASSERT_TRUE(dup2(saved, STDOUT_FILENO) >= 0);
+        ASSERT_GE(dup2(saved, STDOUT_FILENO), 0);
         close(saved);
         len = ftell(tmp);
-        ASSERT_TRUE(len >= 0);
+        ASSERT_GE(len, 0);
         *out = calloc(1, (size_t) len + 1);
-        ASSERT_TRUE(*out);
+        ASSERT_NOT_NULL(*out);
         rewind(tmp);
         ASSERT_EQ(fread(*out, 1, (size_t) len, tmp), len);
         fclose(tmp);
@@ -47,7 +47,7 @@ static size_t count_lines(const char *s) {
         return n;
 }
 
-TEST(shipped_policies_strict_offline) {
+static void test_shipped_policies_strict_offline(void) {
         char *paths[] = { (char *) "policies" };
         _cleanup_free_ char *out = NULL;
 
@@ -55,7 +55,7 @@ TEST(shipped_policies_strict_offline) {
         ASSERT_STREQ(out, "");
 }
 
-TEST(shipped_policies_all_enabled) {
+static void test_shipped_policies_all_enabled(void) {
         /* Turned on together, the shipped set still has no conflicts or
          * shadowing: their bands and classes keep them apart. */
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -74,7 +74,7 @@ TEST(shipped_policies_all_enabled) {
         ASSERT_STREQ(s->policies[3]->name, "shared-runqueue-light");
 }
 
-TEST(valid_dir) {
+static void test_valid_dir(void) {
         char *paths[] = { (char *) "tests/data/policies/valid", (char *) "conf/topod.conf" };
         _cleanup_free_ char *out = NULL;
 
@@ -82,7 +82,7 @@ TEST(valid_dir) {
 }
 
 /* "# expect: ID LINE" or "# expect: none" on the first line of each file. */
-TEST(broken_dir_one_error_each) {
+static void test_broken_dir_one_error_each(void) {
         static const char dir[] = "tests/data/policies/broken";
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *s = NULL;
@@ -96,7 +96,7 @@ TEST(broken_dir_one_error_each) {
         DUMP_DIAG(d);
         ASSERT_EQ(d->n_warnings, 0);
         dp = opendir(dir);
-        ASSERT_TRUE(dp);
+        ASSERT_NOT_NULL(dp);
         while ((de = readdir(dp))) {
                 char path[512], first[128] = "", id[64] = "";
                 unsigned line = 0;
@@ -107,8 +107,8 @@ TEST(broken_dir_one_error_each) {
                         continue;
                 snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
                 f = fopen(path, "re");
-                ASSERT_TRUE(f);
-                ASSERT_TRUE(fgets(first, sizeof first, f));
+                ASSERT_NOT_NULL(f);
+                ASSERT_NOT_NULL(fgets(first, sizeof first, f));
                 fclose(f);
                 for (size_t i = 0; i < d->n; i++)
                         if (strcmp(d->items[i].file, path) == 0)
@@ -130,55 +130,57 @@ TEST(broken_dir_one_error_each) {
         }
         closedir(dp);
         ASSERT_EQ(d->n_errors, n_expected);
-        ASSERT_TRUE(n_expected >= 12);
+        ASSERT_GE(n_expected, 12);
 
         /* the CLI: one "file:line: error:" line per error, exit 1 */
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
         ASSERT_EQ(count_lines(out), n_expected);
-        for (char *l = out; *l; l = strchr(l, '\n') + 1)
-                ASSERT_TRUE(strncmp(l, "tests/data/policies/broken/", 27) == 0 && strstr(l, ": error: "));
+        for (char *l = out; *l; l = strchr(l, '\n') + 1) {
+                ASSERT_STR_PREFIX(l, "tests/data/policies/broken/");
+                ASSERT_STR_CONTAINS(l, ": error: ");
+        }
 }
 
-TEST(warning_only) {
+static void test_warning_only(void) {
         char *paths[] = { (char *) "tests/data/policies/warning-only" };
         _cleanup_free_ char *out = NULL, *out2 = NULL, *json = NULL;
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 0);
         ASSERT_EQ(count_lines(out), 3);
-        ASSERT_TRUE(strstr(out, "comm-too-long.ini:6: warning: unknown CPU vendor 'GenuineIntle'; did you mean 'GenuineIntel'?"));
+        ASSERT_STR_CONTAINS(out, "comm-too-long.ini:6: warning: unknown CPU vendor 'GenuineIntle'; did you mean 'GenuineIntel'?");
         ASSERT_EQ(run_check(&out2, paths, 1, true, true, false), 1);
-        ASSERT_TRUE(strstr(out2, ": error: "));
+        ASSERT_STR_CONTAINS(out2, ": error: ");
         ASSERT_EQ(run_check(&json, paths, 1, true, true, true), 1);
-        ASSERT_TRUE(strstr(json, "\"valid\": false"));
-        ASSERT_TRUE(strstr(json, "\"id\": \"comm-too-long\""));
-        ASSERT_TRUE(strstr(json, "\"line\": 12"));
+        ASSERT_STR_CONTAINS(json, "\"valid\": false");
+        ASSERT_STR_CONTAINS(json, "\"id\": \"comm-too-long\"");
+        ASSERT_STR_CONTAINS(json, "\"line\": 12");
 }
 
-TEST(missing_path) {
+static void test_missing_path(void) {
         char *paths[] = { (char *) "tests/data/policies/does-not-exist.ini" };
         char *empty[] = { (char *) "" };
         _cleanup_free_ char *out = NULL;
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
-        ASSERT_TRUE(strstr(out, "does-not-exist.ini: error: cannot read"));
+        ASSERT_STR_CONTAINS(out, "does-not-exist.ini: error: cannot read");
         ASSERT_EQ(topoctl_check(empty, 1, false, true, false, NULL), 2);
 }
 
-TEST(bad_conf) {
+static void test_bad_conf(void) {
         char *paths[] = { (char *) "tests/data/policies/bad-topod.conf" };
         _cleanup_free_ char *out = NULL;
 
         ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
-        ASSERT_TRUE(strstr(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?"));
+        ASSERT_STR_CONTAINS(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?");
 }
 
 int main(void) {
-        RUN(shipped_policies_strict_offline);
-        RUN(shipped_policies_all_enabled);
-        RUN(valid_dir);
-        RUN(broken_dir_one_error_each);
-        RUN(warning_only);
-        RUN(missing_path);
-        RUN(bad_conf);
+        RUN(test_shipped_policies_strict_offline);
+        RUN(test_shipped_policies_all_enabled);
+        RUN(test_valid_dir);
+        RUN(test_broken_dir_one_error_each);
+        RUN(test_warning_only);
+        RUN(test_missing_path);
+        RUN(test_bad_conf);
         return 0;
 }

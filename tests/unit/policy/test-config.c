@@ -2,13 +2,13 @@
 /* topod.conf: defaults, every key, drop-in order, errors, limits. */
 
 #include "decide/config.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 static IniSource src(const char *file, const char *text) {
         return (IniSource) { .file = file, .text = text, .len = strlen(text) };
 }
 
-TEST(defaults) {
+static void test_defaults(void) {
         _cleanup_(config_freep) Config *c = NULL;
 
         ASSERT_OK(config_new(&c));
@@ -30,7 +30,7 @@ TEST(defaults) {
         ASSERT_EQ(c->load_dwell_usec, 30 * USEC_PER_SEC);
 }
 
-TEST(every_key) {
+static void test_every_key(void) {
         static const char text[] =
                 "[daemon]\npolicies_dir = /srv/policies/\nsample_interval = 500ms\nrescan_interval = 2min\n"
                 "restore_on_exit = no\nlog_level = debug\nseccomp = log\n"
@@ -62,7 +62,7 @@ TEST(every_key) {
         ASSERT_EQ(c->load_dwell_usec, 3600 * USEC_PER_SEC);
 }
 
-TEST(dropin_order) {
+static void test_dropin_order(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(config_freep) Config *c = NULL;
         IniSource m = src("/etc/topod/topod.conf", "[daemon]\nlog_level = warning\nseccomp = off\n");
@@ -78,10 +78,10 @@ TEST(dropin_order) {
         ASSERT_EQ(c->sample_interval_usec, 3 * USEC_PER_SEC);
         ASSERT_EQ(c->hierarchy, CONFIG_HIERARCHY_FLAT);
         ASSERT_EQ(c->seccomp, CONFIG_SECCOMP_OFF); /* from the main file, untouched */
-        ASSERT_TRUE(config_dropin_compare("/a/z/10-x.conf", "/b/20-a.conf") < 0);
+        ASSERT_LT(config_dropin_compare("/a/z/10-x.conf", "/b/20-a.conf"), 0);
 }
 
-TEST(errors) {
+static void test_errors(void) {
         static const char text[] = "[daemon]\n"
                                    "sample_intervall = 2s\n"       /* 2 unknown key, did you mean */
                                    "seccomp = enforc\n"            /* 3 bad enum, did you mean */
@@ -99,18 +99,18 @@ TEST(errors) {
         IniSource m = src("bad.conf", text);
 
         ASSERT_EQ(config_parse_all(&m, NULL, 0, d, &c), -EINVAL);
-        ASSERT_TRUE(c);
+        ASSERT_NOT_NULL(c);
         DUMP_DIAG(d);
         ASSERT_EQ(d->n_errors, 10);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'sample_interval'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'sample_interval'?");
         ASSERT_EQ(d->items[0].line, 2);
-        ASSERT_TRUE(strstr(d->items[1].message, "did you mean 'enforce'?"));
+        ASSERT_STR_CONTAINS(d->items[1].message, "did you mean 'enforce'?");
         ASSERT_EQ(d->items[3].line, 5);
         ASSERT_STREQ(d->items[3].id, "out-of-range");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-key", 8);
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-section", 9);
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 14);
-        ASSERT_TRUE(strstr(d->items[8].message, "belongs in [cgroup]"));
+        ASSERT_STR_CONTAINS(d->items[8].message, "belongs in [cgroup]");
         /* bad values leave the defaults */
         ASSERT_EQ(c->seccomp, CONFIG_SECCOMP_ENFORCE);
         ASSERT_EQ(c->sample_interval_usec, USEC_PER_SEC);
@@ -118,13 +118,13 @@ TEST(errors) {
         ASSERT_EQ(c->log_level, CONFIG_LOG_INFO);
 }
 
-TEST(limits) {
+static void test_limits(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(config_freep) Config *c = NULL;
         char *big = calloc(1, CONFIG_FILE_SIZE_MAX + 2);
         IniSource many[CONFIG_DROPINS_MAX + 1];
 
-        ASSERT_TRUE(big);
+        ASSERT_NOT_NULL(big);
         memset(big, '\n', CONFIG_FILE_SIZE_MAX + 1);
         ASSERT_OK(config_new(&c));
         ASSERT_EQ(config_parse(c, big, CONFIG_FILE_SIZE_MAX + 1, "big.conf", d), -EFBIG);
@@ -137,7 +137,7 @@ TEST(limits) {
         ASSERT_NULL(c);
 }
 
-TEST(durations) {
+static void test_durations(void) {
         uint64_t u;
 
         ASSERT_OK(config_parse_duration("250us", &u));
@@ -146,17 +146,17 @@ TEST(durations) {
         ASSERT_EQ(u, 3 * USEC_PER_SEC);
         ASSERT_OK(config_parse_duration("2 min", &u));
         ASSERT_EQ(u, 120 * USEC_PER_SEC);
-        ASSERT_TRUE(config_parse_duration("-1s", &u) < 0);
-        ASSERT_TRUE(config_parse_duration("1.5s", &u) < 0);
-        ASSERT_TRUE(config_parse_duration("99999999999999999999s", &u) < 0);
+        ASSERT_LT(config_parse_duration("-1s", &u), 0);
+        ASSERT_LT(config_parse_duration("1.5s", &u), 0);
+        ASSERT_LT(config_parse_duration("99999999999999999999s", &u), 0);
 }
 
 int main(void) {
-        RUN(defaults);
-        RUN(every_key);
-        RUN(dropin_order);
-        RUN(errors);
-        RUN(limits);
-        RUN(durations);
+        RUN(test_defaults);
+        RUN(test_every_key);
+        RUN(test_dropin_order);
+        RUN(test_errors);
+        RUN(test_limits);
+        RUN(test_durations);
         return 0;
 }

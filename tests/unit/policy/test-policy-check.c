@@ -3,14 +3,14 @@
  * as hand-built Topology and KernelCaps values. */
 
 #include "decide/policy-check.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 static PolicySet *set_of(const char *const *files, const char *const *texts, size_t n, Diagnostics *d) {
         IniSource src[8];
         PolicySet *s = NULL;
         int k;
 
-        ASSERT_TRUE(n <= 8);
+        ASSERT_LE(n, 8);
         for (size_t i = 0; i < n; i++)
                 src[i] = (IniSource) { .file = files[i], .text = texts[i], .len = strlen(texts[i]) };
         k = policy_set_parse(src, n, d, &s);
@@ -21,7 +21,7 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         return s;
 }
 
-TEST(shadowing) {
+static void test_shadowing(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini", "d.ini", "e.ini" };
         static const char *const texts[] = {
                 /* a: all avx tasks, always */
@@ -43,11 +43,11 @@ TEST(shadowing) {
         ASSERT_EQ(diag_count_id(d, "shadowed"), 2);
         ASSERT_STREQ(d->items[0].file, "b.ini");
         ASSERT_EQ(d->items[0].line, 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "'a'"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "'a'");
         ASSERT_STREQ(d->items[1].file, "e.ini");
 }
 
-TEST(shadowing_when) {
+static void test_shadowing_when(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini" };
         static const char *const texts[] = {
                 "[policy]\nname = a\npriority = 60\n[when]\nload = 0-50%\n[match]\nclass = avx\n[place]\n",
@@ -64,7 +64,7 @@ TEST(shadowing_when) {
         ASSERT_STREQ(d->items[0].file, "c.ini");
 }
 
-TEST(conflict_warnings) {
+static void test_conflict_warnings(void) {
         static const char *const files[] = { "hi.ini", "lo.ini", "apart.ini" };
         static const char *const texts[] = {
                 ("[policy]\nname = hi\npriority = 60\n[when]\nload = 50-100%\n[kernel]\ncgroup_mode = concur\n"
@@ -83,10 +83,10 @@ TEST(conflict_warnings) {
         ASSERT_STREQ(d->items[0].file, "lo.ini");
         ASSERT_EQ(d->items[0].line, 5);
         ASSERT_EQ(d->items[1].line, 7);
-        ASSERT_TRUE(strstr(d->items[1].message, "'hi' wins"));
+        ASSERT_STR_CONTAINS(d->items[1].message, "'hi' wins");
 }
 
-TEST(offline_cgroup_mode_words) {
+static void test_offline_cgroup_mode_words(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = conccur\n" };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -94,14 +94,14 @@ TEST(offline_cgroup_mode_words) {
 
         ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-cgroup-mode", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'concur'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'concur'?");
 }
 
 /* A 2-socket, 4-LLC, SMT2 machine with 16 PUs, made by hand. */
 static Topology *fake_topology(void) {
         Topology *t = calloc(1, sizeof(Topology));
 
-        ASSERT_TRUE(t);
+        ASSERT_NOT_NULL(t);
         t->n_packages = 2;
         t->n_numa_nodes = 2;
         t->n_llcs = 4;
@@ -136,7 +136,7 @@ static KernelCaps fake_caps(void) {
         "[kernel]\ncgroup_mode = concur\n"                                      \
         "[features]\nHRTICK = on\nTTWU_QUEUE = off\nTTWU_QUEU = on\nNOSUCH = on\n"
 
-TEST(machine_warnings) {
+static void test_machine_warnings(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { MACHINE_POLICY };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -151,7 +151,7 @@ TEST(machine_warnings) {
         ASSERT_EQ(diag_count_id(d, "unknown-feature"), 2);
         ASSERT_TRUE(diag_has_line(d, "m.ini", 18));
         ASSERT_TRUE(diag_has_line(d, "m.ini", 19));
-        ASSERT_TRUE(strstr(d->items[d->n - 2].message, "did you mean TTWU_QUEUE?"));
+        ASSERT_STR_CONTAINS(d->items[d->n - 2].message, "did you mean TTWU_QUEUE?");
         /* llcs, vendor, kernel cannot hold; smt can */
         ASSERT_EQ(diag_count_id(d, "never-holds"), 3);
         ASSERT_TRUE(diag_has_line(d, "m.ini", 5));
@@ -165,7 +165,7 @@ TEST(machine_warnings) {
         free(t);
 }
 
-TEST(machine_without_facilities) {
+static void test_machine_without_facilities(void) {
         static const char *const files[] = { "m.ini", "off.ini" };
         static const char *const texts[] = {
                 MACHINE_POLICY,
@@ -190,7 +190,7 @@ TEST(machine_without_facilities) {
         ASSERT_DIAG(d, DIAG_WARNING, "never-holds", 4); /* smt = on, SMT off */
 }
 
-TEST(machine_unknown_mode) {
+static void test_machine_unknown_mode(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = flat\n" };
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -200,7 +200,7 @@ TEST(machine_unknown_mode) {
 
         ASSERT_OK(check_policy_set(s, NULL, &caps, 0, d));
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-cgroup-mode", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "this kernel"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "this kernel");
         diag_free(TAKE_PTR(d));
 
         /* a kernel that lists a mode topod never heard of: fine */
@@ -210,7 +210,7 @@ TEST(machine_unknown_mode) {
         ASSERT_EQ(d->n, 0);
 }
 
-TEST(machine_from) {
+static void test_machine_from(void) {
         Topology *t = fake_topology();
         KernelCaps caps = fake_caps();
         PolicyMachine m;
@@ -229,13 +229,13 @@ TEST(machine_from) {
 }
 
 int main(void) {
-        RUN(shadowing);
-        RUN(shadowing_when);
-        RUN(conflict_warnings);
-        RUN(offline_cgroup_mode_words);
-        RUN(machine_warnings);
-        RUN(machine_without_facilities);
-        RUN(machine_unknown_mode);
-        RUN(machine_from);
+        RUN(test_shadowing);
+        RUN(test_shadowing_when);
+        RUN(test_conflict_warnings);
+        RUN(test_offline_cgroup_mode_words);
+        RUN(test_machine_warnings);
+        RUN(test_machine_without_facilities);
+        RUN(test_machine_unknown_mode);
+        RUN(test_machine_from);
         return 0;
 }

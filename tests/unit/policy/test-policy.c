@@ -5,7 +5,7 @@
 #include <fnmatch.h>
 #include <time.h>
 #include "decide/policy.h"
-#include "policy-tests.h"
+#include "tests.h"
 
 static Policy *parse_ok(const char *text, const char *file, Diagnostics *d) {
         Policy *p = NULL;
@@ -25,7 +25,7 @@ static Diagnostics *parse_bad(const char *text) {
         Policy *p = NULL;
         int k;
 
-        ASSERT_TRUE(d);
+        ASSERT_NOT_NULL(d);
         k = policy_parse(text, strlen(text), "bad.ini", d, &p);
         if (k != -EINVAL) {
                 fprintf(stderr, "expected -EINVAL, got %d for:\n%s\n", k, text);
@@ -72,7 +72,7 @@ static Diagnostics *parse_bad(const char *text) {
         "TTWU_QUEUE = off\n"                                \
         "HRTICK = on\n"
 
-TEST(full_sketch) {
+static void test_full_sketch(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p = parse_ok(FULL, "/etc/topod/policies.d/10-avx.ini", d);
 
@@ -117,7 +117,7 @@ TEST(full_sketch) {
         ASSERT_TRUE(p->features[1].on);
 }
 
-TEST(defaults) {
+static void test_defaults(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p =
                 parse_ok("[policy]\nname = lat\n[match]\nclass = latency\n[place]\n", "lat.ini", d);
@@ -132,7 +132,7 @@ TEST(defaults) {
         ASSERT_NULL(p->cgroup_mode);
 }
 
-TEST(syntax_variants) {
+static void test_syntax_variants(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         /* value-side operators, ':' separator, CRLF, BOM, indented lines,
          * keep, explicit cpus, several classes, kernel == 6.6 */
@@ -156,16 +156,16 @@ TEST(syntax_variants) {
         ASSERT_EQ(p->cgroup_mode_line, 13);
 }
 
-TEST(kernel_versions) {
+static void test_kernel_versions(void) {
         uint64_t v;
 
         ASSERT_EQ(policy_parse_kernel_version("6.8.0-31-generic", &v), 3);
         ASSERT_EQ(v, POLICY_KERNEL_VERSION(6, 8, 0));
         ASSERT_EQ(policy_parse_kernel_version("7.3", &v), 2);
-        ASSERT_TRUE(policy_parse_kernel_version("7", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("7.x", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("99999.1", &v) < 0);
-        ASSERT_TRUE(policy_parse_kernel_version("", &v) < 0);
+        ASSERT_LT(policy_parse_kernel_version("7", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("7.x", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("99999.1", &v), 0);
+        ASSERT_LT(policy_parse_kernel_version("", &v), 0);
 }
 
 static PolicyMachine machine(void) {
@@ -175,7 +175,7 @@ static PolicyMachine machine(void) {
         };
 }
 
-TEST(when_holds) {
+static void test_when_holds(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p = parse_ok(FULL, "a.ini", d);
         _cleanup_(policy_freep) Policy *q = parse_ok(
@@ -212,7 +212,7 @@ TEST(when_holds) {
         ASSERT_FALSE(policy_when_holds(&p->when, &m));
 }
 
-TEST(match_task) {
+static void test_match_task(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p = parse_ok(FULL, "a.ini", d);
         PolicyTask t = {
@@ -237,7 +237,7 @@ TEST(match_task) {
 }
 
 /* Plain names are compared, not fnmatch()ed; the result is the same. */
-TEST(match_literal) {
+static void test_match_literal(void) {
         static const char TEXT[] = "[policy]\nname = lit\n[match]\ncomm = postgres\ncomm = pg_*\n"
                                    "comm = a\\*b\ncomm = x[yz]\ncomm = k\\9\n[place]\ncpus = all\n";
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
@@ -265,8 +265,8 @@ TEST(match_literal) {
                         snprintf(longer, sizeof(longer), "%sx", plain[i]);
                         snprintf(other, sizeof(other), "x%s", plain[i]);
                         ASSERT_EQ(fnmatch(plain[i], plain[i], 0), 0);
-                        ASSERT_TRUE(fnmatch(plain[i], longer, 0) != 0);
-                        ASSERT_TRUE(fnmatch(plain[i], other, 0) != 0);
+                        ASSERT_NE(fnmatch(plain[i], longer, 0), 0);
+                        ASSERT_NE(fnmatch(plain[i], other, 0), 0);
                 }
         }
         for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
@@ -289,7 +289,7 @@ TEST(match_literal) {
  * those whose comm patterns are all names or starts ("x", "x*") and none
  * of which matches the comm. Random sets of such patterns and others,
  * against that rule with fnmatch() as the judge. */
-TEST(index_walk) {
+static void test_index_walk(void) {
         static const char *const pats[] = { "ab", "abc", "a", "b", "ab*", "a*", "*", "abcd*", "b*", "a?c", "*c",
                                             "a[bc]", "x\\y", "abc*", "*b*", "a?*" };
         static const char *const comms[] = { "ab", "abc", "abcd", "abcde", "a", "b", "bc", "xy", "x\\y", "c", "" };
@@ -385,7 +385,7 @@ TEST(index_walk) {
 /* A string hitting more starts than a walk follows (a kernel's comm
  * cannot, a test tree's may): every policy taken, still in order, and no
  * other. */
-TEST(index_walk_many_starts) {
+static void test_index_walk_many_starts(void) {
         static const char LONG[] = "abcdefghijklmnopqrstuvwxyz";
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *set = NULL;
@@ -430,15 +430,15 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         IniSource src[16];
         PolicySet *s = NULL;
 
-        ASSERT_TRUE(n <= 16);
+        ASSERT_LE(n, 16);
         for (size_t i = 0; i < n; i++)
                 src[i] = (IniSource) { .file = files[i], .text = texts[i], .len = strlen(texts[i]) };
         ASSERT_EQ(policy_set_parse(src, n, d, &s), expect);
-        ASSERT_TRUE(s);
+        ASSERT_NOT_NULL(s);
         return s;
 }
 
-TEST(precedence) {
+static void test_precedence(void) {
         static const char *const files[] = { "d/30-c.ini", "d/10-b.ini", "d/20-a.ini", "other/10-b.ini" };
         static const char *const texts[] = {
                 "[policy]\nname = c\npriority = 10\n[match]\ncomm = x*\n[place]\n",
@@ -471,7 +471,7 @@ TEST(precedence) {
         ASSERT_EQ(policy_set_select(s, in_force, &t), -1);
 }
 
-TEST(duplicate_names) {
+static void test_duplicate_names(void) {
         static const char *const files[] = { "b.ini", "a.ini", "c.ini" };
         static const char *const texts[] = {
                 "[policy]\nname = same\n[features]\nX = on\n",
@@ -488,7 +488,7 @@ TEST(duplicate_names) {
         ASSERT_STREQ(s->policies[0]->file, "a.ini");
 }
 
-TEST(conflicts) {
+static void test_conflicts(void) {
         static const char *const files[] = { "lo.ini", "hi.ini", "mid.ini", "off.ini" };
         static const char *const texts[] = {
                 "[policy]\nname = lo\npriority = 10\n[kernel]\ncgroup_mode = smp\n[features]\nA = on\nB = on\n",
@@ -528,7 +528,7 @@ TEST(conflicts) {
         ASSERT_EQ(plan->n_conflicts, 1);
 }
 
-TEST(when_overlap_and_satisfiable) {
+static void test_when_overlap_and_satisfiable(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *a = parse_ok("[policy]\nname=a\n[when]\nload = 0-40%\nllcs >= 4\n[features]\nX=on\n", "a.ini", d);
         _cleanup_(policy_freep) Policy *b = parse_ok("[policy]\nname=b\n[when]\nload = 50-100%\n[features]\nX=on\n", "b.ini", d);
@@ -544,7 +544,7 @@ TEST(when_overlap_and_satisfiable) {
 
 /* ── Every error class, at the right line ── */
 
-TEST(error_syntax) {
+static void test_error_syntax(void) {
         _cleanup_(diag_freep) Diagnostics *d = parse_bad("[policy]\nname = x\njust words\n");
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 3);
         diag_free(TAKE_PTR(d));
@@ -556,7 +556,7 @@ TEST(error_syntax) {
         diag_free(TAKE_PTR(d));
         d = parse_bad("[policy]\nname = x\n[when]\nllcs > 4\n");
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "llcs >= 4"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "llcs >= 4");
         diag_free(TAKE_PTR(d));
         d = parse_bad("[policy]\nname = x\n= y\n");
         ASSERT_DIAG(d, DIAG_ERROR, "syntax", 3);
@@ -577,31 +577,31 @@ TEST(error_syntax) {
         }
 }
 
-TEST(error_unknown_section_and_key) {
+static void test_error_unknown_section_and_key(void) {
         _cleanup_(diag_freep) Diagnostics *d = parse_bad("[policy]\nname = x\n[plcae]\ncookie = group\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-section", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean [place]?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean [place]?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\npriorty = 3\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-key", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean 'priority'?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean 'priority'?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\ncookie = group\n");
         ASSERT_DIAG(d, DIAG_ERROR, "unknown-key", 3);
-        ASSERT_TRUE(strstr(d->items[0].message, "belongs in [place]"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "belongs in [place]");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[Policy]\nname = x\n");
-        ASSERT_TRUE(strstr(d->items[0].message, "did you mean [policy]?"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "did you mean [policy]?");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\n[policy]\nname = y\n");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-section", 3);
 }
 
-TEST(error_bad_values) {
+static void test_error_bad_values(void) {
         static const struct {
                 const char *text;
                 const char *id;
@@ -654,10 +654,10 @@ TEST(error_bad_values) {
         }
 }
 
-TEST(error_duplicates_and_contradictions) {
+static void test_error_duplicates_and_contradictions(void) {
         _cleanup_(diag_freep) Diagnostics *d = parse_bad("[policy]\nname = x\npriority = 1\npriority = 2\n");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-key", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "first at line 3"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "first at line 3");
         diag_free(TAKE_PTR(d));
 
         d = parse_bad("[policy]\nname = x\n[match]\ncomm = a\n[place]\ncookie = group\ncookie = none\n");
@@ -704,7 +704,7 @@ TEST(error_duplicates_and_contradictions) {
         ASSERT_DIAG(d, DIAG_ERROR, "missing-name", 0);
 }
 
-TEST(parser_warnings) {
+static void test_parser_warnings(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p = parse_ok("[policy]\nname = x\n[when]\nvendor = GenuineIntle\n"
                                                      "[match]\ncomm = averyveryverylongname\ncomm = a*\ncomm = a*\n"
@@ -713,7 +713,7 @@ TEST(parser_warnings) {
 
         ASSERT_EQ(d->n_errors, 0);
         ASSERT_DIAG(d, DIAG_WARNING, "unknown-vendor", 4);
-        ASSERT_TRUE(strstr(d->items[0].message, "GenuineIntel"));
+        ASSERT_STR_CONTAINS(d->items[0].message, "GenuineIntel");
         ASSERT_DIAG(d, DIAG_WARNING, "comm-too-long", 6);
         ASSERT_DIAG(d, DIAG_WARNING, "duplicate-pattern", 8);
         ASSERT_EQ(p->match.fields[POLICY_MATCH_COMM].n, 2);
@@ -733,7 +733,7 @@ static char *repeat_text(const char *head, const char *fmt, unsigned n) {
         size_t cap = strlen(head) + (size_t) n * (strlen(fmt) + 16) + 1;
         char *s = malloc(cap), *p;
 
-        ASSERT_TRUE(s);
+        ASSERT_NOT_NULL(s);
         p = stpcpy(s, head);
         for (unsigned i = 0; i < n; i++)
                 p += sprintf(p, fmt, i);
@@ -741,7 +741,7 @@ static char *repeat_text(const char *head, const char *fmt, unsigned n) {
 }
 #pragma GCC diagnostic pop
 
-TEST(limits) {
+static void test_limits(void) {
         _cleanup_(diag_freep) Diagnostics *d = NULL;
         _cleanup_free_ char *big = NULL, *rules = NULL, *feats = NULL, *longline = NULL, *when = NULL;
         Policy *p = NULL;
@@ -803,12 +803,12 @@ TEST(limits) {
         ASSERT_EQ(d->n_errors, DIAG_MAX + 50);
 }
 
-TEST(policy_count_limit) {
+static void test_policy_count_limit(void) {
         IniSource *src = calloc(POLICY_COUNT_MAX + 1, sizeof(IniSource));
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         PolicySet *s = NULL;
 
-        ASSERT_TRUE(src);
+        ASSERT_NOT_NULL(src);
         for (size_t i = 0; i <= POLICY_COUNT_MAX; i++)
                 src[i] = (IniSource) { .file = "p.ini", .text = "", .len = 0 };
         ASSERT_EQ(policy_set_parse(src, POLICY_COUNT_MAX + 1, d, &s), -E2BIG);
@@ -817,7 +817,7 @@ TEST(policy_count_limit) {
         free(src);
 }
 
-TEST(did_you_mean) {
+static void test_did_you_mean(void) {
         static const char *const words[] = { "policy", "when", "match", "place", "kernel", "features", NULL };
 
         ASSERT_STREQ(diag_closest("polcy", words), "policy");
@@ -833,7 +833,7 @@ TEST(did_you_mean) {
 /* A load band over time: entered after the dwell inside it, left after the
  * dwell beyond the hysteresis; the first reading decides at once; a
  * reading back on the side it is on resets the dwell. */
-TEST(load_band) {
+static void test_load_band(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_freep) Policy *p = parse_ok("[policy]\nname = b\n[when]\nload = 50-100%\n[features]\nX = on\n",
                                                      "b.ini", d);
@@ -866,27 +866,27 @@ TEST(load_band) {
 }
 
 int main(void) {
-        RUN(full_sketch);
-        RUN(defaults);
-        RUN(syntax_variants);
-        RUN(kernel_versions);
-        RUN(when_holds);
-        RUN(load_band);
-        RUN(match_task);
-        RUN(match_literal);
-        RUN(index_walk);
-        RUN(index_walk_many_starts);
-        RUN(precedence);
-        RUN(duplicate_names);
-        RUN(conflicts);
-        RUN(when_overlap_and_satisfiable);
-        RUN(error_syntax);
-        RUN(error_unknown_section_and_key);
-        RUN(error_bad_values);
-        RUN(error_duplicates_and_contradictions);
-        RUN(parser_warnings);
-        RUN(limits);
-        RUN(policy_count_limit);
-        RUN(did_you_mean);
+        RUN(test_full_sketch);
+        RUN(test_defaults);
+        RUN(test_syntax_variants);
+        RUN(test_kernel_versions);
+        RUN(test_when_holds);
+        RUN(test_load_band);
+        RUN(test_match_task);
+        RUN(test_match_literal);
+        RUN(test_index_walk);
+        RUN(test_index_walk_many_starts);
+        RUN(test_precedence);
+        RUN(test_duplicate_names);
+        RUN(test_conflicts);
+        RUN(test_when_overlap_and_satisfiable);
+        RUN(test_error_syntax);
+        RUN(test_error_unknown_section_and_key);
+        RUN(test_error_bad_values);
+        RUN(test_error_duplicates_and_contradictions);
+        RUN(test_parser_warnings);
+        RUN(test_limits);
+        RUN(test_policy_count_limit);
+        RUN(test_did_you_mean);
         return 0;
 }
