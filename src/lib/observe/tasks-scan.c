@@ -1,143 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "tasks.h"
+/* One scan (task_scanner_run()): the walk of /proc, or of the processes
+ * the events touched, into a new snapshot; each thread read afresh or,
+ * when it has not run since the last scan, taken as it was. */
+#include "observe/tasks-internal.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "base/util.h"
-
-#ifndef PR_SCHED_CORE
-#define PR_SCHED_CORE 62
-#endif
-#ifndef PR_SCHED_CORE_GET
-#define PR_SCHED_CORE_GET 0
-#endif
-
-/* A file of a task that vanished gives ENOENT (directory gone) or ESRCH
- * (the task is exiting while we read). */
-static bool is_vanished(int err) {
-        return err == -ENOENT || err == -ESRCH;
-}
-
-int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata) {
-        unsigned long cookie = 0;
-
-        (void) userdata;
-        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, (unsigned long) tid, 0 /* PIDTYPE_PID */,
-                  (unsigned long) &cookie) < 0)
-                return negative_errno();
-        *ret_cookie = cookie;
-        return 0;
-}
-
-/* Read a small file below dirfd into buf (NUL-terminated); the length, or
- * negative errno. Longer files are cut at size - 1 bytes. Only files made
- * whole in one go (read_record()). */
-static ssize_t read_small_at(int dirfd, const char *name, char *buf, size_t size) {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-        if (fd < 0)
-                return negative_errno();
-        return read_record(fd, buf, size);
-}
-
-static bool parse_pid(const char *s, pid_t *ret) {
-        long v = 0;
-
-        if (!*s)
-                return false;
-        for (; *s; s++) {
-                if (*s < '0' || *s > '9')
-                        return false;
-                v = v * 10 + (*s - '0');
-                if (v > INT32_MAX)
-                        return false;
-        }
-        if (v <= 0)
-                return false;
-        *ret = (pid_t) v;
-        return true;
-}
-
-static ProcessFacts *process_facts_unref(ProcessFacts *p) {
-        if (!p || --p->refs > 0)
-                return NULL;
-        free(p->exe);
-        free(p->cmdline);
-        free(p->cgroup);
-        free(p);
-        return NULL;
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessFacts *, process_facts_unref);
-
-TaskSnapshot *task_snapshot_ref(TaskSnapshot *s) {
-        if (s)
-                s->n_ref++;
-        return s;
-}
-
-TaskSnapshot *task_snapshot_free(TaskSnapshot *s) {
-        if (!s || --s->n_ref > 0)
-                return NULL;
-        for (size_t i = 0; i < s->n_processes; i++)
-                process_facts_unref(s->processes[i]);
-        free(s->processes);
-        free(s->tasks);
-        free(s);
-        return NULL;
-}
-
-/* A thread's schedstat, kept open between scans. */
-typedef struct Held {
-        pid_t tid;
-        int fd;
-} Held;
-
-struct TaskScanner {
-        const Root *root;
-        TaskScanOps ops;
-        bool has_ops;
-        TaskSnapshot *prev;
-        Held *held; /* sorted by tid */
-        size_t n_held;
-        TaskScanStats stats;
-
-        size_t held_budget; /* most schedstat fds held at once */
-
-        /* With a complete stream of process events, a process that had no
-         * FORK, EXEC or EXIT since the last scan has the same threads: its
-         * task directory need not be listed, nor /proc. */
-        bool trust_events;
-        pid_t *dirty; /* processes the events touched (since the scan began, during one) */
-        size_t n_dirty, dirty_cap;
-
-        /* A scan that yields (task_scanner_set_yield()) lets events in:
-         * their marks go to a list of their own (the scan took the one
-         * before), and invalidations to late, applied to the held set the
-         * scan ends with (the thread may be in it already, with what it
-         * read before the exec). */
-        const YieldHooks *yield;
-        bool lazy_kernel_threads; /* task_scanner_set_lazy_kernel_threads() */
-        const Lives *lives;       /* task_scanner_set_lives() */
-        bool scanning;
-        pid_t *late;
-        size_t n_late, late_cap;
-        bool late_lost; /* too many, or no memory: every held fd goes */
-};
 
 typedef struct Builder {
         TaskScanner *scanner;
         TaskSnapshot *snap;
         size_t tasks_cap, procs_cap;
-        Held *held; /* the new held set, appended unsorted */
+        TaskHeld *held; /* the new held set, appended unsorted */
         size_t n_held, held_cap;
         bool full;
         pid_t *dirty; /* the marks this scan took */
@@ -145,18 +23,6 @@ typedef struct Builder {
         const pid_t *defer; /* not read, left marked (sorted) */
         size_t n_defer;
 } Builder;
-
-static int compare_held(const void *a, const void *b) {
-        const Held *x = a, *y = b;
-
-        return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-static Held *find_held(const TaskScanner *s, pid_t tid) {
-        Held key = { .tid = tid };
-
-        return s->n_held ? bsearch(&key, s->held, s->n_held, sizeof(Held), compare_held) : NULL;
-}
 
 static int push_task(Builder *b, const TaskFacts *t) {
         if (b->snap->n_tasks >= TASKS_MAX)
@@ -193,14 +59,14 @@ static int push_process(Builder *b, ProcessFacts *p) {
 static int push_held(Builder *b, pid_t tid, int fd) {
         if (b->n_held == b->held_cap) {
                 size_t n = b->held_cap ? b->held_cap * 2 : 1024;
-                Held *nh = realloc(b->held, n * sizeof(Held));
+                TaskHeld *nh = realloc(b->held, n * sizeof(TaskHeld));
 
                 if (!nh)
                         return -ENOMEM;
                 b->held = nh;
                 b->held_cap = n;
         }
-        b->held[b->n_held++] = (Held) { tid, fd };
+        b->held[b->n_held++] = (TaskHeld) { tid, fd };
         return 0;
 }
 
@@ -232,11 +98,11 @@ static int read_process(int pfd, pid_t tgid, const ProcStat *leader, ProcessFact
                 if (!p->exe)
                         return -ENOMEM;
         }
-        n = read_small_at(pfd, "cmdline", buf, sizeof(buf));
+        n = tasks_read_small_at(pfd, "cmdline", buf, sizeof(buf));
         k = procfs_format_cmdline(buf, n > 0 ? (size_t) n : 0, TASKS_CMDLINE_MAX, &p->cmdline);
         if (k < 0)
                 return k;
-        n = read_small_at(pfd, "cgroup", buf, sizeof(buf));
+        n = tasks_read_small_at(pfd, "cgroup", buf, sizeof(buf));
         if (n > 0 && (size_t) n < sizeof(buf) - 1) { /* a full buffer may end in a cut line */
                 k = procfs_parse_cgroup(buf, (size_t) n, &p->cgroup);
                 if (k < 0 && k != -ENODATA && k != -EINVAL)
@@ -265,9 +131,9 @@ static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
         ssize_t n;
         int k;
 
-        n = read_small_at(tfd, "stat", buf, sizeof(buf));
+        n = tasks_read_small_at(tfd, "stat", buf, sizeof(buf));
         if (n < 0)
-                return is_vanished((int) n) ? 0 : (int) n;
+                return tasks_vanished((int) n) ? 0 : (int) n;
         k = procfs_parse_stat(buf, (size_t) n, &st);
         if (k < 0)
                 return n == 0 ? 0 : k; /* an exiting task can give an empty file */
@@ -287,7 +153,7 @@ static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
         {
                 ProcStatus ps;
 
-                n = read_small_at(tfd, "status", buf, sizeof(buf));
+                n = tasks_read_small_at(tfd, "status", buf, sizeof(buf));
                 if (n >= 0 && procfs_parse_status(buf, (size_t) n, &ps) >= 0) {
                         t->has_uid = ps.has_uid;
                         t->uid = ps.uid;
@@ -295,10 +161,10 @@ static int read_thread_files(Builder *b, int tfd, TaskFacts *t) {
                         t->has_ctxt = ps.has_ctxt;
                         t->voluntary_ctxt = ps.voluntary_ctxt;
                         t->nonvoluntary_ctxt = ps.nonvoluntary_ctxt;
-                } else if (n < 0 && is_vanished((int) n))
+                } else if (n < 0 && tasks_vanished((int) n))
                         return 0;
         }
-        n = read_small_at(tfd, "arch_status", buf, sizeof(buf));
+        n = tasks_read_small_at(tfd, "arch_status", buf, sizeof(buf));
         if (n < 0 || procfs_parse_arch_status(buf, (size_t) n, &t->avx, &t->avx_elapsed_ms) < 0)
                 t->avx = PROC_AVX_NO_LINE;
         t->cookie_error = -ENODATA;
@@ -323,7 +189,7 @@ static bool quiet_kernel_thread(const Builder *b, const TaskFacts *prev, const P
 /* One thread. Returns 1 when added, 0 when it vanished, negative errno. */
 static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, ProcessFacts *proc) {
         TaskScanner *s = b->scanner;
-        Held *h = find_held(s, tid);
+        TaskHeld *h = task_scanner_find_held(s, tid);
         const TaskFacts *prev = s->prev ? task_snapshot_find(s->prev, tid) : NULL;
         TaskFacts t = { .tid = tid, .tgid = proc->tgid, .process = proc, .cookie_error = -ENODATA };
         ProcSchedstat ss;
@@ -354,7 +220,7 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
                         return -EINVAL;
                 fd = openat(taskfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0) {
-                        if (is_vanished(negative_errno()))
+                        if (tasks_vanished(negative_errno()))
                                 return 0;
                         if (errno == EMFILE || errno == ENFILE)
                                 s->stats.fd_limit_hit = true;
@@ -389,7 +255,7 @@ static int scan_thread(Builder *b, int taskfd, const char *name, pid_t tid, Proc
                 _cleanup_close_ int tfd = openat(taskfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
                 if (tfd < 0)
-                        k = is_vanished(negative_errno()) ? 0 : negative_errno();
+                        k = tasks_vanished(negative_errno()) ? 0 : negative_errno();
                 else
                         k = read_thread_files(b, tfd, &t);
                 if (k <= 0) {
@@ -424,81 +290,20 @@ static ProcessFacts *find_prev_process(const TaskScanner *s, pid_t tgid) {
         return leader ? (ProcessFacts *) leader->process : NULL;
 }
 
-/* Reading an open directory's entries straight from getdents64():
- * fdopendir() would add an fstat() and two fcntl() calls, for each process
- * a scan reads. */
-typedef struct DirReader {
-        int fd;
-        size_t pos, len;
-        char buf[2048] __attribute__((aligned(8)));
-} DirReader;
-
-/* The next entry's name: 1, 0 at the end, or a negative errno. */
-static int dir_next(DirReader *r, const char **ret_name) {
-        for (;;) {
-                const struct dirent64 *de;
-                ssize_t n;
-
-                if (r->pos < r->len) {
-                        de = (const struct dirent64 *) (r->buf + r->pos);
-                        r->pos += de->d_reclen;
-                        *ret_name = de->d_name;
-                        return 1;
-                }
-                n = syscall(SYS_getdents64, r->fd, r->buf, sizeof(r->buf));
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        return 0;
-                r->pos = 0;
-                r->len = (size_t) n;
-        }
-}
-
-/* A live thread's directory (task/TID) of process tgid, whose main thread
- * exited while others live: the exited one has no memory map (no exe, an
- * empty cmdline) and its cgroup is where it exited. Its number in
- * *ret_tid. -ESRCH when none. */
-static int live_thread_dir(int pfd, pid_t tgid, pid_t *ret_tid) {
-        _cleanup_close_ int taskfd = openat(pfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DirReader r = { .fd = taskfd };
-        const char *entry;
-
-        if (taskfd < 0)
-                return errno == ENOENT ? -ESRCH : negative_errno();
-        while (dir_next(&r, &entry) > 0) {
-                _cleanup_close_ int tfd = -EBADF;
-                char buf[1024];
-                ProcStat st;
-                ssize_t n;
-                pid_t tid;
-
-                if (!parse_pid(entry, &tid) || tid == tgid)
-                        continue;
-                tfd = openat(taskfd, entry, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                n = tfd < 0 ? -1 : read_small_at(tfd, "stat", buf, sizeof(buf));
-                if (n > 0 && procfs_parse_stat(buf, (size_t) n, &st) >= 0 && !procfs_state_exited(st.state)) {
-                        *ret_tid = tid;
-                        return TAKE_FD(tfd);
-                }
-        }
-        return -ESRCH;
-}
-
 static int scan_process(Builder *b, int procfd, pid_t tgid) {
         _cleanup_close_ int pfd = -EBADF, taskfd = -EBADF, files = -EBADF;
         _cleanup_(process_facts_unrefp) ProcessFacts *fresh = NULL;
         ProcessFacts *proc = NULL;
         char name[16], buf[4096];
         ProcStat leader;
-        DirReader r;
+        TasksDirReader r;
         ssize_t n;
         int k;
 
         snprintf(name, sizeof(name), "%d", (int) tgid);
         pfd = openat(procfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (pfd < 0) {
-                if (is_vanished(negative_errno()))
+                if (tasks_vanished(negative_errno()))
                         b->snap->vanished++;
                 else
                         b->snap->unreadable++; /* EMFILE and the like: not gone */
@@ -511,14 +316,14 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
          * or a full scan. */
         proc = b->full ? NULL : find_prev_process(b->scanner, tgid);
         if (proc) {
-                Held *h = find_held(b->scanner, tgid);
+                TaskHeld *h = task_scanner_find_held(b->scanner, tgid);
                 ProcSchedstat ss;
 
                 if (!h || h->fd < 0 || pread_schedstat(h->fd, &ss) < 0)
                         proc = NULL;
         }
         if (!proc) {
-                n = read_small_at(pfd, "stat", buf, sizeof(buf));
+                n = tasks_read_small_at(pfd, "stat", buf, sizeof(buf));
                 if (n < 0 || procfs_parse_stat(buf, (size_t) n, &leader) < 0) {
                         b->snap->vanished++;
                         return 0;
@@ -535,7 +340,7 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                 pid_t live;
 
                 if (procfs_state_exited(leader.state))
-                        files = live_thread_dir(pfd, tgid, &live);
+                        files = tasks_live_thread_dir(pfd, tgid, &live);
                 k = read_process(files >= 0 ? files : pfd, tgid, &leader, &fresh);
                 if (k < 0)
                         return k;
@@ -552,10 +357,10 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
         }
         r.fd = taskfd;
         r.pos = r.len = 0;
-        for (const char *entry; dir_next(&r, &entry) > 0;) {
+        for (const char *entry; tasks_dir_next(&r, &entry) > 0;) {
                 pid_t tid;
 
-                if (!parse_pid(entry, &tid))
+                if (!tasks_parse_pid(entry, &tid))
                         continue;
                 k = scan_thread(b, taskfd, entry, tid, proc);
                 if (k == -ENOMEM || k == -E2BIG)
@@ -566,152 +371,6 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                         b->snap->vanished++;
         }
         return 0;
-}
-
-static int compare_tid(const void *a, const void *b) {
-        const TaskFacts *x = a, *y = b;
-
-        return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-unsigned task_snapshot_count_threads(const TaskSnapshot *s, pid_t tgid) {
-        unsigned n = 0;
-
-        for (size_t i = 0; i < s->n_tasks; i++)
-                n += s->tasks[i].tgid == tgid;
-        return n;
-}
-
-const TaskFacts *task_snapshot_find(const TaskSnapshot *s, pid_t tid) {
-        TaskFacts key = { .tid = tid };
-
-        if (s->n_tasks == 0)
-                return NULL;
-        return bsearch(&key, s->tasks, s->n_tasks, sizeof(TaskFacts), compare_tid);
-}
-
-int task_scanner_new(const Root *root, const TaskScanOps *ops, TaskScanner **ret) {
-        TaskScanner *s = calloc(1, sizeof(TaskScanner));
-
-        if (!s)
-                return -ENOMEM;
-        s->root = root;
-        {
-                /* Keep a reserve of descriptors for everything else (the
-                 * directories and files of a scan, the apply stage, whose
-                 * pass holds up to 256 handles on the processes it moves). */
-                struct rlimit rl;
-                rlim_t cur = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-
-                s->held_budget = cur > 1024 ? (size_t) MIN(cur - 512, (rlim_t) TASKS_MAX) : (size_t) (cur / 2);
-        }
-        if (ops) {
-                s->ops = *ops;
-                s->has_ops = true;
-        }
-        *ret = s;
-        return 0;
-}
-
-static void close_held(Held *h, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (h[i].fd >= 0)
-                        close(h[i].fd);
-}
-
-TaskScanner *task_scanner_free(TaskScanner *s) {
-        if (!s)
-                return NULL;
-        close_held(s->held, s->n_held);
-        free(s->held);
-        free(s->dirty);
-        free(s->late);
-        task_snapshot_free(s->prev);
-        free(s);
-        return NULL;
-}
-
-static void held_forget(TaskScanner *s, pid_t tid) {
-        Held *h = find_held(s, tid);
-
-        /* Without its held schedstat the thread is new to the next scan,
-         * and when it is a leader, so is its process. */
-        if (h && h->fd >= 0) {
-                close(h->fd);
-                h->fd = -EBADF;
-        }
-}
-
-void task_scanner_invalidate(TaskScanner *s, pid_t tid) {
-        /* During a scan: the old set, for a thread the scan has not come
-         * to yet, and after it the new one (below). */
-        held_forget(s, tid);
-        if (!s->scanning || s->late_lost)
-                return;
-        if (s->n_late == s->late_cap) {
-                size_t n = s->late_cap ? s->late_cap * 2 : 64;
-                pid_t *nl = n <= TASKS_MAX ? realloc(s->late, n * sizeof(pid_t)) : NULL;
-
-                if (!nl) {
-                        s->late_lost = true;
-                        return;
-                }
-                s->late = nl;
-                s->late_cap = n;
-        }
-        s->late[s->n_late++] = tid;
-}
-
-void task_scanner_set_yield(TaskScanner *s, const YieldHooks *hooks) {
-        s->yield = hooks;
-}
-
-void task_scanner_set_lives(TaskScanner *s, const Lives *lives) {
-        s->lives = lives;
-}
-
-/* Known dead (every thread exited, maybe not reaped): not read, not kept. */
-static bool known_dead(TaskScanner *s, pid_t tgid) {
-        if (!lives_dead(s->lives, tgid))
-                return false;
-        s->stats.dead++;
-        return true;
-}
-
-void task_scanner_set_lazy_kernel_threads(TaskScanner *s, bool lazy) {
-        s->lazy_kernel_threads = lazy;
-}
-
-void task_scanner_trust_events(TaskScanner *s, bool trust) {
-        s->trust_events = trust;
-}
-
-int task_scanner_mark(TaskScanner *s, pid_t tgid) {
-        if (tgid <= 0)
-                return 0;
-        if (s->n_dirty == s->dirty_cap) {
-                size_t n = s->dirty_cap ? s->dirty_cap * 2 : 64;
-                pid_t *nd;
-
-                if (n > TASKS_MAX) {
-                        /* A storm: stop listing processes, list /proc. */
-                        s->n_dirty = 0;
-                        s->trust_events = false;
-                        return -E2BIG;
-                }
-                nd = realloc(s->dirty, n * sizeof(pid_t));
-                if (!nd)
-                        return -ENOMEM;
-                s->dirty = nd;
-                s->dirty_cap = n;
-        }
-        s->dirty[s->n_dirty++] = tgid;
-        return 0;
-}
-
-void task_scanner_stats(const TaskScanner *s, TaskScanStats *ret) {
-        *ret = s->stats;
-        ret->held_fds = (unsigned) s->n_held;
 }
 
 static int compare_task_index(const void *a, const void *b, void *userdata) {
@@ -728,7 +387,7 @@ static int compare_task_index(const void *a, const void *b, void *userdata) {
  * negative errno. */
 static int fast_thread(Builder *b, int procfd, const TaskFacts *prev, ProcessFacts *proc) {
         TaskScanner *s = b->scanner;
-        Held *h = find_held(s, prev->tid);
+        TaskHeld *h = task_scanner_find_held(s, prev->tid);
         TaskFacts t;
         ProcSchedstat ss;
         int fd, k;
@@ -785,81 +444,6 @@ static bool deferred(Builder *b, pid_t tgid) {
         return true;
 }
 
-/* A listing of /proc through procfd, which stays open. */
-static int open_listing(int procfd, DIR **ret) {
-        int dupfd = fcntl(procfd, F_DUPFD_CLOEXEC, 3);
-
-        if (dupfd < 0)
-                return negative_errno();
-        *ret = fdopendir(dupfd);
-        if (!*ret) {
-                close(dupfd);
-                return negative_errno();
-        }
-        return 0;
-}
-
-int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_n) {
-        _cleanup_close_ int own = -EBADF;
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0, cap = 0;
-        DIR *d;
-        int k;
-
-        if (procfd < 0 && (procfd = own = root_openat(root, "proc", O_RDONLY | O_DIRECTORY)) < 0)
-                return procfd;
-        if ((k = open_listing(procfd, &d)) < 0)
-                return k;
-        for (;;) {
-                struct dirent *de;
-                pid_t pid;
-
-                errno = 0;
-                de = readdir(d);
-                if (!de) {
-                        k = errno ? -errno : 0; /* a list cut short is no list */
-                        break;
-                }
-                if (!parse_pid(de->d_name, &pid))
-                        continue;
-                if (n == cap) {
-                        size_t c = cap ? cap * 2 : 256;
-                        pid_t *np = realloc(pids, c * sizeof(pid_t));
-
-                        if (!np) {
-                                k = -ENOMEM;
-                                break;
-                        }
-                        pids = np;
-                        cap = c;
-                }
-                pids[n++] = pid;
-        }
-        closedir(d);
-        if (k < 0)
-                return k;
-        if (n == 0)
-                return -ENODATA; /* no procfs there (an empty directory) */
-        qsort(pids, n, sizeof(pid_t), compare_pid);
-        *ret = TAKE_PTR(pids);
-        *ret_n = n;
-        return 0;
-}
-
-int tasks_live_thread(const Root *root, pid_t tgid, pid_t *ret_tid) {
-        _cleanup_close_ int pfd = -EBADF, fd = -EBADF;
-        char rel[32];
-
-        snprintf(rel, sizeof(rel), "proc/%d", (int) tgid);
-        pfd = root_openat(root, rel, O_RDONLY | O_DIRECTORY);
-        if (pfd == -ENOENT || pfd == -ESRCH)
-                return -ESRCH;
-        if (pfd < 0)
-                return pfd;
-        fd = live_thread_dir(pfd, tgid, ret_tid);
-        return fd < 0 ? fd : 0;
-}
-
 /* The scan without listing: quiet processes from the last snapshot, then
  * the ones events touched, listed as usual. */
 static int scan_by_events(Builder *b, int procfd) {
@@ -899,7 +483,7 @@ static int scan_by_events(Builder *b, int procfd) {
                         i = j;
                         continue; /* listed below */
                 }
-                if (known_dead(s, first->tgid)) {
+                if (task_scanner_known_dead(s, first->tgid)) {
                         i = j;
                         continue;
                 }
@@ -931,7 +515,7 @@ static int scan_by_events(Builder *b, int procfd) {
          * to read, nothing to leave to the next scan. */
         n_dirty = 0;
         for (size_t i = 0; i < b->n_dirty; i++)
-                if (!known_dead(s, b->dirty[i]))
+                if (!task_scanner_known_dead(s, b->dirty[i]))
                         b->dirty[n_dirty++] = b->dirty[i];
         b->n_dirty = n_dirty;
         /* Many touched (an exec storm's, most of them gone by now, those a
@@ -962,8 +546,8 @@ static int scan_by_events(Builder *b, int procfd) {
         return 0;
 }
 
-static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const pid_t *defer, size_t n_defer,
-                TaskSnapshot **ret) {
+int task_scanner_run(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const pid_t *defer, size_t n_defer,
+                     TaskSnapshot **ret) {
         _cleanup_(task_snapshot_freep) TaskSnapshot *snap = calloc(1, sizeof(TaskSnapshot));
         _cleanup_close_ int procfd = -EBADF;
         Builder b = { .scanner = s, .full = full, .dirty = dirty, .n_dirty = n_dirty, .defer = defer, .n_defer = n_defer };
@@ -986,12 +570,12 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                 k = scan_by_events(&b, procfd);
                 s->stats.by_events = true;
         } else {
-                if ((k = open_listing(procfd, &d)) < 0)
+                if ((k = tasks_open_listing(procfd, &d)) < 0)
                         return k;
                 for (struct dirent *de; (de = readdir(d));) {
                         pid_t tgid;
 
-                        if (!parse_pid(de->d_name, &tgid) || known_dead(s, tgid) || deferred(&b, tgid))
+                        if (!tasks_parse_pid(de->d_name, &tgid) || task_scanner_known_dead(s, tgid) || deferred(&b, tgid))
                                 continue;
                         yield_now(s->yield);
                         k = scan_process(&b, procfd, tgid);
@@ -1003,13 +587,13 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
 
         /* Threads not seen again have exited: close what is left of the old
          * held set, keep the new one. */
-        close_held(s->held, s->n_held);
+        task_held_close(s->held, s->n_held);
         free(s->held);
         s->held = b.held;
         s->n_held = b.n_held;
         if (k < 0) {
                 /* Keep nothing half-built. */
-                close_held(s->held, s->n_held);
+                task_held_close(s->held, s->n_held);
                 free(s->held);
                 s->held = NULL;
                 s->n_held = 0;
@@ -1017,9 +601,9 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                 return k;
         }
         if (s->n_held > 0)
-                qsort(s->held, s->n_held, sizeof(Held), compare_held);
+                qsort(s->held, s->n_held, sizeof(TaskHeld), task_held_compare);
         if (snap->n_tasks > 0)
-                qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), compare_tid);
+                qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), task_facts_compare);
         {
                 /* A task directory listed while threads come and go can name
                  * a tid twice (the kernel resumes by position): keep one. */
@@ -1032,7 +616,7 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                 for (size_t i = 1; s->n_held > 0 && i < s->n_held;)
                         if (s->held[i].tid == s->held[i - 1].tid) {
                                 close(s->held[i].fd);
-                                memmove(&s->held[i], &s->held[i + 1], (s->n_held - i - 1) * sizeof(Held));
+                                memmove(&s->held[i], &s->held[i + 1], (s->n_held - i - 1) * sizeof(TaskHeld));
                                 s->n_held--;
                         } else
                                 i++;
@@ -1044,7 +628,7 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
                         snap->tasks = t;
         }
         if (s->n_held > 0 && b.held_cap > s->n_held) {
-                Held *h = realloc(s->held, s->n_held * sizeof(Held));
+                TaskHeld *h = realloc(s->held, s->n_held * sizeof(TaskHeld));
                 if (h)
                         s->held = h;
         }
@@ -1059,214 +643,5 @@ static int scan(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const p
         task_snapshot_free(s->prev);
         s->prev = task_snapshot_ref(snap);
         *ret = TAKE_PTR(snap);
-        return 0;
-}
-
-int task_scanner_scan(TaskScanner *s, bool full, TaskSnapshot **ret) {
-        return task_scanner_scan_deferring(s, full, NULL, 0, ret);
-}
-
-int task_scanner_scan_deferring(TaskScanner *s, bool full, const pid_t *defer, size_t n_defer, TaskSnapshot **ret) {
-        pid_t *taken = s->dirty;
-        size_t n_taken = s->n_dirty, taken_cap = s->dirty_cap;
-        int k;
-
-        /* The marks so far are this scan's; those made while it yields,
-         * the next one's. */
-        s->dirty = NULL;
-        s->n_dirty = s->dirty_cap = 0;
-        s->scanning = true;
-        k = scan(s, full, taken, n_taken, defer, n_defer, ret);
-        s->scanning = false;
-        if (!s->dirty) {
-                /* none came: the buffer serves again */
-                s->dirty = taken;
-                s->dirty_cap = taken_cap;
-        } else
-                free(taken);
-        /* What exec'd or renamed itself while the scan ran may be in the
-         * new held set with what was read before: read afresh next time. */
-        if (s->late_lost) {
-                for (size_t i = 0; i < s->n_held; i++)
-                        if (s->held[i].fd >= 0) {
-                                close(s->held[i].fd);
-                                s->held[i].fd = -EBADF;
-                        }
-        } else
-                for (size_t i = 0; i < s->n_late; i++)
-                        held_forget(s, s->late[i]);
-        s->n_late = 0;
-        s->late_lost = false;
-        return k;
-}
-
-int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret) {
-        _cleanup_(task_scanner_freep) TaskScanner *s = NULL;
-        int k = task_scanner_new(root, ops, &s);
-
-        if (k < 0)
-                return k;
-        return task_scanner_scan(s, true, ret);
-}
-
-/* ---- one process by pid ------------------------------------------------- */
-
-void task_quick_reset(TaskQuick *q, pid_t pid) {
-        q->pid = pid;
-        q->have = 0;
-        q->comm[0] = '\0';
-        q->start_time = 0;
-        q->ppid = 0;
-        q->kernel_thread = false;
-        q->n_threads = 0;
-        q->has_uid = false;
-        q->uid = 0;
-        q->exe = q->cmdline = q->cgroup = q->parent_comm = NULL;
-}
-
-/* A small file of a process into buf (NUL-terminated). The length, -ESRCH
- * when the process is gone, or a negative errno. */
-static ssize_t quick_read(const Root *root, pid_t pid, const char *file, char *buf, size_t size) {
-        _cleanup_close_ int fd = -EBADF;
-        char rel[64];
-        ssize_t n;
-
-        snprintf(rel, sizeof(rel), "proc/%d/%s", (int) pid, file);
-        fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
-        if (fd < 0)
-                return is_vanished(fd) ? -ESRCH : fd;
-        n = read_record(fd, buf, size);
-        return n < 0 && is_vanished((int) n) ? -ESRCH : n;
-}
-
-static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size, FdBin *bin) {
-        _cleanup_close_ int fd = -EBADF;
-        char rel[64];
-        ssize_t n;
-
-        /* One read: comm is one short line, whole in the first read (no
-         * second read to see the end of the file: the cheapest check of an
-         * exec that matches nothing). */
-        /* "proc/PID/comm", without snprintf()'s format parsing (every exec
-         * comes here). */
-        memcpy(rel, "proc/", 5);
-        n = (ssize_t) format_u64(rel + 5, (uint64_t) pid);
-        memcpy(rel + 5 + n, "/comm", sizeof("/comm"));
-        fd = root_openat(root, rel, O_RDONLY | O_NOCTTY);
-        if (fd < 0)
-                return is_vanished(fd) ? -ESRCH : fd;
-        do
-                n = read(fd, buf, size - 1);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return is_vanished(negative_errno()) ? -ESRCH : negative_errno();
-        if (n == 0)
-                return -ESRCH; /* exiting */
-        fd_bin_put(bin, TAKE_FD(fd));
-        buf[n] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
-}
-
-int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
-        char buf[TASKS_CMDLINE_MAX + 1];
-        ssize_t n;
-        int k;
-
-        if (q->pid <= 0)
-                return -EINVAL;
-        if ((fields & TASK_QUICK_PARENT) && !(q->have & TASK_QUICK_PARENT))
-                fields |= TASK_QUICK_STAT; /* for the ppid */
-        fields &= ~q->have;
-        /* stat holds comm too: one file for both. */
-        if (fields & TASK_QUICK_STAT)
-                fields &= ~TASK_QUICK_COMM;
-
-        if (fields & TASK_QUICK_COMM) {
-                if ((k = quick_comm(root, q->pid, q->comm, sizeof(q->comm), q->bin)) < 0)
-                        return k;
-                q->have |= TASK_QUICK_COMM;
-        }
-        if (fields & TASK_QUICK_STAT) {
-                ProcStat st;
-
-                n = quick_read(root, q->pid, "stat", buf, sizeof(buf));
-                if (n < 0)
-                        return (int) n;
-                if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
-                        return -ESRCH; /* an exiting task can give an empty file */
-                if (procfs_state_exited(st.state))
-                        return -ESRCH; /* it has exited: nothing to decide for */
-                if (!(q->have & TASK_QUICK_COMM)) {
-                        memcpy(q->comm, st.comm, sizeof(q->comm));
-                        q->have |= TASK_QUICK_COMM;
-                }
-                q->start_time = st.start_time;
-                q->ppid = st.ppid;
-                q->kernel_thread = st.flags & PROCFS_PF_KTHREAD;
-                q->n_threads = st.num_threads;
-                q->have |= TASK_QUICK_STAT;
-        }
-        if (fields & TASK_QUICK_UID) {
-                ProcStatus ps;
-
-                n = quick_read(root, q->pid, "status", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                if (n >= 0 && procfs_parse_status(buf, (size_t) n, &ps) >= 0 && ps.has_uid) {
-                        q->has_uid = true;
-                        q->uid = ps.uid;
-                }
-                q->have |= TASK_QUICK_UID;
-        }
-        if (fields & TASK_QUICK_EXE) {
-                char rel[64];
-
-                /* Unreadable (a kernel thread, an exiting process, another
-                 * user's without ptrace rights): unknown, as in the scan. */
-                snprintf(rel, sizeof(rel), "proc/%d/exe", (int) q->pid);
-                n = readlinkat(root_fd(root), rel, q->exe_buf, TASKS_PATH_MAX);
-                if (n > 0 && n < (ssize_t) TASKS_PATH_MAX) {
-                        q->exe_buf[n] = '\0';
-                        q->exe = q->exe_buf;
-                }
-                q->have |= TASK_QUICK_EXE;
-        }
-        if (fields & TASK_QUICK_CMDLINE) {
-                _cleanup_free_ char *s = NULL;
-
-                n = quick_read(root, q->pid, "cmdline", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                if ((k = procfs_format_cmdline(buf, n > 0 ? (size_t) n : 0, TASKS_CMDLINE_MAX, &s)) < 0)
-                        return k;
-                snprintf(q->cmdline_buf, sizeof(q->cmdline_buf), "%s", s);
-                q->cmdline = q->cmdline_buf;
-                q->have |= TASK_QUICK_CMDLINE;
-        }
-        if (fields & TASK_QUICK_CGROUP) {
-                _cleanup_free_ char *s = NULL;
-
-                n = quick_read(root, q->pid, "cgroup", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                /* A full buffer may end in a cut line: unknown. */
-                if (n > 0 && (size_t) n < sizeof(buf) - 1) {
-                        k = procfs_parse_cgroup(buf, (size_t) n, &s);
-                        if (k == -ENOMEM)
-                                return k;
-                        if (k >= 0 && strlen(s) < sizeof(q->cgroup_buf)) {
-                                strcpy(q->cgroup_buf, s);
-                                q->cgroup = q->cgroup_buf;
-                        }
-                }
-                q->have |= TASK_QUICK_CGROUP;
-        }
-        if (fields & TASK_QUICK_PARENT) {
-                /* The parent process's leader's comm, as the scan has it. */
-                if (q->ppid > 0 && quick_comm(root, q->ppid, q->parent_buf, sizeof(q->parent_buf), q->bin) >= 0)
-                        q->parent_comm = q->parent_buf;
-                q->have |= TASK_QUICK_PARENT;
-        }
         return 0;
 }
