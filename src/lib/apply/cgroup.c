@@ -14,6 +14,7 @@
 
 #include "base/bitmap.h"
 #include "base/util.h"
+#include "observe/proc-cgroup.h"
 #include "observe/tasks.h"
 
 /* The controllers topod's tree needs, in the order they are enabled. */
@@ -499,117 +500,11 @@ static int journal_commit_maybe(Journal *j) {
         return j && j->dir ? journal_commit(j) : 0;
 }
 
-/* ---- proc --------------------------------------------------------------- */
-
-int cgroup_parse_proc_cgroup(const char *text, char **ret) {
-        for (const char *line = text; line && *line;) {
-                const char *nl = strchr(line, '\n');
-                size_t len = nl ? (size_t) (nl - line) : strlen(line);
-
-                if (len >= 3 && strneq(line, "0::", 3)) {
-                        char *p;
-
-                        if (len < 4 || line[3] != '/')
-                                return -EBADMSG;
-                        p = strndup(line + 3, len - 3);
-                        if (!p)
-                                return -ENOMEM;
-                        *ret = p;
-                        return 0;
-                }
-                line = nl ? nl + 1 : NULL;
-        }
-        return -ENODATA;
-}
-
-/* The cgroup of a task: -ESRCH when it is gone. */
-static int read_task_cgroup(const CgroupEnv *env, pid_t tid, char **ret) {
-        _cleanup_free_ char *text = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        char rel[64], num[21], buf[4096];
-        ssize_t n;
-        int k;
-
-        (void) format_u64(num, (uint64_t) tid);
-        (void) strjoin_buf(rel, sizeof(rel), "proc/", num, "/cgroup"); /* fits */
-        fd = root_openat(env->root, rel, O_RDONLY | O_NOCTTY);
-        if (fd == -ENOENT || fd == -ESRCH)
-                return -ESRCH;
-        if (fd < 0)
-                return fd;
-        /* One read as a rule (a line per hierarchy, made in one go: it is
-         * read for every process the fast path moves). */
-        n = read_record(fd, buf, sizeof(buf));
-        if (n == -ENOENT || n == -ESRCH)
-                return -ESRCH;
-        if (n < 0)
-                return (int) n;
-        if ((size_t) n == sizeof(buf) - 1) {
-                /* Longer: again from the start, whole. */
-                if (lseek(fd, 0, SEEK_SET) < 0)
-                        return negative_errno();
-                k = read_full_fd(fd, CGROUP_ATTR_MAX, &text, NULL);
-                if (k == -ENOENT || k == -ESRCH)
-                        return -ESRCH;
-                if (k < 0)
-                        return k;
-        }
-        fd_bin_put(env->bin, TAKE_FD(fd)); /* the fast path's: closed with others, later */
-        if (!*(text ?: buf)) /* a task that exited while we read */
-                return -ESRCH;
-        return cgroup_parse_proc_cgroup(text ?: buf, ret);
-}
-
-/* Where process pid is, and the thread that says so (*ret_tid). A main
- * thread that exited while other threads live stays where it was: its
- * /proc/PID/cgroup (and the cgroup.procs that lists the process) keep
- * naming that cgroup however the live threads are moved (writing the
- * process's number moves those only). Such a process is where its live
- * threads are: the first that lives (not one that exited and waits for a
- * tracer) names it. A stat read beyond the cgroup's: for restores and
- * read-backs that disagree, not the fast path's moves (a process that just
- * exec'd has a live main thread). */
-static int read_process_cgroup(const CgroupEnv *env, pid_t pid, char **ret, pid_t *ret_tid) {
-        _cleanup_free_ char *cg = NULL;
-        ProcStat st;
-        pid_t tid;
-        int k;
-
-        *ret_tid = pid;
-        k = read_task_cgroup(env, pid, &cg);
-        if (k < 0)
-                return k;
-        k = pidref_read_stat(env->root, -1, pid, &st);
-        if (k == -ESRCH)
-                return k;
-        if (k < 0 || !procfs_state_exited(st.state) || st.num_threads <= 1) {
-                *ret = TAKE_PTR(cg);
-                return 0;
-        }
-        /* Twice: the live thread found may exit before its read. */
-        for (unsigned attempt = 0; attempt < 2; attempt++) {
-                k = tasks_live_thread(env->root, pid, &tid);
-                if (k == -ESRCH)
-                        break;
-                if (k < 0)
-                        return k;
-                k = read_task_cgroup(env, tid, ret);
-                if (k != -ESRCH) {
-                        *ret_tid = tid;
-                        return k;
-                }
-        }
-        /* None other lives: exited meanwhile, or one exec'd and took the
-         * number (the main thread again, live). */
-        k = pidref_read_stat(env->root, -1, pid, &st);
-        if (k < 0)
-                return k;
-        return procfs_state_exited(st.state) ? -ESRCH : read_task_cgroup(env, pid, ret);
-}
+/* ---- where a pinned process is ----------------------------------------- */
 
 /* ref, a pin on process pid, moved to thread tid of it (the one
- * read_process_cgroup() read): a move written and checked through a thread
- * that lives. */
+ * proc_cgroup_read_process() read): a move written and checked through a
+ * thread that lives. */
 static int repin(const CgroupEnv *env, PidRef *ref, pid_t tid) {
         uint64_t st;
         int k;
@@ -650,7 +545,7 @@ static int task_cgroup(const CgroupEnv *env, const PidRef *ref, char **ret) {
         }
         if (f)
                 f->reads++;
-        k = read_task_cgroup(env, ref->tid, ret);
+        k = proc_cgroup_read(env->root, ref->tid, env->bin, ret);
         if (k < 0 || !by_id)
                 return k;
         k = env->pidref->pidfd_cgroup_id(ref->pidfd, env->pidref->userdata, &again);
@@ -1520,13 +1415,13 @@ static int move_one(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, c
         k = pidref_alive(ref, env->root, env->pidref);
         if (k <= 0 || check == MOVE_CHECK_ALIVE)
                 return moved_outcome(it, k);
-        k = read_task_cgroup(env, ref->tid, &after);
+        k = proc_cgroup_read(env->root, ref->tid, env->bin, &after);
         if (k >= 0 && !streq(after, cg)) {
                 pid_t by;
 
                 /* Its main thread may have exited: the live threads tell. */
                 after = mfree(after);
-                k = read_process_cgroup(env, ref->tid, &after, &by);
+                k = proc_cgroup_read_process(env->root, ref->tid, env->bin, &after, &by);
         }
         if (k == -ESRCH)
                 return item_ok(it, CGROUP_VANISHED);
@@ -2244,7 +2139,7 @@ static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_
         }
         if (k < 0)
                 return item_fail(it, k, "cannot take a handle on the task");
-        k = read_process_cgroup(env, tid, &now, &by);
+        k = proc_cgroup_read_process(env->root, tid, env->bin, &now, &by);
         if (k >= 0 && (k = repin(env, &ref, by)) == -ESRCH)
                 k = -EAGAIN; /* that thread exited just now: the process may live on; next time */
         it->pid = by;
@@ -2329,8 +2224,8 @@ int cgroup_release_unplanned(const CgroupEnv *env_in, const Plan *plan, Journal 
                  * that flickers, a cgroup = match, a process the scan
                  * could not read are not let go). Where it is now is read
                  * again, pinned, by the move. */
-                if (read_process_cgroup(&env, jt->tid, &now, &by) < 0 || !cgroup_path_is_below(now, plan->cgroup_root) ||
-                    plan_has_cgroup(plan, now))
+                if (proc_cgroup_read_process(env.root, jt->tid, env.bin, &now, &by) < 0 ||
+                    !cgroup_path_is_below(now, plan->cgroup_root) || plan_has_cgroup(plan, now))
                         continue;
                 if ((k = restore_task(&env, r, journal, i - 1, &forget[i - 1])) == -ENOMEM)
                         return k;
@@ -2435,7 +2330,7 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 if (k >= 0) {
                         pid_t by;
 
-                        k = read_process_cgroup(env, pid, &now, &by);
+                        k = proc_cgroup_read_process(env->root, pid, env->bin, &now, &by);
                         /* Left by itself. Or its main thread exited here and
                          * the rest left: to go as well when they are in
                          * another of topod's, whose cgroup.procs does not

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One process by pid (TaskQuick, see tasks.h): the fast path's read of
  * what [match] may look at of one new process, file by file as a policy
- * asks, into fixed buffers. */
+ * asks, into fixed buffers; and one thread's own stat. */
 #include "observe/tasks-internal.h"
 
 #include <fcntl.h>
@@ -167,5 +167,30 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                         q->parent_comm = q->parent_buf;
                 q->have |= TASK_QUICK_PARENT;
         }
+        return 0;
+}
+
+int tasks_read_thread_stat(const Root *root, pid_t tid, ProcStat *ret) {
+        /* A stat line is a few hundred bytes: 52 numbers and a comm of at
+         * most 64; a longer file is not a stat file. */
+        char file[48], buf[2048];
+        ProcStat st;
+        ssize_t n;
+        int k;
+
+        snprintf(file, sizeof(file), "task/%d/stat", (int) tid);
+        n = quick_read(root, tid, file, buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        if (n == 0) /* a task that exited while we read */
+                return -ESRCH;
+        if ((size_t) n >= sizeof(buf) - 1)
+                return -EFBIG;
+        k = procfs_parse_stat(buf, (size_t) n, &st);
+        if (k < 0)
+                return k;
+        if (st.pid != tid)
+                return -EINVAL; /* a tree that is not what it claims */
+        *ret = st;
         return 0;
 }
