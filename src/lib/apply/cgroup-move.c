@@ -192,7 +192,7 @@ int cgroup_move_process(const CgroupEnv *env, CgroupResult *it, const PidRef *re
         return cgroup_item_ok(it, CGROUP_DONE);
 }
 
-/* ---- the plan's moves ------------------------------------------------- */
+/* ---- the plan's moves, step by step -------------------------------------- */
 
 typedef struct Pending {
         size_t proc;     /* index into the processes */
@@ -228,26 +228,249 @@ static bool moved_since(const CgroupEnv *env, const Plan *plan, const CgroupProc
         return k < 0 || !from || !streq(now, from);
 }
 
+/* One cgroup_apply_tasks(): the plan's processes, their groups' members
+ * (read once each), and the processes to move. */
+typedef struct TaskBatch {
+        const CgroupEnv *env;
+        const Plan *plan;
+        Journal *journal;
+        CgroupReport *r;
+        CgroupProcess *procs;
+        size_t n_procs;
+        CgroupMembers *members; /* one per plan group */
+        Pending *pend;
+        size_t n_pend;
+} TaskBatch;
+
+static void task_batch_done(TaskBatch *b) {
+        for (size_t i = 0; b->pend && i < b->n_pend; i++)
+                pidref_done(&b->pend[i].ref);
+        free(b->pend);
+        cgroup_members_free(b->members, b->plan ? b->plan->n_groups : 0);
+        cgroup_processes_free(b->procs, b->n_procs);
+}
+
+/* Settled without a handle: listed in its group's cgroup.procs, or changed
+ * since the scan. 1 settled, 0 to be looked at, or -ENOMEM. */
+static int locate_listed(TaskBatch *b, const CgroupProcess *p, const char *cg, CgroupResult *it) {
+        CgroupMembers *m = &b->members[p->group];
+        int k;
+
+        if (!m->read && (k = cgroup_members_read(b->env, cg, m)) < 0)
+                return k;
+        /* Listed: there (or, when the planned process has gone,
+         * another that took its number is: nothing to do either;
+         * someone who moves it after the read is the next pass's). */
+        if (cgroup_members_has(m, p->tgid)) {
+                cgroup_set_str(&it->from, cg);
+                cgroup_item_ok(it, CGROUP_ALREADY);
+                return 1;
+        }
+        if (yield_changed(b->env->yield, p->tgid)) {
+                cgroup_set_str(&it->reason, YIELD_CHANGED_REASON);
+                cgroup_item_ok(it, CGROUP_SKIPPED);
+                return 1;
+        }
+        return 0;
+}
+
+/* A handle on the process (*ref, the thread *ret_task), where it is
+ * (*ret_now) and its main thread's start time (*ret_leader_start): 0. 1
+ * when the item is settled without them (vanished, failed). */
+static int locate_pinned(TaskBatch *b, const CgroupProcess *p, CgroupResult *it, PidRef *ref,
+                         const PlanTask **ret_task, char **ret_now, uint64_t *ret_leader_start) {
+        const CgroupEnv *env = b->env;
+        const char *failed = "cannot take a handle on the task";
+        int k;
+
+        k = acquire_process(env, b->plan, p, ref, ret_task);
+        if (k >= 0) {
+                it->pid = (*ret_task)->tid;
+                failed = "cannot read where the task is";
+                k = cgroup_of_pinned(env, ref, ret_now);
+                if (k >= 0)
+                        k = leader_start_time(env, *ret_task, ret_leader_start);
+                if (k >= 0 && pidref_alive(ref, env->root, env->pidref) == 0)
+                        k = -ESRCH; /* the leader's number might have been reused meanwhile */
+                if (k < 0)
+                        pidref_done(ref);
+        }
+        if (k == -ESRCH)
+                cgroup_item_ok(it, CGROUP_VANISHED);
+        else if (k < 0)
+                cgroup_item_fail(it, k, "%s", failed);
+        return k < 0;
+}
+
+/* Process i to move from now: a Pending entry that takes ref (kept for the
+ * first CGROUP_PASS_PINS_MAX), the original recorded in the journal. 0, or
+ * -ENOMEM. */
+static int locate_pend(TaskBatch *b, size_t i, CgroupResult *it, PidRef ref, const PlanTask *t, uint64_t lst,
+                       const char *now) {
+        const CgroupProcess *p = &b->procs[i];
+        Pending *pd = &b->pend[b->n_pend];
+        int k;
+
+        *pd = (Pending) { .proc = i, .item = b->r->n - 1, .tgid = p->tgid, .leader_start = lst, .ref = PIDREF_NULL,
+                          .task = t };
+        if (b->n_pend < CGROUP_PASS_PINS_MAX)
+                pd->ref = ref;
+        else
+                pidref_done(&ref);
+        if (b->journal && !cgroup_path_is_below(now, b->plan->cgroup_root)) {
+                k = journal_record_task(b->journal, p->tgid, lst, now);
+                if (k < 0)
+                        pidref_done(&pd->ref);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0) {
+                        cgroup_item_fail(it, k, "the original cgroup could not be journaled: not moved");
+                        return 0;
+                }
+                pd->recorded = k > 0;
+                it->journaled = true;
+        }
+        b->n_pend++;
+        return 0;
+}
+
+/* 1. Where process i is now: its item, and when it is to move a Pending
+ *    entry with its original recorded. 0, or -ENOMEM. */
+static int locate_process(TaskBatch *b, size_t i) {
+        const CgroupProcess *p = &b->procs[i];
+        const Plan *plan = b->plan;
+        _cleanup_free_ char *cg = NULL, *now = NULL;
+        const PlanTask *t = NULL;
+        PidRef ref = PIDREF_NULL;
+        uint64_t lst = 0;
+        CgroupResult *it;
+        int k;
+
+        yield_now(b->env->yield);
+        if (!cgroup_rel_path_valid(plan->groups[p->group].path))
+                return 0; /* reported by the tree */
+        if (cgroup_path_join(plan->cgroup_root, plan->groups[p->group].path, &cg) < 0 ||
+            !(it = cgroup_item_new(b->r, CGROUP_ITEM_MOVE, cg, NULL)))
+                return -ENOMEM;
+        it->tgid = p->tgid;
+        it->pid = plan->tasks[p->tasks[0]].tid;
+        k = locate_listed(b, p, cg, it);
+        if (k < 0)
+                return k;
+        if (k > 0)
+                return 0;
+        if (locate_pinned(b, p, it, &ref, &t, &now, &lst) > 0)
+                return 0;
+        cgroup_set_str(&it->from, now);
+        if (streq(now, cg)) {
+                pidref_done(&ref);
+                cgroup_item_ok(it, CGROUP_ALREADY);
+                return 0;
+        }
+        return locate_pend(b, i, it, ref, t, lst, now);
+}
+
+/* The originals recorded, committed once before the first move; when the
+ * commit fails, nothing moves. */
+static int commit_originals(TaskBatch *b) {
+        int k = cgroup_journal_commit(b->journal);
+
+        if (k < 0)
+                for (size_t i = 0; i < b->n_pend; i++) {
+                        CgroupResult *it = &b->r->items[b->pend[i].item];
+
+                        it->journaled = false;
+                        cgroup_item_fail(it, k, "the journal could not be committed: not moved");
+                }
+        return k;
+}
+
+/* A pending process that changed since the scan: skipped. */
+static void move_skip_changed(TaskBatch *b, Pending *pd, const CgroupProcess *p, CgroupResult *it) {
+        pidref_done(&pd->ref);
+        cgroup_set_str(&it->reason, YIELD_CHANGED_REASON);
+        cgroup_item_ok(it, CGROUP_SKIPPED);
+        /* The entry recorded above: the fast path, which may
+         * have moved it meanwhile, found it and relies on it.
+         * Where it still is in the original, nobody moved it:
+         * moot. */
+        if (pd->recorded && !moved_since(b->env, b->plan, p, it->from)) {
+                (void) journal_forget_task(b->journal, pd->tgid, pd->leader_start);
+                it->journaled = false;
+        }
+}
+
+/* The handle to move a pending process by (*ref, thread *ret_task): the
+ * one step 1 took, if kept and its thread still the one it was (a while
+ * ago: yields, the commit, the moves before; its tid may name another
+ * since): one check, no pin, no stat read. Else a live thread of the
+ * process is taken, as without one. -ESRCH: none lives. */
+static int move_take_ref(TaskBatch *b, Pending *pd, const CgroupProcess *p, PidRef *ref, const PlanTask **ret_task) {
+        const CgroupEnv *env = b->env;
+
+        if (pidref_is_set(&pd->ref) && pidref_alive(&pd->ref, env->root, env->pidref) > 0) {
+                *ref = pd->ref; /* handed over */
+                pd->ref = PIDREF_NULL;
+                *ret_task = pd->task;
+                return 0;
+        }
+        pidref_done(&pd->ref);
+        return acquire_process(env, b->plan, p, ref, ret_task);
+}
+
+/* 2. Pending move i. 0, or -ENOMEM. */
+static int move_pending(TaskBatch *b, size_t i) {
+        Pending *pd = &b->pend[i];
+        const CgroupProcess *p = &b->procs[pd->proc];
+        CgroupResult *it = &b->r->items[pd->item];
+        const PlanTask *t = NULL;
+        PidRef ref = PIDREF_NULL;
+        bool written = false;
+        int k;
+
+        yield_now(b->env->yield);
+        if (yield_changed(b->env->yield, p->tgid)) {
+                move_skip_changed(b, pd, p, it);
+                return 0;
+        }
+        k = move_take_ref(b, pd, p, &ref, &t);
+        if (k == -ESRCH)
+                cgroup_item_ok(it, CGROUP_VANISHED);
+        else if (k < 0)
+                cgroup_item_fail(it, k, "cannot take a handle on the task");
+        else {
+                it->pid = t->tid;
+                k = cgroup_move_process(b->env, it, &ref, it->path, CGROUP_MOVE_CHECK_READ_BACK, &written);
+                pidref_done(&ref);
+                if (k == -ENOMEM)
+                        return k;
+        }
+        /* An entry recorded for a process that did not move (gone, or
+         * refused) is moot; one that moved stays even if the thread
+         * written exited afterwards (the rest of the process may live). */
+        if (pd->recorded && !written) {
+                (void) journal_forget_task(b->journal, pd->tgid, pd->leader_start);
+                it->journaled = false;
+        }
+        return 0;
+}
+
 int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
-        CgroupProcess *procs = NULL;
-        CgroupMembers *members = NULL;
-        _cleanup_free_ Pending *pend = NULL;
-        size_t n_procs = 0, n_pend = 0, start = r->n;
         CgroupEnv env;
+        _cleanup_(task_batch_done) TaskBatch b = { .env = &env, .plan = plan, .journal = journal, .r = r };
+        size_t start = r->n;
         int k;
 
         k = cgroup_env_check(env_in, plan, &env);
         if (k < 0)
                 return k;
-        k = cgroup_plan_processes(plan, &procs, &n_procs);
+        k = cgroup_plan_processes(plan, &b.procs, &b.n_procs);
         if (k < 0)
                 return k;
-        pend = calloc(MAX(n_procs, 1u), sizeof(Pending));
-        members = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(CgroupMembers));
-        if (!pend || !members) {
-                k = -ENOMEM;
-                goto finish;
-        }
+        b.pend = calloc(MAX(b.n_procs, 1u), sizeof(Pending));
+        b.members = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(CgroupMembers));
+        if (!b.pend || !b.members)
+                return -ENOMEM;
 
         /* 1. Where is each process now? Record the originals of those that
          *    move, and commit once before the first move. A process its
@@ -255,169 +478,21 @@ int cgroup_apply_tasks(const CgroupEnv *env_in, const Plan *plan, Journal *journ
          *    file per group, not a pin and a read of /proc for each of its
          *    processes every pass (most are where the last pass or the fast
          *    path put them). */
-        for (size_t i = 0; i < n_procs; i++) {
-                const CgroupProcess *p = &procs[i];
-                _cleanup_free_ char *cg = NULL, *now = NULL;
-                const PlanTask *t = NULL;
-                PidRef ref = PIDREF_NULL;
-                uint64_t lst = 0;
-                CgroupResult *it;
-
-                yield_now(env.yield);
-                if (!cgroup_rel_path_valid(plan->groups[p->group].path))
-                        continue; /* reported by the tree */
-                if (cgroup_path_join(plan->cgroup_root, plan->groups[p->group].path, &cg) < 0 ||
-                    !(it = cgroup_item_new(r, CGROUP_ITEM_MOVE, cg, NULL))) {
-                        k = -ENOMEM;
-                        goto finish;
-                }
-                it->tgid = p->tgid;
-                it->pid = plan->tasks[p->tasks[0]].tid;
-                if (!members[p->group].read && (k = cgroup_members_read(&env, cg, &members[p->group])) < 0)
-                        goto finish;
-                /* Listed: there (or, when the planned process has gone,
-                 * another that took its number is: nothing to do either;
-                 * someone who moves it after the read is the next pass's). */
-                if (cgroup_members_has(&members[p->group], p->tgid)) {
-                        cgroup_set_str(&it->from, cg);
-                        cgroup_item_ok(it, CGROUP_ALREADY);
-                        continue;
-                }
-                if (yield_changed(env.yield, p->tgid)) {
-                        cgroup_set_str(&it->reason, YIELD_CHANGED_REASON);
-                        cgroup_item_ok(it, CGROUP_SKIPPED);
-                        continue;
-                }
-                k = acquire_process(&env, plan, p, &ref, &t);
-                if (k == -ESRCH) {
-                        cgroup_item_ok(it, CGROUP_VANISHED);
-                        continue;
-                }
-                if (k < 0) {
-                        cgroup_item_fail(it, k, "cannot take a handle on the task");
-                        continue;
-                }
-                it->pid = t->tid;
-                k = cgroup_of_pinned(&env, &ref, &now);
-                if (k >= 0)
-                        k = leader_start_time(&env, t, &lst);
-                if (k >= 0 && pidref_alive(&ref, env.root, env.pidref) == 0)
-                        k = -ESRCH; /* the leader's number might have been reused meanwhile */
-                if (k < 0)
-                        pidref_done(&ref);
-                if (k == -ESRCH) {
-                        cgroup_item_ok(it, CGROUP_VANISHED);
-                        continue;
-                }
-                if (k < 0) {
-                        cgroup_item_fail(it, k, "cannot read where the task is");
-                        continue;
-                }
-                cgroup_set_str(&it->from, now);
-                if (streq(now, cg)) {
-                        pidref_done(&ref);
-                        cgroup_item_ok(it, CGROUP_ALREADY);
-                        continue;
-                }
-                pend[n_pend] = (Pending) { .proc = i, .item = r->n - 1, .tgid = p->tgid, .leader_start = lst,
-                                           .ref = PIDREF_NULL, .task = t };
-                if (n_pend < CGROUP_PASS_PINS_MAX)
-                        pend[n_pend].ref = ref;
-                else
-                        pidref_done(&ref);
-                if (journal && !cgroup_path_is_below(now, plan->cgroup_root)) {
-                        k = journal_record_task(journal, p->tgid, lst, now);
-                        if (k < 0)
-                                pidref_done(&pend[n_pend].ref);
-                        if (k == -ENOMEM)
-                                goto finish;
-                        if (k < 0) {
-                                cgroup_item_fail(it, k, "the original cgroup could not be journaled: not moved");
-                                continue;
-                        }
-                        pend[n_pend].recorded = k > 0;
-                        it->journaled = true;
-                }
-                n_pend++;
-        }
-        k = cgroup_journal_commit(journal);
-        if (k < 0) {
-                for (size_t i = 0; i < n_pend; i++) {
-                        CgroupResult *it = &r->items[pend[i].item];
-
-                        it->journaled = false;
-                        cgroup_item_fail(it, k, "the journal could not be committed: not moved");
-                }
-                goto finish;
-        }
+        for (size_t i = 0; i < b.n_procs; i++)
+                if ((k = locate_process(&b, i)) < 0)
+                        return k;
+        k = commit_originals(&b);
+        if (k < 0)
+                return k;
 
         /* 2. Move. */
-        for (size_t i = 0; i < n_pend; i++) {
-                const CgroupProcess *p = &procs[pend[i].proc];
-                CgroupResult *it = &r->items[pend[i].item];
-                const PlanTask *t = NULL;
-                PidRef ref = PIDREF_NULL;
-                bool written = false;
-
-                yield_now(env.yield);
-                if (yield_changed(env.yield, p->tgid)) {
-                        pidref_done(&pend[i].ref);
-                        cgroup_set_str(&it->reason, YIELD_CHANGED_REASON);
-                        cgroup_item_ok(it, CGROUP_SKIPPED);
-                        /* The entry recorded above: the fast path, which may
-                         * have moved it meanwhile, found it and relies on it.
-                         * Where it still is in the original, nobody moved it:
-                         * moot. */
-                        if (pend[i].recorded && !moved_since(&env, plan, p, it->from)) {
-                                (void) journal_forget_task(journal, pend[i].tgid, pend[i].leader_start);
-                                it->journaled = false;
-                        }
-                        continue;
-                }
-                /* The handle step 1 took, if kept and its thread still
-                 * the one it was (a while ago: yields, the commit, the
-                 * moves before; its tid may name another since): one
-                 * check, no pin, no stat read. Else a live thread of the
-                 * process is taken, as without one. */
-                if (pidref_is_set(&pend[i].ref) && pidref_alive(&pend[i].ref, env.root, env.pidref) > 0) {
-                        ref = pend[i].ref; /* handed over */
-                        pend[i].ref = PIDREF_NULL;
-                        t = pend[i].task;
-                        k = 0;
-                } else {
-                        pidref_done(&pend[i].ref);
-                        k = acquire_process(&env, plan, p, &ref, &t);
-                }
-                if (k == -ESRCH)
-                        cgroup_item_ok(it, CGROUP_VANISHED);
-                else if (k < 0)
-                        cgroup_item_fail(it, k, "cannot take a handle on the task");
-                else {
-                        it->pid = t->tid;
-                        k = cgroup_move_process(&env, it, &ref, it->path, CGROUP_MOVE_CHECK_READ_BACK, &written);
-                        pidref_done(&ref);
-                        if (k == -ENOMEM)
-                                goto finish;
-                }
-                /* An entry recorded for a process that did not move (gone, or
-                 * refused) is moot; one that moved stays even if the thread
-                 * written exited afterwards (the rest of the process may live). */
-                if (pend[i].recorded && !written) {
-                        (void) journal_forget_task(journal, pend[i].tgid, pend[i].leader_start);
-                        it->journaled = false;
-                }
-        }
+        for (size_t i = 0; i < b.n_pend; i++)
+                if ((k = move_pending(&b, i)) < 0)
+                        return k;
         k = cgroup_journal_commit(journal);
         if (k < 0)
-                goto finish; /* only forgotten entries were not committed: harmless */
-        k = (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
-
-finish:
-        for (size_t i = 0; pend && i < n_pend; i++)
-                pidref_done(&pend[i].ref);
-        cgroup_members_free(members, plan->n_groups);
-        cgroup_processes_free(procs, n_procs);
-        return k;
+                return k; /* only forgotten entries were not committed: harmless */
+        return (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
 }
 
 int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *r) {

@@ -337,26 +337,30 @@ static int report_missing_ctl(const CgroupEnv *env, CgroupReport *r, const char 
         return 0;
 }
 
-/* ---- the tree ----------------------------------------------------------- */
+/* ---- the tree, step by step --------------------------------------------- */
 
-int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
+/* Each controller the mount has, enabled in cg's subtree_control. */
+static int ensure_controllers(const CgroupEnv *env, CgroupReport *r, Journal *j, const char *cg, bool owned) {
+        for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
+                if (have_ctl(env, controllers[i]))
+                        CGROUP_STEP(ensure_controller(env, r, j, cg, controllers[i], owned));
+        return 0;
+}
+
+/* 1. The path from the mount down to topod's root: controllers in each
+ *    ancestor (journaled where topod did not create it), missing
+ *    directories created. *ret_owned: topod's root is topod's own;
+ *    *ret_chain_owned: so is every cgroup on the way to it. 1 when an item
+ *    failed (nothing below can work), 0, or -ENOMEM. */
+static int tree_ancestors(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *r, bool *ret_owned,
+                          bool *ret_chain_owned) {
         _cleanup_free_ char *cur = NULL;
-        size_t start = r->n;
-        bool owned = false, chain_owned = false, exclusive = false;
-        CgroupEnv env;
+        bool owned = false, chain_owned = true;
         int k;
 
-        k = cgroup_env_check(env_in, plan, &env);
-        if (k < 0)
-                return k;
-
-        /* 1. The path from the mount down to topod's root: controllers in
-         *    each ancestor (journaled where topod did not create it), missing
-         *    directories created. */
         cur = strdup("/");
         if (!cur)
                 return -ENOMEM;
-        chain_owned = true;
         for (const char *c = plan->cgroup_root + 1; *c;) {
                 size_t len = strcspn(c, "/");
                 _cleanup_free_ char *comp = strndup(c, len), *next = NULL;
@@ -365,18 +369,16 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                 if (!comp)
                         return -ENOMEM;
                 before = r->n;
-                for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                        if (have_ctl(&env, controllers[i]))
-                                CGROUP_STEP(ensure_controller(&env, r, journal, cur, controllers[i], owned));
+                CGROUP_STEP(ensure_controllers(env, r, journal, cur, owned));
                 if (cgroup_report_failed_since(r, before) > 0)
-                        return (int) cgroup_report_failed_since(r, start); /* nothing below can work */
+                        return 1;
                 k = cgroup_path_join(cur, comp, &next);
                 if (k < 0)
                         return k;
                 before = r->n;
-                CGROUP_STEP(ensure_dir(&env, r, journal, next, &owned));
+                CGROUP_STEP(ensure_dir(env, r, journal, next, &owned));
                 if (cgroup_report_failed_since(r, before) > 0)
-                        return (int) cgroup_report_failed_since(r, start);
+                        return 1;
                 chain_owned = chain_owned && owned;
                 free(cur);
                 cur = TAKE_PTR(next);
@@ -384,13 +386,104 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                 while (*c == '/')
                         c++;
         }
+        *ret_owned = owned;
+        *ret_chain_owned = chain_owned;
+        return 0;
+}
 
-        /* 2. topod's root and each group, parents first (the plan's order). */
+/* 2. One group of the plan: mkdir, controllers for an inner one, its
+ *    cpuset values, its partition, its weight. */
+static int tree_group(const CgroupEnv *env, const Plan *plan, Journal *journal, CgroupReport *r, size_t g,
+                      bool exclusive) {
+        const PlanGroup *pg = &plan->groups[g];
+        _cleanup_free_ char *cg = NULL;
+        bool g_owned = false;
+        size_t before = r->n;
+        int k;
+
+        if (!cgroup_rel_path_valid(pg->path)) {
+                CgroupResult *it = cgroup_item_new(r, CGROUP_ITEM_MKDIR, pg->path, NULL);
+
+                if (!it)
+                        return -ENOMEM;
+                cgroup_item_fail(it, -EINVAL, "not a cgroup path below topod's root");
+                return 0;
+        }
+        k = cgroup_path_join(plan->cgroup_root, pg->path, &cg);
+        if (k < 0)
+                return k;
+        CGROUP_STEP(ensure_dir(env, r, journal, cg, &g_owned));
+        if (cgroup_report_failed_since(r, before) > 0)
+                return 0; /* its children fail on their own mkdir */
+        if (group_has_children(plan, g))
+                CGROUP_STEP(ensure_controllers(env, r, journal, cg, g_owned));
+        if (have_ctl(env, "cpuset")) {
+                if (pg->cpus && !bitmap_is_empty(pg->cpus))
+                        CGROUP_STEP(set_bitmap(env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
+                if (pg->mems && !bitmap_is_empty(pg->mems))
+                        CGROUP_STEP(set_bitmap(env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
+                if (exclusive) {
+                        _cleanup_(bitmap_freep) Bitmap *x = NULL;
+
+                        if (cgroup_exclusive_under(plan, pg->path, &x) < 0)
+                                return -ENOMEM;
+                        CGROUP_STEP(cgroup_set_exclusive(env, r, cg, x, false));
+                }
+                CGROUP_STEP(cgroup_set_partition(env, r, cg, pg->exclusive));
+        }
+        if (pg->weight > 0 && have_ctl(env, "cpu"))
+                CGROUP_STEP(set_weight(env, r, cg, pg->weight));
+        return 0;
+}
+
+/* 3. What the kernel made of one group's cpuset, once all are written. */
+static int tree_read_back(const CgroupEnv *env, const Plan *plan, CgroupReport *r, size_t g, bool exclusive) {
+        const PlanGroup *pg = &plan->groups[g];
+        _cleanup_free_ char *cg = NULL;
+        int k;
+
+        if (!pg->cpus || bitmap_is_empty(pg->cpus) || !cgroup_rel_path_valid(pg->path) || !have_ctl(env, "cpuset"))
+                return 0;
+        k = cgroup_path_join(plan->cgroup_root, pg->path, &cg);
+        if (k < 0)
+                return k;
+        if (cgroup_exists(env, cg) <= 0)
+                return 0; /* its mkdir failed: reported */
+        if (exclusive) {
+                /* The CPUs of valid partitions below are theirs alone:
+                 * not in this group's effective set any more. */
+                _cleanup_(bitmap_freep) Bitmap *want = bitmap_copy(pg->cpus);
+
+                if (!want || (k = cgroup_exclusive_taken_below(env, plan, g, want)) < 0)
+                        return -ENOMEM;
+                /* All taken: the kernel gives it its parent's, no
+                 * plan of ours to check against. */
+                if (!bitmap_is_empty(want))
+                        CGROUP_STEP(check_effective(env, r, cg, want));
+                return 0;
+        }
+        CGROUP_STEP(check_effective(env, r, cg, pg->cpus));
+        return 0;
+}
+
+int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journal, CgroupReport *r) {
+        size_t start = r->n;
+        bool owned = false, chain_owned = false, exclusive = false;
+        CgroupEnv env;
+        int k;
+
+        k = cgroup_env_check(env_in, plan, &env);
+        if (k < 0)
+                return k;
+        k = tree_ancestors(&env, plan, journal, r, &owned, &chain_owned);
+        if (k < 0)
+                return k;
+        if (k > 0)
+                return (int) cgroup_report_failed_since(r, start);
+
+        /* topod's root, then each group, parents first (the plan's order). */
         if (plan->n_groups > 0) {
-                for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                        if (have_ctl(&env, controllers[i]))
-                                CGROUP_STEP(
-                                        ensure_controller(&env, r, journal, plan->cgroup_root, controllers[i], owned));
+                CGROUP_STEP(ensure_controllers(&env, r, journal, plan->cgroup_root, owned));
                 CGROUP_STEP(report_missing_ctl(&env, r, plan->cgroup_root));
         }
         if (have_ctl(&env, "cpuset")) {
@@ -399,74 +492,14 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
                         return k;
         }
         for (size_t g = 0; g < plan->n_groups; g++) {
-                const PlanGroup *pg = &plan->groups[g];
-                _cleanup_free_ char *cg = NULL;
-                bool g_owned = false;
-                size_t before = r->n;
-
-                if (!cgroup_rel_path_valid(pg->path)) {
-                        CgroupResult *it = cgroup_item_new(r, CGROUP_ITEM_MKDIR, pg->path, NULL);
-
-                        if (!it)
-                                return -ENOMEM;
-                        cgroup_item_fail(it, -EINVAL, "not a cgroup path below topod's root");
-                        continue;
-                }
-                k = cgroup_path_join(plan->cgroup_root, pg->path, &cg);
+                k = tree_group(&env, plan, journal, r, g, exclusive);
                 if (k < 0)
                         return k;
-                CGROUP_STEP(ensure_dir(&env, r, journal, cg, &g_owned));
-                if (cgroup_report_failed_since(r, before) > 0)
-                        continue; /* its children fail on their own mkdir */
-                if (group_has_children(plan, g))
-                        for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
-                                if (have_ctl(&env, controllers[i]))
-                                        CGROUP_STEP(ensure_controller(&env, r, journal, cg, controllers[i], g_owned));
-                if (have_ctl(&env, "cpuset")) {
-                        if (pg->cpus && !bitmap_is_empty(pg->cpus))
-                                CGROUP_STEP(set_bitmap(&env, r, CGROUP_ITEM_CPUS, cg, "cpuset.cpus", pg->cpus));
-                        if (pg->mems && !bitmap_is_empty(pg->mems))
-                                CGROUP_STEP(set_bitmap(&env, r, CGROUP_ITEM_MEMS, cg, "cpuset.mems", pg->mems));
-                        if (exclusive) {
-                                _cleanup_(bitmap_freep) Bitmap *x = NULL;
-
-                                if (cgroup_exclusive_under(plan, pg->path, &x) < 0)
-                                        return -ENOMEM;
-                                CGROUP_STEP(cgroup_set_exclusive(&env, r, cg, x, false));
-                        }
-                        CGROUP_STEP(cgroup_set_partition(&env, r, cg, pg->exclusive));
-                }
-                if (pg->weight > 0 && have_ctl(&env, "cpu"))
-                        CGROUP_STEP(set_weight(&env, r, cg, pg->weight));
         }
-
-        /* 3. Read back what the kernel made of the cpusets, once all are written. */
         for (size_t g = 0; g < plan->n_groups; g++) {
-                const PlanGroup *pg = &plan->groups[g];
-                _cleanup_free_ char *cg = NULL;
-
-                if (!pg->cpus || bitmap_is_empty(pg->cpus) || !cgroup_rel_path_valid(pg->path) ||
-                    !have_ctl(&env, "cpuset"))
-                        continue;
-                k = cgroup_path_join(plan->cgroup_root, pg->path, &cg);
+                k = tree_read_back(&env, plan, r, g, exclusive);
                 if (k < 0)
                         return k;
-                if (cgroup_exists(&env, cg) <= 0)
-                        continue; /* its mkdir failed: reported */
-                if (exclusive) {
-                        /* The CPUs of valid partitions below are theirs alone:
-                         * not in this group's effective set any more. */
-                        _cleanup_(bitmap_freep) Bitmap *want = bitmap_copy(pg->cpus);
-
-                        if (!want || (k = cgroup_exclusive_taken_below(&env, plan, g, want)) < 0)
-                                return -ENOMEM;
-                        /* All taken: the kernel gives it its parent's, no
-                         * plan of ours to check against. */
-                        if (!bitmap_is_empty(want))
-                                CGROUP_STEP(check_effective(&env, r, cg, want));
-                        continue;
-                }
-                CGROUP_STEP(check_effective(&env, r, cg, pg->cpus));
         }
         return (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
 }
