@@ -67,9 +67,101 @@ static int quick_comm(const Root *root, pid_t pid, char *buf, size_t size, FdBin
         return 0;
 }
 
+/* stat: the start time, ppid, kernel thread, threads, and comm unless read. */
+static int quick_stat(const Root *root, TaskQuick *q, char *buf, size_t size) {
+        ProcStat st;
+        ssize_t n;
+
+        n = quick_read(root, q->pid, "stat", buf, size);
+        if (n < 0)
+                return (int) n;
+        if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
+                return -ESRCH; /* an exiting task can give an empty file */
+        if (procfs_state_exited(st.state))
+                return -ESRCH; /* it has exited: nothing to decide for */
+        if (!(q->have & TASK_QUICK_COMM)) {
+                memcpy(q->comm, st.comm, sizeof(q->comm));
+                q->have |= TASK_QUICK_COMM;
+        }
+        q->start_time = st.start_time;
+        q->ppid = st.ppid;
+        q->kernel_thread = st.flags & PROCFS_PF_KTHREAD;
+        q->n_threads = st.num_threads;
+        q->have |= TASK_QUICK_STAT;
+        return 0;
+}
+
+/* status: the real uid. */
+static int quick_uid(const Root *root, TaskQuick *q, char *buf, size_t size) {
+        ProcStatus ps;
+        ssize_t n;
+
+        n = quick_read(root, q->pid, "status", buf, size);
+        if (n == -ESRCH)
+                return -ESRCH;
+        if (n >= 0 && procfs_parse_status(buf, (size_t) n, &ps) >= 0 && ps.has_uid) {
+                q->has_uid = true;
+                q->uid = ps.uid;
+        }
+        q->have |= TASK_QUICK_UID;
+        return 0;
+}
+
+static void quick_exe(const Root *root, TaskQuick *q) {
+        char rel[64];
+        ssize_t n;
+
+        /* Unreadable (a kernel thread, an exiting process, another
+         * user's without ptrace rights): unknown, as in the scan. */
+        snprintf(rel, sizeof(rel), "proc/%d/exe", (int) q->pid);
+        n = readlinkat(root_fd(root), rel, q->exe_buf, TASKS_PATH_MAX);
+        if (n > 0 && n < (ssize_t) TASKS_PATH_MAX) {
+                q->exe_buf[n] = '\0';
+                q->exe = q->exe_buf;
+        }
+        q->have |= TASK_QUICK_EXE;
+}
+
+static int quick_cmdline(const Root *root, TaskQuick *q, char *buf, size_t size) {
+        _cleanup_free_ char *s = NULL;
+        ssize_t n;
+        int k;
+
+        n = quick_read(root, q->pid, "cmdline", buf, size);
+        if (n == -ESRCH)
+                return -ESRCH;
+        if ((k = procfs_format_cmdline(buf, n > 0 ? (size_t) n : 0, TASKS_CMDLINE_MAX, &s)) < 0)
+                return k;
+        snprintf(q->cmdline_buf, sizeof(q->cmdline_buf), "%s", s);
+        q->cmdline = q->cmdline_buf;
+        q->have |= TASK_QUICK_CMDLINE;
+        return 0;
+}
+
+static int quick_cgroup(const Root *root, TaskQuick *q, char *buf, size_t size) {
+        _cleanup_free_ char *s = NULL;
+        ssize_t n;
+        int k;
+
+        n = quick_read(root, q->pid, "cgroup", buf, size);
+        if (n == -ESRCH)
+                return -ESRCH;
+        /* A full buffer may end in a cut line: unknown. */
+        if (n > 0 && (size_t) n < size - 1) {
+                k = procfs_parse_cgroup(buf, (size_t) n, &s);
+                if (k == -ENOMEM)
+                        return k;
+                if (k >= 0 && strlen(s) < sizeof(q->cgroup_buf)) {
+                        strcpy(q->cgroup_buf, s);
+                        q->cgroup = q->cgroup_buf;
+                }
+        }
+        q->have |= TASK_QUICK_CGROUP;
+        return 0;
+}
+
 int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
         char buf[TASKS_CMDLINE_MAX + 1];
-        ssize_t n;
         int k;
 
         if (q->pid <= 0)
@@ -86,81 +178,16 @@ int tasks_read_quick(const Root *root, unsigned fields, TaskQuick *q) {
                         return k;
                 q->have |= TASK_QUICK_COMM;
         }
-        if (fields & TASK_QUICK_STAT) {
-                ProcStat st;
-
-                n = quick_read(root, q->pid, "stat", buf, sizeof(buf));
-                if (n < 0)
-                        return (int) n;
-                if (n == 0 || procfs_parse_stat(buf, (size_t) n, &st) < 0)
-                        return -ESRCH; /* an exiting task can give an empty file */
-                if (procfs_state_exited(st.state))
-                        return -ESRCH; /* it has exited: nothing to decide for */
-                if (!(q->have & TASK_QUICK_COMM)) {
-                        memcpy(q->comm, st.comm, sizeof(q->comm));
-                        q->have |= TASK_QUICK_COMM;
-                }
-                q->start_time = st.start_time;
-                q->ppid = st.ppid;
-                q->kernel_thread = st.flags & PROCFS_PF_KTHREAD;
-                q->n_threads = st.num_threads;
-                q->have |= TASK_QUICK_STAT;
-        }
-        if (fields & TASK_QUICK_UID) {
-                ProcStatus ps;
-
-                n = quick_read(root, q->pid, "status", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                if (n >= 0 && procfs_parse_status(buf, (size_t) n, &ps) >= 0 && ps.has_uid) {
-                        q->has_uid = true;
-                        q->uid = ps.uid;
-                }
-                q->have |= TASK_QUICK_UID;
-        }
-        if (fields & TASK_QUICK_EXE) {
-                char rel[64];
-
-                /* Unreadable (a kernel thread, an exiting process, another
-                 * user's without ptrace rights): unknown, as in the scan. */
-                snprintf(rel, sizeof(rel), "proc/%d/exe", (int) q->pid);
-                n = readlinkat(root_fd(root), rel, q->exe_buf, TASKS_PATH_MAX);
-                if (n > 0 && n < (ssize_t) TASKS_PATH_MAX) {
-                        q->exe_buf[n] = '\0';
-                        q->exe = q->exe_buf;
-                }
-                q->have |= TASK_QUICK_EXE;
-        }
-        if (fields & TASK_QUICK_CMDLINE) {
-                _cleanup_free_ char *s = NULL;
-
-                n = quick_read(root, q->pid, "cmdline", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                if ((k = procfs_format_cmdline(buf, n > 0 ? (size_t) n : 0, TASKS_CMDLINE_MAX, &s)) < 0)
-                        return k;
-                snprintf(q->cmdline_buf, sizeof(q->cmdline_buf), "%s", s);
-                q->cmdline = q->cmdline_buf;
-                q->have |= TASK_QUICK_CMDLINE;
-        }
-        if (fields & TASK_QUICK_CGROUP) {
-                _cleanup_free_ char *s = NULL;
-
-                n = quick_read(root, q->pid, "cgroup", buf, sizeof(buf));
-                if (n == -ESRCH)
-                        return -ESRCH;
-                /* A full buffer may end in a cut line: unknown. */
-                if (n > 0 && (size_t) n < sizeof(buf) - 1) {
-                        k = procfs_parse_cgroup(buf, (size_t) n, &s);
-                        if (k == -ENOMEM)
-                                return k;
-                        if (k >= 0 && strlen(s) < sizeof(q->cgroup_buf)) {
-                                strcpy(q->cgroup_buf, s);
-                                q->cgroup = q->cgroup_buf;
-                        }
-                }
-                q->have |= TASK_QUICK_CGROUP;
-        }
+        if ((fields & TASK_QUICK_STAT) && (k = quick_stat(root, q, buf, sizeof(buf))) < 0)
+                return k;
+        if ((fields & TASK_QUICK_UID) && (k = quick_uid(root, q, buf, sizeof(buf))) < 0)
+                return k;
+        if (fields & TASK_QUICK_EXE)
+                quick_exe(root, q);
+        if ((fields & TASK_QUICK_CMDLINE) && (k = quick_cmdline(root, q, buf, sizeof(buf))) < 0)
+                return k;
+        if ((fields & TASK_QUICK_CGROUP) && (k = quick_cgroup(root, q, buf, sizeof(buf))) < 0)
+                return k;
         if (fields & TASK_QUICK_PARENT) {
                 /* The parent process's leader's comm, as the scan has it. */
                 if (q->ppid > 0 && quick_comm(root, q->ppid, q->parent_buf, sizeof(q->parent_buf), q->bin) >= 0)

@@ -444,76 +444,64 @@ static bool deferred(Builder *b, pid_t tgid) {
         return true;
 }
 
-/* The scan without listing: quiet processes from the last snapshot, then
- * the ones events touched, listed as usual. */
-static int scan_by_events(Builder *b, int procfd) {
-        TaskScanner *s = b->scanner;
-        const TaskSnapshot *prev = s->prev;
-        _cleanup_free_ size_t *order = NULL;
-        _cleanup_free_ pid_t *live = NULL;
-        size_t n_dirty = 0, n_live = 0;
-        bool listed = false;
-        int k;
+/* The touched processes, sorted, once each. */
+static void dirty_sort_unique(Builder *b) {
+        size_t n_dirty = 0;
 
-        /* The touched processes, sorted, once each. */
         if (b->n_dirty > 0)
                 qsort(b->dirty, b->n_dirty, sizeof(pid_t), compare_pid);
         for (size_t i = 0; i < b->n_dirty; i++)
                 if (n_dirty == 0 || b->dirty[n_dirty - 1] != b->dirty[i])
                         b->dirty[n_dirty++] = b->dirty[i];
         b->n_dirty = n_dirty;
+}
 
-        order = malloc(MAX(prev->n_tasks, (size_t) 1) * sizeof(size_t));
-        if (!order)
-                return -ENOMEM;
-        for (size_t i = 0; i < prev->n_tasks; i++)
-                order[i] = i;
-        if (prev->n_tasks > 0)
-                qsort_r(order, prev->n_tasks, sizeof(size_t), compare_task_index, prev->tasks);
+/* A quiet process of the last snapshot (its threads order[i..j)), from
+ * its held schedstats; listed as usual when one of them has gone. */
+static int scan_quiet(Builder *b, int procfd, const size_t *order, size_t i, size_t j) {
+        TaskScanner *s = b->scanner;
+        const TaskSnapshot *prev = s->prev;
+        const TaskFacts *first = &prev->tasks[order[i]];
+        ProcessFacts *proc = (ProcessFacts *) first->process;
+        size_t mark_tasks = b->snap->n_tasks, mark_held = b->n_held;
+        bool gone = false;
+        int k;
 
-        for (size_t i = 0; i < prev->n_tasks;) {
-                const TaskFacts *first = &prev->tasks[order[i]];
-                ProcessFacts *proc = (ProcessFacts *) first->process;
-                size_t j = i, mark_tasks = b->snap->n_tasks, mark_held = b->n_held;
-                bool gone = false;
-
-                while (j < prev->n_tasks && prev->tasks[order[j]].tgid == first->tgid)
-                        j++;
-                if (b->n_dirty > 0 && bsearch(&first->tgid, b->dirty, b->n_dirty, sizeof(pid_t), compare_pid)) {
-                        i = j;
-                        continue; /* listed below */
-                }
-                if (task_scanner_known_dead(s, first->tgid)) {
-                        i = j;
-                        continue;
-                }
-                yield_now(s->yield);
-                if ((k = push_process(b, proc)) < 0)
+        yield_now(s->yield);
+        if ((k = push_process(b, proc)) < 0)
+                return k;
+        for (size_t m = i; m < j && !gone; m++) {
+                k = fast_thread(b, procfd, &prev->tasks[order[m]], proc);
+                if (k < 0)
                         return k;
-                for (size_t m = i; m < j && !gone; m++) {
-                        k = fast_thread(b, procfd, &prev->tasks[order[m]], proc);
-                        if (k < 0)
-                                return k;
-                        gone = k == 0;
-                }
-                if (gone) {
-                        /* Something changed without an event we saw: undo
-                         * and list this process. The held fds taken go back
-                         * to the old set's slots as closed; reopen by path. */
-                        for (size_t m = mark_held; m < b->n_held; m++)
-                                close(b->held[m].fd);
-                        b->n_held = mark_held;
-                        b->snap->n_tasks = mark_tasks;
-                        b->snap->n_processes--;
-                        process_facts_unref(proc);
-                        if ((k = scan_process(b, procfd, first->tgid)) < 0)
-                                return k;
-                }
-                i = j;
+                gone = k == 0;
         }
+        if (gone) {
+                /* Something changed without an event we saw: undo
+                 * and list this process. The held fds taken go back
+                 * to the old set's slots as closed; reopen by path. */
+                for (size_t m = mark_held; m < b->n_held; m++)
+                        close(b->held[m].fd);
+                b->n_held = mark_held;
+                b->snap->n_tasks = mark_tasks;
+                b->snap->n_processes--;
+                process_facts_unref(proc);
+                if ((k = scan_process(b, procfd, first->tgid)) < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* The processes the events touched, listed as usual. */
+static int scan_touched(Builder *b, int procfd) {
+        TaskScanner *s = b->scanner;
+        _cleanup_free_ pid_t *live = NULL;
+        size_t n_dirty = 0, n_live = 0;
+        bool listed = false;
+        int k;
+
         /* The touched that died whole (an exec storm's, mostly): nothing
          * to read, nothing to leave to the next scan. */
-        n_dirty = 0;
         for (size_t i = 0; i < b->n_dirty; i++)
                 if (!task_scanner_known_dead(s, b->dirty[i]))
                         b->dirty[n_dirty++] = b->dirty[i];
@@ -546,6 +534,131 @@ static int scan_by_events(Builder *b, int procfd) {
         return 0;
 }
 
+/* The scan without listing: quiet processes from the last snapshot, then
+ * the ones events touched, listed as usual. */
+static int scan_by_events(Builder *b, int procfd) {
+        TaskScanner *s = b->scanner;
+        const TaskSnapshot *prev = s->prev;
+        _cleanup_free_ size_t *order = NULL;
+        int k;
+
+        dirty_sort_unique(b);
+        order = malloc(MAX(prev->n_tasks, (size_t) 1) * sizeof(size_t));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < prev->n_tasks; i++)
+                order[i] = i;
+        if (prev->n_tasks > 0)
+                qsort_r(order, prev->n_tasks, sizeof(size_t), compare_task_index, prev->tasks);
+
+        for (size_t i = 0; i < prev->n_tasks;) {
+                const TaskFacts *first = &prev->tasks[order[i]];
+                size_t j = i;
+
+                while (j < prev->n_tasks && prev->tasks[order[j]].tgid == first->tgid)
+                        j++;
+                if (b->n_dirty > 0 && bsearch(&first->tgid, b->dirty, b->n_dirty, sizeof(pid_t), compare_pid)) {
+                        i = j;
+                        continue; /* listed below */
+                }
+                if (task_scanner_known_dead(s, first->tgid)) {
+                        i = j;
+                        continue;
+                }
+                if ((k = scan_quiet(b, procfd, order, i, j)) < 0)
+                        return k;
+                i = j;
+        }
+        return scan_touched(b, procfd);
+}
+
+/* Every process /proc lists (d, closed here) but those known dead or left
+ * for the next scan. */
+static int scan_listed(Builder *b, int procfd, DIR *d) {
+        TaskScanner *s = b->scanner;
+        int k = 0;
+
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t tgid;
+
+                if (!tasks_parse_pid(de->d_name, &tgid) || task_scanner_known_dead(s, tgid) || deferred(b, tgid))
+                        continue;
+                yield_now(s->yield);
+                k = scan_process(b, procfd, tgid);
+                if (k < 0)
+                        break;
+        }
+        closedir(d);
+        return k;
+}
+
+/* Threads not seen again have exited: close what is left of the old held
+ * set, keep the new one; after a walk that failed (k < 0), nothing
+ * half-built. Returns k. */
+static int take_held(TaskScanner *s, Builder *b, int k) {
+        task_held_close(s->held, s->n_held);
+        free(s->held);
+        s->held = b->held;
+        s->n_held = b->n_held;
+        if (k < 0) {
+                /* Keep nothing half-built. */
+                task_held_close(s->held, s->n_held);
+                free(s->held);
+                s->held = NULL;
+                s->n_held = 0;
+                s->prev = task_snapshot_free(s->prev);
+        }
+        return k;
+}
+
+/* The held set and the snapshot's tasks sorted by tid, each tid once. */
+static void sort_by_tid(TaskScanner *s, TaskSnapshot *snap) {
+        size_t w = 0;
+
+        if (s->n_held > 0)
+                qsort(s->held, s->n_held, sizeof(TaskHeld), task_held_compare);
+        if (snap->n_tasks > 0)
+                qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), task_facts_compare);
+        /* A task directory listed while threads come and go can name
+         * a tid twice (the kernel resumes by position): keep one. */
+        for (size_t i = 0; i < snap->n_tasks; i++)
+                if (w == 0 || snap->tasks[w - 1].tid != snap->tasks[i].tid)
+                        snap->tasks[w++] = snap->tasks[i];
+        snap->n_tasks = w;
+        for (size_t i = 1; s->n_held > 0 && i < s->n_held;)
+                if (s->held[i].tid == s->held[i - 1].tid) {
+                        close(s->held[i].fd);
+                        memmove(&s->held[i], &s->held[i + 1], (s->n_held - i - 1) * sizeof(TaskHeld));
+                        s->n_held--;
+                } else
+                        i++;
+}
+
+/* The arrays grew by doubling: give back the slack. */
+static void give_back_slack(TaskScanner *s, const Builder *b) {
+        TaskSnapshot *snap = b->snap;
+
+        if (snap->n_tasks > 0 && b->tasks_cap > snap->n_tasks) {
+                TaskFacts *t = realloc(snap->tasks, snap->n_tasks * sizeof(TaskFacts));
+                if (t)
+                        snap->tasks = t;
+        }
+        if (s->n_held > 0 && b->held_cap > s->n_held) {
+                TaskHeld *h = realloc(s->held, s->n_held * sizeof(TaskHeld));
+                if (h)
+                        s->held = h;
+        }
+}
+
+/* The parent's comm, for [match] parent = … */
+static void link_parents(TaskSnapshot *snap) {
+        for (size_t i = 0; i < snap->n_tasks; i++) {
+                const TaskFacts *p = snap->tasks[i].ppid > 0 ? task_snapshot_find(snap, snap->tasks[i].ppid) : NULL;
+
+                snap->tasks[i].parent_comm = p ? p->comm : NULL;
+        }
+}
+
 int task_scanner_run(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, const pid_t *defer, size_t n_defer,
                      TaskSnapshot **ret) {
         _cleanup_(task_snapshot_freep) TaskSnapshot *snap = calloc(1, sizeof(TaskSnapshot));
@@ -572,72 +685,14 @@ int task_scanner_run(TaskScanner *s, bool full, pid_t *dirty, size_t n_dirty, co
         } else {
                 if ((k = tasks_open_listing(procfd, &d)) < 0)
                         return k;
-                for (struct dirent *de; (de = readdir(d));) {
-                        pid_t tgid;
-
-                        if (!tasks_parse_pid(de->d_name, &tgid) || task_scanner_known_dead(s, tgid) || deferred(&b, tgid))
-                                continue;
-                        yield_now(s->yield);
-                        k = scan_process(&b, procfd, tgid);
-                        if (k < 0)
-                                break;
-                }
-                closedir(d);
+                k = scan_listed(&b, procfd, d);
         }
-
-        /* Threads not seen again have exited: close what is left of the old
-         * held set, keep the new one. */
-        task_held_close(s->held, s->n_held);
-        free(s->held);
-        s->held = b.held;
-        s->n_held = b.n_held;
-        if (k < 0) {
-                /* Keep nothing half-built. */
-                task_held_close(s->held, s->n_held);
-                free(s->held);
-                s->held = NULL;
-                s->n_held = 0;
-                s->prev = task_snapshot_free(s->prev);
+        k = take_held(s, &b, k);
+        if (k < 0)
                 return k;
-        }
-        if (s->n_held > 0)
-                qsort(s->held, s->n_held, sizeof(TaskHeld), task_held_compare);
-        if (snap->n_tasks > 0)
-                qsort(snap->tasks, snap->n_tasks, sizeof(TaskFacts), task_facts_compare);
-        {
-                /* A task directory listed while threads come and go can name
-                 * a tid twice (the kernel resumes by position): keep one. */
-                size_t w = 0;
-
-                for (size_t i = 0; i < snap->n_tasks; i++)
-                        if (w == 0 || snap->tasks[w - 1].tid != snap->tasks[i].tid)
-                                snap->tasks[w++] = snap->tasks[i];
-                snap->n_tasks = w;
-                for (size_t i = 1; s->n_held > 0 && i < s->n_held;)
-                        if (s->held[i].tid == s->held[i - 1].tid) {
-                                close(s->held[i].fd);
-                                memmove(&s->held[i], &s->held[i + 1], (s->n_held - i - 1) * sizeof(TaskHeld));
-                                s->n_held--;
-                        } else
-                                i++;
-        }
-        /* The arrays grew by doubling: give back the slack. */
-        if (snap->n_tasks > 0 && b.tasks_cap > snap->n_tasks) {
-                TaskFacts *t = realloc(snap->tasks, snap->n_tasks * sizeof(TaskFacts));
-                if (t)
-                        snap->tasks = t;
-        }
-        if (s->n_held > 0 && b.held_cap > s->n_held) {
-                TaskHeld *h = realloc(s->held, s->n_held * sizeof(TaskHeld));
-                if (h)
-                        s->held = h;
-        }
-        /* The parent's comm, for [match] parent = … */
-        for (size_t i = 0; i < snap->n_tasks; i++) {
-                const TaskFacts *p = snap->tasks[i].ppid > 0 ? task_snapshot_find(snap, snap->tasks[i].ppid) : NULL;
-
-                snap->tasks[i].parent_comm = p ? p->comm : NULL;
-        }
+        sort_by_tid(s, snap);
+        give_back_slack(s, &b);
+        link_parents(snap);
 
         /* The scanner keeps a reference to compare the next scan against. */
         task_snapshot_free(s->prev);
