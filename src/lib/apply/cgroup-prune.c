@@ -109,10 +109,10 @@ static int prune_task(Prune *p, size_t i) {
         }
         /* Many to check (an exec storm's, most of them gone): one
          * listing of /proc tells which are, where a handle on each
-         * costs a system call or four (a second and more of a
-         * pass in the test guest). A number not listed has no
-         * process: not the entry's, whatever comes after. Without
-         * the listing (an error, no procfs), one by one. */
+         * costs a system call or four (for hundreds of entries, most
+         * of a pass). A number not listed has no process: not the
+         * entry's, whatever comes after. Without the listing (an
+         * error, no procfs), one by one. */
         if (++p->checked == CGROUP_PRUNE_LIST_MIN) {
                 k = cgroup_members_read_proc(p->env, &p->live);
                 if (k == -ENOMEM)
@@ -150,7 +150,7 @@ static int prune_cookies(Prune *p) {
         /* The fast path's cookie entries of processes that were in their
          * group already (no move, no task entry), named by their pidfd's
          * inode (main threads, which /proc lists): one not listed has
-         * gone. Else clearing it (unplanned) took the cookie applier's
+         * gone. Else clearing it (unplanned) costs the cookie applier's
          * thread a pidfd_open() each, with the lock held: after an exec
          * storm, hundreds. Any entry of a task known dead (no task has its
          * number: yield_known_dead()) is moot, whatever names it. */

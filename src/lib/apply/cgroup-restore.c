@@ -67,8 +67,8 @@ static int repin(const CgroupEnv *env, PidRef *ref, pid_t tid) {
 }
 
 /* Task entry i back where it was; *forget set when its entry is done with
- * (the caller forgets them all in one sweep: one each rebuilt the journal's
- * index each time, quadratic in the entries at every stop). */
+ * (the caller forgets them all in one sweep: forgetting each on its own
+ * rebuilds the journal's index each time, quadratic in the entries). */
 static int restore_task(const CgroupEnv *env, CgroupReport *r, Journal *j, size_t i, bool *forget) {
         const JournalTask *jt = &j->tasks[i];
         _cleanup_free_ char *dest = NULL, *now = NULL;

@@ -330,7 +330,7 @@ static int scan_process(Builder *b, int procfd, pid_t tgid) {
                 }
                 /* Exited, not yet reaped: nothing to read, place or give
                  * a cookie (an exec storm's short-lived processes wait
-                 * for their parent so, by the hundred in the test guest).
+                 * for their parent so, by the hundred).
                  * A leader that exited before its other threads shows Z
                  * too: counted with them, it is read. */
                 if (procfs_stat_exited(&leader)) {
@@ -509,8 +509,8 @@ static int scan_touched(Builder *b, int procfd) {
         /* Many touched (an exec storm's, most of them gone by now, those a
          * storm's scan left to this one among them): one listing of /proc
          * tells which are, where a look at each costs a system call or
-         * more, and, with the placer waiting, a turn handed to it (in the
-         * test guest, 223 gone processes made a storm pass of 1.9 s). One
+         * more, and, with the placer waiting, a turn handed to it (for a
+         * few hundred gone processes, most of a storm's pass). One
          * not listed has no process now: nothing to read, nothing to leave
          * to the next scan (a process that takes its number later is
          * marked by its own events). Without the listing, one by one. */
