@@ -13,7 +13,7 @@
 #include "observe/procfs.h"
 #include "observe/tasks.h"
 
-int cgroup_parse_proc_cgroup(const char *text, char **ret) {
+int proc_cgroup_parse(const char *text, char **ret) {
         for (const char *line = text; line && *line;) {
                 const char *nl = strchr(line, '\n');
                 size_t len = nl ? (size_t) (nl - line) : strlen(line);
@@ -69,7 +69,7 @@ int proc_cgroup_read(const Root *root, pid_t tid, FdBin *bin, char **ret) {
         fd_bin_put(bin, TAKE_FD(fd)); /* the fast path's: closed with others, later */
         if (!*(text ?: buf)) /* a task that exited while we read */
                 return -ESRCH;
-        return cgroup_parse_proc_cgroup(text ?: buf, ret);
+        return proc_cgroup_parse(text ?: buf, ret);
 }
 
 /* Where process pid is, and the thread that says so (*ret_tid). A main

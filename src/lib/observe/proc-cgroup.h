@@ -18,7 +18,7 @@
 /* Pure: the v2 line ("0::/path") of /proc/<pid>/cgroup text. A " (deleted)"
  * suffix is kept. -ENODATA when there is no such line, -EBADMSG when it is
  * not an absolute path. */
-int cgroup_parse_proc_cgroup(const char *text, char **ret);
+int proc_cgroup_parse(const char *text, char **ret);
 
 /* The cgroup of task tid: -ESRCH when it is gone. bin: NULL, or where the
  * file's descriptor goes, to be closed later with others (the fast path's,
