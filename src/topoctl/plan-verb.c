@@ -11,6 +11,7 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/util.h"
+#include "common/report.h"
 #include "decide/plan.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/plan-diff.h"
@@ -28,9 +29,7 @@ int topoctl_plan(const PlanVerbArgs *a) {
         if (!dg)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, dg, &p, &reason);
-        for (size_t i = 0; i < dg->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
-                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
+        report_print_diagnostics(stderr, dg);
         if (k < 0) {
                 fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
                 return EXIT_FAILURE;

@@ -25,13 +25,14 @@
 #include "base/macro.h"
 #include "base/sched-attr.h"
 #include "bus.h"
+#include "common/report.h"
+#include "common/state-dir.h"
 #include "explain.h"
 #include "log.h"
 #include "observe/observe-print.h"
 #include "observe/sysload.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/plan-diff.h"
-#include "restore.h"
 #include "sandbox.h"
 
 /* Process events are batched: a burst of execs costs one pass. The timer
@@ -949,12 +950,6 @@ static void log_diagnostics(const Daemon *d, const Diagnostics *dg) {
                        dg->items[i].message);
 }
 
-static void print_diagnostics(FILE *f, const Diagnostics *dg) {
-        for (size_t i = 0; i < dg->n; i++)
-                fprintf(f, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
-                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
-}
-
 /* The new configuration is parsed and checked whole before anything
  * changes; a bad one is refused (file:line in ret_messages and the log)
  * and the running policy stays in force; a good one is swapped in and
@@ -998,7 +993,7 @@ static int reload(Daemon *d, char **ret_messages) {
         }
         f = open_memstream(&text, &len);
         if (f) {
-                print_diagnostics(f, dg);
+                report_print_diagnostics(f, dg);
                 if (k < 0)
                         fprintf(f, "reload refused (%s): the running policy stays in force\n",
                                 k == -EINVAL ? "errors above" : strerror(-k));
@@ -1351,19 +1346,10 @@ static int on_call(void *userdata, const BusCall *call, char **ret_text, char **
                 plan_reply_forget(d);
                 (void) pipeline_use_plan(d->p, NULL);
                 k = restore_all(d, "reset", &r);
-                if (k >= 0 && !r) {
-                        if (call->json)
-                                fputs("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},"
-                                      "\"items\":[]}\n", f);
-                        else
-                                fputs("nothing to restore: topod has changed nothing\n", f);
-                } else if (k >= 0 && call->json) {
-                        _cleanup_(json_freep) Json *j = json_new(f, true);
-
-                        if (j)
-                                (void) reconcile_report_print_json(j, r);
-                } else if (k >= 0)
-                        (void) reconcile_report_print_text(f, r);
+                if (k >= 0 && !r)
+                        report_print_nothing(f, call->json, "topod has changed nothing");
+                else if (k >= 0)
+                        (void) report_print(f, r, call->json);
                 break;
         }
         default:
@@ -1443,8 +1429,8 @@ int topod_run(const DaemonArgs *a) {
         if (!d.p->events)
                 log_warning(&d, "proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
                       strerror(-d.p->events_error), d.p->config->sample_interval_usec / 1000);
-        if (restore_open_journal(a->state_dir, d.p->root, &d.journal, &found, &d.lock) < 0 ||
-            restore_state_dir(a->state_dir, d.p->root, &d.state_dir) < 0)
+        if (state_dir_open_journal(a->state_dir, d.p->root, &d.journal, &found, &d.lock) < 0 ||
+            state_dir_path(a->state_dir, d.p->root, &d.state_dir) < 0)
                 goto finish;
         /* The journal inside is 0600; the directory is open so that anyone
          * can reach the socket (calls are checked one by one). */
@@ -1534,7 +1520,7 @@ finish:
         cookie_applier_free(d.cookies);
         cgroup_held_free(d.held);
         /* The lock file goes with the journal: nothing left behind. */
-        restore_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
+        state_dir_unlock(d.state_dir, &d.lock, d.journal && journal_is_empty(d.journal));
         journal_free(d.journal);
         plan_free(d.plan);
         free(d.plan_reply[0]);

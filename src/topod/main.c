@@ -18,10 +18,12 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
-#include "check.h"
+#include "common/check.h"
+#include "common/report.h"
+#include "common/restore.h"
+#include "common/state-dir.h"
 #include "daemon.h"
 #include "log.h"
-#include "restore.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
 #include "observe/topology.h"
@@ -67,10 +69,6 @@ typedef struct OneshotArgs {
         bool dry_run;
 } OneshotArgs;
 
-static int print_report(const ReconcileReport *r, bool json) {
-        return restore_print_report(r, json);
-}
-
 /* One pass of the pipeline without touching anything: observe (watching
  * for some samples so the classifier can tell classes), decide, print. */
 static int run_oneshot(const OneshotArgs *a) {
@@ -85,9 +83,7 @@ static int run_oneshot(const OneshotArgs *a) {
         if (!d)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, d, &p, &reason);
-        for (size_t i = 0; i < d->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
-                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
+        report_print_diagnostics(stderr, d);
         if (k < 0) {
                 fprintf(stderr, "topod: %s\n", reason ?: strerror(-k));
                 return EXIT_FAILURE;
@@ -117,7 +113,7 @@ static int run_oneshot(const OneshotArgs *a) {
                 _cleanup_close_ int lock = -EBADF;
                 bool found = false;
 
-                if ((k = restore_open_journal(a->state_dir, p->root, &jr, &found, &lock)) < 0)
+                if ((k = state_dir_open_journal(a->state_dir, p->root, &jr, &found, &lock)) < 0)
                         return EXIT_FAILURE;
                 if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
                         CookieInterlocks il = { .smt_off = !p->caps->smt_active,
@@ -132,7 +128,7 @@ static int run_oneshot(const OneshotArgs *a) {
                                 return EXIT_FAILURE;
                         }
                 }
-                if (print_report(r, a->json) < 0 || fflush(stdout) != 0)
+                if (report_print(stdout, r, a->json) < 0 || fflush(stdout) != 0)
                         return EXIT_FAILURE;
                 return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
         }
