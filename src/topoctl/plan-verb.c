@@ -11,42 +11,21 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/util.h"
-#include "common/report.h"
+#include "common/watch.h"
 #include "decide/plan.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/plan-diff.h"
 
 int topoctl_plan(const PlanVerbArgs *a) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
-        _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_free_ char *reason = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
         PlanDiffCounts counts;
-        uint64_t next;
         int k;
 
-        if (!dg)
-                return EXIT_FAILURE;
-        k = pipeline_new(&o, dg, &p, &reason);
-        report_print_diagnostics(stderr, dg);
-        if (k < 0) {
+        if ((k = watch_and_plan(&o, a->samples, &p, &plan, &reason)) < 0) {
                 fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
-                return EXIT_FAILURE;
-        }
-        next = pipeline_now_usec();
-        for (unsigned i = 0; i <= a->samples; i++) {
-                if ((k = pipeline_sample(p, false)) < 0) {
-                        fprintf(stderr, "topoctl: scanning /proc failed: %s\n", strerror(-k));
-                        return EXIT_FAILURE;
-                }
-                if (i < a->samples) {
-                        next += p->config->sample_interval_usec;
-                        pipeline_wait_until(p, next);
-                }
-        }
-        if ((k = pipeline_plan(p, &plan)) < 0) {
-                fprintf(stderr, "topoctl: planning failed: %s\n", strerror(-k));
                 return EXIT_FAILURE;
         }
         if (a->json) {

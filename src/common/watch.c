@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A short watch of the machine and one plan (see watch.h). */
+#include "watch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "decide/diag.h"
+#include "report.h"
+
+int watch_and_plan(const PipelineOptions *o, unsigned samples, Pipeline **ret_p, Plan **ret_plan, char **ret_reason) {
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        _cleanup_(diag_freep) Diagnostics *dg = diag_new();
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        uint64_t next;
+        int k;
+
+        *ret_reason = NULL;
+        if (!dg)
+                return -ENOMEM;
+        k = pipeline_new(o, dg, &p, ret_reason);
+        report_print_diagnostics(stderr, dg);
+        if (k < 0)
+                return k;
+        next = pipeline_now_usec();
+        for (unsigned i = 0; i <= samples; i++) {
+                if ((k = pipeline_sample(p, false)) < 0) {
+                        (void) asprintf(ret_reason, "scanning /proc failed: %s", strerror(-k));
+                        return k;
+                }
+                if (i < samples) {
+                        next += p->config->sample_interval_usec;
+                        pipeline_wait_until(p, next);
+                }
+        }
+        if ((k = pipeline_plan(p, &plan)) < 0) {
+                (void) asprintf(ret_reason, "planning failed: %s", strerror(-k));
+                return k;
+        }
+        *ret_p = TAKE_PTR(p);
+        *ret_plan = TAKE_PTR(plan);
+        return 0;
+}
