@@ -11,24 +11,26 @@
 #include "decide/diag.h"
 #include "report.h"
 
-int watch_and_plan(const PipelineOptions *o, unsigned samples, Pipeline **ret_p, Plan **ret_plan, char **ret_reason) {
+int watch_and_plan(const char *program, const PipelineOptions *o, unsigned samples, Pipeline **ret_p, Plan **ret_plan) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_(plan_freep) Plan *plan = NULL;
+        _cleanup_free_ char *reason = NULL;
         uint64_t next;
         int k;
 
-        *ret_reason = NULL;
         if (!dg)
                 return -ENOMEM;
-        k = pipeline_new(o, dg, &p, ret_reason);
+        k = pipeline_new(o, dg, &p, &reason);
         report_print_diagnostics(stderr, dg);
-        if (k < 0)
+        if (k < 0) {
+                fprintf(stderr, "%s: %s\n", program, reason ?: strerror(-k));
                 return k;
+        }
         next = pipeline_now_usec();
         for (unsigned i = 0; i <= samples; i++) {
                 if ((k = pipeline_sample(p, false)) < 0) {
-                        (void) asprintf(ret_reason, "scanning /proc failed: %s", strerror(-k));
+                        fprintf(stderr, "%s: scanning /proc failed: %s\n", program, strerror(-k));
                         return k;
                 }
                 if (i < samples) {
@@ -37,7 +39,7 @@ int watch_and_plan(const PipelineOptions *o, unsigned samples, Pipeline **ret_p,
                 }
         }
         if ((k = pipeline_plan(p, &plan)) < 0) {
-                (void) asprintf(ret_reason, "planning failed: %s", strerror(-k));
+                fprintf(stderr, "%s: planning failed: %s\n", program, strerror(-k));
                 return k;
         }
         *ret_p = TAKE_PTR(p);

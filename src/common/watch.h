@@ -9,7 +9,6 @@
 
 /* Open the pipeline (what its parsers found is printed on stderr, file:line),
  * scan samples + 1 times a sample interval apart (so the classifier can
- * tell classes), and plan. 0, or a negative errno with what failed in
- * *ret_reason (the caller prints it after its own name; NULL: the errno
- * says it). */
-int watch_and_plan(const PipelineOptions *o, unsigned samples, Pipeline **ret_p, Plan **ret_plan, char **ret_reason);
+ * tell classes), and plan. 0, or a negative errno with what failed said
+ * on stderr as "program: …". */
+int watch_and_plan(const char *program, const PipelineOptions *o, unsigned samples, Pipeline **ret_p, Plan **ret_plan);

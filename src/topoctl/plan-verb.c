@@ -19,15 +19,11 @@
 int topoctl_plan(const PlanVerbArgs *a) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
-        _cleanup_free_ char *reason = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
         PlanDiffCounts counts;
-        int k;
 
-        if ((k = watch_and_plan(&o, a->samples, &p, &plan, &reason)) < 0) {
-                fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
+        if (watch_and_plan("topoctl", &o, a->samples, &p, &plan) < 0)
                 return EXIT_FAILURE;
-        }
         if (a->json) {
                 _cleanup_(json_freep) Json *j = json_new(stdout, true);
 

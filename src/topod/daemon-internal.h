@@ -164,50 +164,83 @@ typedef enum PassCause {
         _PASS_CAUSE_MAX,
 } PassCause;
 
+/* Each part's init (where it needs more than zeroes) and done, called by
+ * daemon.c as the Daemon starts and ends. */
+void daemon_writers_init(DaemonWriters *w);
+void placer_init(Placer *pl);
+void placer_done(Placer *pl);
+void daemon_serve_done(DaemonServe *s);
+void daemon_writers_done(DaemonWriters *w);
+void pass_book_done(PassBook *b);
+void daemon_reloads_done(DaemonReloads *r);
+
 /* daemon.c */
+/* A pass in DAEMON_EVENT_DELAY_USEC, for what the fast path left; a burst
+ * of requests makes one pass after it. */
 void arm_soon(Daemon *d);
+/* A pass in DAEMON_PASS_RETRY_USEC: one failed with work left for it. */
 void arm_retry(Daemon *d);
+/* The proc connector's socket, from the loop: drain, then place. */
 int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 void log_diagnostics(const Daemon *d, const Diagnostics *dg);
 
 /* pass.c */
+/* The apply's writers, as the Daemon holds them. */
 Reconciler reconciler(const Daemon *d);
+/* Scan, plan, apply what differs; a pass that fails is logged, and tried
+ * again later when work waits for it. */
 int pass(Daemon *d, PassCause cause);
+/* Place what exec'd or was born since the last call, from the plan in
+ * force. Whether a pass is needed soon for what it left. */
 bool fast_place(Daemon *d);
+/* fast_place(), and arm_soon() when it left something. */
 void place_fresh(Daemon *d);
-void pass_book_done(PassBook *b);
 
 /* machine.c */
+/* The cookie worker's interlocks, from the capabilities as last read. */
 void set_interlocks(Daemon *d);
+/* Read again what forbids cookies, act on a change; whether it changed. */
 bool refresh_interlocks(Daemon *d);
+/* The interlocks, the CPUs online and the policies in force, read again;
+ * whether anything changed (the plan in use was made without it). */
 bool refresh_machine(Daemon *d);
+/* Once at start: what this kernel does not let topod do. */
 void log_limits(const Daemon *d);
 
 /* placer.c */
-void placer_init(Placer *pl);
+/* The daemon's lock, taken in turn. */
 void lock_take(Daemon *d);
 void lock_give(Daemon *d);
+/* With the lock held: 1 started, 0 not needed (the loop places the execs),
+ * negative errno when neither the placer nor the loop can. */
 int placer_start(Daemon *d);
+/* Without the lock: end the placer and wait for it. */
 void placer_stop(Placer *pl);
-void placer_done(Placer *pl);
 
 /* writers.c */
-void daemon_writers_init(DaemonWriters *w);
+/* The state directory locked, the journal open (a crash's restored), the
+ * cookie worker and held cgroup files set up. */
 int daemon_writers_open(Daemon *d);
+/* Put back what the journal holds; *ret (may be NULL): the report, NULL
+ * when nothing was journaled. */
 int restore_all(Daemon *d, const char *why, ReconcileReport **ret);
-void daemon_writers_done(DaemonWriters *w);
 
 /* reload.c */
+/* Read the configuration again, all or nothing; ret_messages (may be
+ * NULL): file:line of each finding and how it went. */
 int reload(Daemon *d, char **ret_messages);
+/* SIGHUP. */
 int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata);
-void daemon_reloads_done(DaemonReloads *r);
 
 /* status.c */
+/* The Status reply. */
 void status_print_text(const Daemon *d, FILE *f);
 void status_print_json(const Daemon *d, Json *j);
+/* The Plan reply: the plan in force compared with the machine. */
 void status_print_plan(const Daemon *d, bool json, FILE *f);
 
 /* bus-methods.c */
+/* Listen on the bus socket in the state directory. */
 int daemon_serve_start(Daemon *d);
+/* Drop the Plan replies kept: what they say changed without a pass. */
 void plan_reply_forget(Daemon *d);
-void daemon_serve_done(DaemonServe *s);

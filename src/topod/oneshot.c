@@ -52,55 +52,59 @@ static int oneshot_apply(const OneshotArgs *a, const Pipeline *p, const Plan *pl
         return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-/* --dry-run: the topology, the kernel probe and the plan. */
-static int oneshot_print(const OneshotArgs *a, const Pipeline *p, const Plan *plan) {
+static int oneshot_print_json(const OneshotArgs *a, const Pipeline *p, const Plan *plan) {
+        _cleanup_(json_freep) Json *j = json_new(stdout, true);
         int k;
 
-        if (a->json) {
-                _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-                if (!j)
-                        return EXIT_FAILURE;
-                json_object_begin(j);
-                json_kv_uint(j, "samples", a->samples);
-                json_key(j, "topology");
-                if ((k = topology_print_json(j, p->topology)) >= 0) {
-                        json_key(j, "kernel");
-                        k = kernelcaps_print_json(j, p->caps, root_path(p->root));
-                }
-                if (k >= 0) {
-                        json_key(j, "plan");
-                        k = plan_print_json(j, plan, p->policies);
-                }
-                json_object_end(j);
-        } else {
-                k = topology_print_text(stdout, p->topology);
-                if (k >= 0) {
-                        fputc('\n', stdout);
-                        k = kernelcaps_print_text(stdout, p->caps, root_path(p->root));
-                }
-                if (k >= 0) {
-                        fputc('\n', stdout);
-                        if (a->samples == 0)
-                                fputs("(no samples watched: classes come from explicit rules only; "
-                                      "use --samples N to let the classifier watch)\n",
-                                      stdout);
-                        k = plan_print_text(stdout, plan, p->policies);
-                }
+        if (!j)
+                return -ENOMEM;
+        json_object_begin(j);
+        json_kv_uint(j, "samples", a->samples);
+        json_key(j, "topology");
+        if ((k = topology_print_json(j, p->topology)) >= 0) {
+                json_key(j, "kernel");
+                k = kernelcaps_print_json(j, p->caps, root_path(p->root));
         }
+        if (k >= 0) {
+                json_key(j, "plan");
+                k = plan_print_json(j, plan, p->policies);
+        }
+        json_object_end(j);
+        return k;
+}
+
+static int oneshot_print_text(const OneshotArgs *a, const Pipeline *p, const Plan *plan) {
+        int k;
+
+        k = topology_print_text(stdout, p->topology);
+        if (k >= 0) {
+                fputc('\n', stdout);
+                k = kernelcaps_print_text(stdout, p->caps, root_path(p->root));
+        }
+        if (k >= 0) {
+                fputc('\n', stdout);
+                if (a->samples == 0)
+                        fputs("(no samples watched: classes come from explicit rules only; "
+                              "use --samples N to let the classifier watch)\n",
+                              stdout);
+                k = plan_print_text(stdout, plan, p->policies);
+        }
+        return k;
+}
+
+/* --dry-run: the topology, the kernel probe and the plan. */
+static int oneshot_print(const OneshotArgs *a, const Pipeline *p, const Plan *plan) {
+        int k = a->json ? oneshot_print_json(a, p, plan) : oneshot_print_text(a, p, plan);
+
         return k < 0 || fflush(stdout) != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 int topod_oneshot(const OneshotArgs *a) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
-        _cleanup_free_ char *reason = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
-        int k;
 
-        if ((k = watch_and_plan(&o, a->samples, &p, &plan, &reason)) < 0) {
-                fprintf(stderr, "topod: %s\n", reason ?: strerror(-k));
+        if (watch_and_plan("topod", &o, a->samples, &p, &plan) < 0)
                 return EXIT_FAILURE;
-        }
         return a->dry_run ? oneshot_print(a, p, plan) : oneshot_apply(a, p, plan);
 }
