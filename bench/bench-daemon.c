@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The running daemon's costs (issue #6). Prints figures; asserts nothing.
+/* The running daemon's costs. Prints figures; asserts nothing.
  *
  *   bench-daemon --topod PATH [--threads N] [--policies P] [--calls C]
  *                [--idle SECONDS] [--topoctl PATH] [--managed M]

@@ -3,9 +3,10 @@
  * set: P policies ahead of the probe's, each naming another program (-g:
  * the start of other programs' names, "other-N-*"; -G: a glob that is not
  * a start, "*-other-N", which every task is matched against), as a fleet's
- * rule files are on a host where most of them match nothing. Prints the time of one pick for a
- * process the last policy takes and for one no policy takes, warm (a loop
- * of N picks): the pure decision, without the reads and writes around it.
+ * rule files are on a host where most of them match nothing. Prints the
+ * time of one pick for a process the last policy takes and for one no
+ * policy takes, warm (a loop of N picks): the pure decision, without the
+ * reads and writes around it.
  * With -t, also the planner's pass over TASKS threads (plan_build(), in
  * processes of 10 threads, none of them taken by the other policies).
  * Asserts nothing.

@@ -2,7 +2,7 @@
 /* Cost of one full /proc scan (tasks_scan) with N extra idle threads on the
  * machine, and the scanner's memory. Prints figures; asserts nothing.
  *
- *   bench-scan [--threads N] [--rounds R]
+ *   bench-scan [-t THREADS] [-r ROUNDS]
  *
  * The idle threads live in child processes (100 threads each) that block in
  * pause(); they are killed at the end. */

@@ -8,9 +8,15 @@
  *              [-c] [-t TIMEOUT_MS] [-i POLL_US] [-p PROBE]
  *              [--kv | --json] [--raw FILE]
  *   exec-spawn --can-cookie
+ *   exec-spawn --cpu-ns PID
  *
  * Each probe also gets the time just before its spawn, so a second figure,
  * spawn -> placed, includes the fork and exec.
+ *
+ * --cpu-ns prints the CPU time process PID has used, in nanoseconds: the
+ * kernel's process CPU clock (clock_getcpuclockid()), which adds up every
+ * thread, those that have exited included; exec-latency reads it before
+ * and after a run for a placer's whole CPU.
  *
  * Spawns run on an absolute schedule (start + i/RATE): a late spawn is not
  * made up by a burst, and the largest lag is reported. */
@@ -73,6 +79,32 @@ static int can_cookie(void) {
         return 1;
 }
 
+static int print_cpu_ns(const char *arg) {
+        char *end = NULL;
+        long pid;
+        clockid_t clock;
+        struct timespec t;
+        int k;
+
+        errno = 0;
+        pid = strtol(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != '\0' || pid <= 0 || pid > INT_MAX) {
+                fprintf(stderr, "exec-spawn: --cpu-ns takes a pid, not '%s'\n", arg);
+                return 2;
+        }
+        k = clock_getcpuclockid((pid_t) pid, &clock);
+        if (k != 0) {
+                fprintf(stderr, "exec-spawn: pid %ld: no CPU clock: %s\n", pid, strerror(k));
+                return 1;
+        }
+        if (clock_gettime(clock, &t) < 0) {
+                fprintf(stderr, "exec-spawn: pid %ld: reading its CPU clock: %m\n", pid);
+                return 1;
+        }
+        printf("%" PRIu64 "\n", (uint64_t) t.tv_sec * 1000000000u + (uint64_t) t.tv_nsec);
+        return 0;
+}
+
 /* Take whatever records the pipe holds (it is non-blocking). */
 static void collect(int fd, Run *r, size_t cap) {
         for (;;) {
@@ -120,6 +152,7 @@ static void usage(FILE *f) {
         fprintf(f, "usage: exec-spawn [-r RATE] [-d SECONDS | -n COUNT] [-g GROUP] [-C CONTROLLER] [-c]\n"
                    "                  [-t TIMEOUT_MS] [-i POLL_US] [-p PROBE] [--kv | --json] [--raw FILE]\n"
                    "       exec-spawn --can-cookie\n"
+                   "       exec-spawn --cpu-ns PID\n"
                    "  -r RATE        probes started per second (default 100)\n"
                    "  -d SECONDS     for this long (default 5), or -n COUNT probes\n"
                    "  -g GROUP       the probe waits for a cgroup path ending in /GROUP (default bench)\n"
@@ -131,7 +164,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_KV = 0x100, ARG_JSON, ARG_RAW, ARG_CAN_COOKIE };
+        enum { ARG_KV = 0x100, ARG_JSON, ARG_RAW, ARG_CAN_COOKIE, ARG_CPU_NS };
         static const struct option options[] = {
                 { "rate", required_argument, NULL, 'r' },       { "seconds", required_argument, NULL, 'd' },
                 { "count", required_argument, NULL, 'n' },      { "group", required_argument, NULL, 'g' },
@@ -139,7 +172,8 @@ int main(int argc, char *argv[]) {
                 { "timeout-ms", required_argument, NULL, 't' }, { "poll-us", required_argument, NULL, 'i' },
                 { "probe", required_argument, NULL, 'p' },      { "kv", no_argument, NULL, ARG_KV },
                 { "json", no_argument, NULL, ARG_JSON },        { "raw", required_argument, NULL, ARG_RAW },
-                { "can-cookie", no_argument, NULL, ARG_CAN_COOKIE }, { "help", no_argument, NULL, 'h' },
+                { "can-cookie", no_argument, NULL, ARG_CAN_COOKIE }, { "cpu-ns", required_argument, NULL, ARG_CPU_NS },
+                { "help", no_argument, NULL, 'h' },
                 {},
         };
         double rate = 100, seconds = 5;
@@ -168,6 +202,7 @@ int main(int argc, char *argv[]) {
                 case ARG_JSON: json = true; break;
                 case ARG_RAW: raw = optarg; break;
                 case ARG_CAN_COOKIE: return can_cookie();
+                case ARG_CPU_NS: return print_cpu_ns(optarg);
                 case 'h': usage(stdout); return 0;
                 default: usage(stderr); return 2;
                 }

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The percentile summary every exec ruler prints (exec-bench.h), in a file
+ * of its own so that exec-spawn and exec-trace print it alike. */
 #include <stdlib.h>
 #include <string.h>
 

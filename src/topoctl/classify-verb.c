@@ -14,6 +14,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/util.h"
+#include "common/report.h"
 #include "decide/classify.h"
 #include "decide/config.h"
 #include "decide/policy-check.h"
@@ -25,14 +26,6 @@
 #include "observe/topology.h"
 #include "observe/users.h"
 #include "pipeline/pipeline.h"
-
-static void print_diagnostics(const Diagnostics *d) {
-        /* Bad configuration does not stop a watch: say where, go on with
-         * what parsed (as the daemon does). */
-        for (size_t i = 0; i < d->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
-                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
-}
 
 typedef struct Context {
         const ClassifyVerbArgs *args;
@@ -209,7 +202,9 @@ int topoctl_classify(const ClassifyVerbArgs *a) {
         if (!d)
                 return EXIT_FAILURE;
         k = pipeline_new(&o, d, &p, &reason);
-        print_diagnostics(d);
+        /* Bad configuration does not stop a watch: say where, go on with
+         * what parsed (as the daemon does). */
+        report_print_diagnostics(stderr, d);
         if (k < 0) {
                 fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
                 return EXIT_FAILURE;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* topoctl's bus client (see client.h). */
 #include "client.h"
 
 #include <errno.h>
@@ -8,8 +9,8 @@
 #include <systemd/sd-bus.h>
 
 #include "base/root.h"
-#include "bus.h"
-#include "restore.h"
+#include "common/bus-protocol.h"
+#include "common/state-dir.h"
 
 struct Client {
         sd_bus *bus;
@@ -29,7 +30,7 @@ int client_open(const char *root_dir, const char *state_dir, Client **ret, char 
         _cleanup_(client_freep) Client *c = NULL;
         int k;
 
-        if ((k = root_open(root_dir, &root)) < 0 || (k = restore_state_dir(state_dir, root, &dir)) < 0) {
+        if ((k = root_open(root_dir, &root)) < 0 || (k = state_dir_path(state_dir, root, &dir)) < 0) {
                 (void) asprintf(ret_reason, "cannot open the root %s: %s", root_dir ?: "/", strerror(-k));
                 return k;
         }
@@ -49,18 +50,18 @@ int client_open(const char *root_dir, const char *state_dir, Client **ret, char 
         return 0;
 }
 
-int client_call(Client *c, const char *method, pid_t pid, bool json, char **ret_text, char **ret_error_name,
+int client_call(Client *c, BusMethod method, pid_t pid, bool json, char **ret_text, char **ret_error_name,
                 char **ret_error_message) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const char *text;
+        const char *name = bus_method_to_string(method), *text;
         int k;
 
-        if (streq(method, "Explain"))
-                k = sd_bus_call_method(c->bus, NULL, BUS_PATH, BUS_INTERFACE, method, &error, &reply, "ub", (uint32_t) pid,
+        if (method == BUS_METHOD_EXPLAIN)
+                k = sd_bus_call_method(c->bus, NULL, BUS_PATH, BUS_INTERFACE, name, &error, &reply, "ub", (uint32_t) pid,
                                        (int) json);
         else
-                k = sd_bus_call_method(c->bus, NULL, BUS_PATH, BUS_INTERFACE, method, &error, &reply, "b", (int) json);
+                k = sd_bus_call_method(c->bus, NULL, BUS_PATH, BUS_INTERFACE, name, &error, &reply, "b", (int) json);
         if (k < 0) {
                 *ret_error_name = error.name ? strdup(error.name) : NULL;
                 *ret_error_message = strdup(error.message ?: strerror(-k));

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* topoctl's side of topod's socket (see src/topod/bus.h): connect, call
- * one method, hand back the reply text or the error. */
+/* topoctl's side of topod's socket (the protocol: common/bus-protocol.h):
+ * connect, call one method, hand back the reply text or the error. */
 
 #include <stdbool.h>
 #include <sys/types.h>
 
 #include "base/macro.h"
+#include "common/bus-protocol.h"
 
 typedef struct Client Client;
 
@@ -21,5 +22,5 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Client *, client_free);
 
 /* Call method (Explain takes pid). 0 and the reply, or a negative errno
  * and the error's name and message (either may be NULL). */
-int client_call(Client *c, const char *method, pid_t pid, bool json, char **ret_text, char **ret_error_name,
+int client_call(Client *c, BusMethod method, pid_t pid, bool json, char **ret_text, char **ret_error_name,
                 char **ret_error_message);

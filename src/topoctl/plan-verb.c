@@ -11,45 +11,19 @@
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/util.h"
+#include "common/watch.h"
 #include "decide/plan.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/plan-diff.h"
 
 int topoctl_plan(const PlanVerbArgs *a) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
-        _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_(plan_freep) Plan *plan = NULL;
-        _cleanup_free_ char *reason = NULL;
         PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
         PlanDiffCounts counts;
-        uint64_t next;
-        int k;
 
-        if (!dg)
+        if (watch_and_plan("topoctl", &o, a->samples, &p, &plan) < 0)
                 return EXIT_FAILURE;
-        k = pipeline_new(&o, dg, &p, &reason);
-        for (size_t i = 0; i < dg->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", dg->items[i].file, dg->items[i].line,
-                        dg->items[i].severity == DIAG_ERROR ? "error" : "warning", dg->items[i].message);
-        if (k < 0) {
-                fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
-                return EXIT_FAILURE;
-        }
-        next = pipeline_now_usec();
-        for (unsigned i = 0; i <= a->samples; i++) {
-                if ((k = pipeline_sample(p, false)) < 0) {
-                        fprintf(stderr, "topoctl: scanning /proc failed: %s\n", strerror(-k));
-                        return EXIT_FAILURE;
-                }
-                if (i < a->samples) {
-                        next += p->config->sample_interval_usec;
-                        pipeline_wait_until(p, next);
-                }
-        }
-        if ((k = pipeline_plan(p, &plan)) < 0) {
-                fprintf(stderr, "topoctl: planning failed: %s\n", strerror(-k));
-                return EXIT_FAILURE;
-        }
         if (a->json) {
                 _cleanup_(json_freep) Json *j = json_new(stdout, true);
 

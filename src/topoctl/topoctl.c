@@ -15,11 +15,12 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/util.h"
-#include "check.h"
-#include "client.h"
 #include "classify-verb.h"
+#include "client.h"
+#include "common/bus-protocol.h"
+#include "common/check.h"
+#include "common/restore.h"
 #include "plan-verb.h"
-#include "restore.h"
 #include "decide/config.h"
 #include "observe/kernelcaps.h"
 #include "observe/observe-print.h"
@@ -165,7 +166,7 @@ static int verb_topology(const Args *a) {
  * when no daemon listens (reason in *ret_reason) so the caller can fall
  * back or say so. A daemon that may run but cannot be reached (a full
  * backlog, no permission) is a failure, never a reason to act without it. */
-static int ask_daemon(const Args *a, const char *method, pid_t pid, char **ret_reason) {
+static int ask_daemon(const Args *a, BusMethod method, pid_t pid, char **ret_reason) {
         _cleanup_(client_freep) Client *c = NULL;
         _cleanup_free_ char *text = NULL, *name = NULL, *message = NULL;
         int k;
@@ -182,8 +183,8 @@ static int ask_daemon(const Args *a, const char *method, pid_t pid, char **ret_r
                 /* A refused reload's message is the file:line list. */
                 fprintf(stderr, "%s%s", message ?: strerror(-k),
                         message && *message && message[strlen(message) - 1] == '\n' ? "" : "\n");
-                if (name && !strstr(name, "io.topod.Error") && !(message && strstr(message, name)))
-                        fprintf(stderr, "topoctl: %s failed: %s\n", method, name);
+                if (name && !strstr(name, BUS_ERROR_PREFIX) && !(message && strstr(message, name)))
+                        fprintf(stderr, "topoctl: %s failed: %s\n", bus_method_to_string(method), name);
                 return EXIT_FAILURE;
         }
         fputs(text, stdout);
@@ -191,7 +192,7 @@ static int ask_daemon(const Args *a, const char *method, pid_t pid, char **ret_r
 }
 
 /* For the verbs that need the daemon: one line, exit 1. */
-static int need_daemon(const Args *a, const char *method, pid_t pid) {
+static int need_daemon(const Args *a, BusMethod method, pid_t pid) {
         _cleanup_free_ char *reason = NULL;
         int r = ask_daemon(a, method, pid, &reason);
 
@@ -211,13 +212,13 @@ static int verb_explain(const Args *a) {
         v = strtol(a->argv[0], &end, 10);
         if (errno || *end || end == a->argv[0] || v <= 0 || v > INT32_MAX)
                 return usage_error("explain takes a process or thread id, got '%s'", a->argv[0]);
-        return need_daemon(a, "Explain", (pid_t) v);
+        return need_daemon(a, BUS_METHOD_EXPLAIN, (pid_t) v);
 }
 
 static int verb_reload(const Args *a) {
         if (a->argc > 0)
                 return usage_error("reload takes no arguments, got '%s'", a->argv[0]);
-        return need_daemon(a, "Reload", 0);
+        return need_daemon(a, BUS_METHOD_RELOAD, 0);
 }
 
 static int verb_status(const Args *a) {
@@ -230,7 +231,7 @@ static int verb_status(const Args *a) {
                 return usage_error("status takes no arguments, got '%s'", a->argv[0]);
         {
                 _cleanup_free_ char *reason = NULL;
-                int d = ask_daemon(a, "Status", 0, &reason);
+                int d = ask_daemon(a, BUS_METHOD_STATUS, 0, &reason);
 
                 if (d >= 0)
                         return d;
@@ -289,7 +290,7 @@ static int verb_plan(const Args *a) {
                 return usage_error("plan takes no arguments, got '%s'", a->argv[0]);
         if (!a->classify.config && !a->classify.policies && !a->classify.samples) {
                 _cleanup_free_ char *reason = NULL;
-                int d = ask_daemon(a, "Plan", 0, &reason);
+                int d = ask_daemon(a, BUS_METHOD_PLAN, 0, &reason);
 
                 if (d >= 0)
                         return d;
@@ -303,7 +304,7 @@ static int verb_reset(const Args *a) {
                 return usage_error("reset takes no arguments, got '%s'", a->argv[0]);
         {
                 _cleanup_free_ char *reason = NULL;
-                int d = ask_daemon(a, "Reset", 0, &reason);
+                int d = ask_daemon(a, BUS_METHOD_RESET, 0, &reason);
 
                 if (d >= 0)
                         return d;

@@ -33,15 +33,6 @@ struct BusServer {
         uint64_t accepted;
 };
 
-static const char *const method_names[_BUS_METHOD_MAX] = {
-        [BUS_METHOD_EXPLAIN] = "Explain", [BUS_METHOD_STATUS] = "Status", [BUS_METHOD_PLAN] = "Plan",
-        [BUS_METHOD_RELOAD] = "Reload",   [BUS_METHOD_RESET] = "Reset",
-};
-
-const char *bus_method_to_string(BusMethod m) {
-        return m >= 0 && m < _BUS_METHOD_MAX ? method_names[m] : NULL;
-}
-
 unsigned bus_server_connections(const BusServer *s) {
         return s ? s->n_conns : 0;
 }
@@ -131,7 +122,7 @@ static int dispatch(sd_bus_message *m, void *userdata, sd_bus_error *error, BusM
         if ((method == BUS_METHOD_RELOAD || method == BUS_METHOD_RESET) && c->uid != 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "%s changes the machine: only root may call it (you are uid %u)",
-                                         method_names[method], (unsigned) c->uid);
+                                         bus_method_to_string(method), (unsigned) c->uid);
 
         k = s->handler(s->userdata, &call, &text, &message, &name);
         if (k < 0)

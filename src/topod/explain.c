@@ -207,7 +207,7 @@ static void read_cgroup(const ExplainContext *x, ThreadAnswer *a) {
         char path[64];
 
         snprintf(path, sizeof(path), "proc/%d/task/%d/cgroup", (int) a->t->tgid, (int) a->t->tid);
-        if (root_read_file(x->p->root, path, 64 * 1024, &text, NULL) < 0 || cgroup_parse_proc_cgroup(text, &a->cgroup) < 0)
+        if (root_read_file(x->p->root, path, 64 * 1024, &text, NULL) < 0 || proc_cgroup_parse(text, &a->cgroup) < 0)
                 return;
         if (!mount)
                 return;

@@ -2,9 +2,9 @@
 /* topod: topology-aware cgroup and core-scheduling policy manager.
  *
  * The options pick one of: the daemon (daemon.c: the event loop, the bus,
- * the sandbox), one pass (--oneshot, with --dry-run only printing the
- * plan), a restore from the journal (--restore), or a check of the
- * configuration (--check). */
+ * the sandbox), one pass (--oneshot, oneshot.c, with --dry-run only
+ * printing the plan), a restore from the journal (--restore), or a check
+ * of the configuration (--check); this file only parses them. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,21 +12,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
-#include "base/json.h"
-#include "base/macro.h"
-#include "base/root.h"
-#include "check.h"
+#include "common/check.h"
+#include "common/restore.h"
 #include "daemon.h"
 #include "log.h"
-#include "restore.h"
-#include "observe/kernelcaps.h"
-#include "observe/observe-print.h"
-#include "observe/topology.h"
-#include "apply/reconcile.h"
-#include "pipeline/pipeline.h"
+#include "oneshot.h"
 
 #define EXIT_USAGE 2
 
@@ -58,118 +49,6 @@ static void help(void) {
                "      --version    Show the version\n"
                "\n"
                "See topod(8).\n");
-}
-
-typedef struct OneshotArgs {
-        const char *root, *config, *policies, *state_dir;
-        unsigned samples;
-        bool json;
-        bool dry_run;
-} OneshotArgs;
-
-static int print_report(const ReconcileReport *r, bool json) {
-        return restore_print_report(r, json);
-}
-
-/* One pass of the pipeline without touching anything: observe (watching
- * for some samples so the classifier can tell classes), decide, print. */
-static int run_oneshot(const OneshotArgs *a) {
-        _cleanup_(pipeline_freep) Pipeline *p = NULL;
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(plan_freep) Plan *plan = NULL;
-        _cleanup_free_ char *reason = NULL;
-        PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
-        uint64_t next;
-        int k;
-
-        if (!d)
-                return EXIT_FAILURE;
-        k = pipeline_new(&o, d, &p, &reason);
-        for (size_t i = 0; i < d->n; i++)
-                fprintf(stderr, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
-                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
-        if (k < 0) {
-                fprintf(stderr, "topod: %s\n", reason ?: strerror(-k));
-                return EXIT_FAILURE;
-        }
-        next = pipeline_now_usec();
-        for (unsigned i = 0; i <= a->samples; i++) {
-                if ((k = pipeline_sample(p, false)) < 0) {
-                        fprintf(stderr, "topod: scanning /proc failed: %s\n", strerror(-k));
-                        return EXIT_FAILURE;
-                }
-                if (i < a->samples) {
-                        next += p->config->sample_interval_usec;
-                        pipeline_wait_until(p, next);
-                }
-        }
-        if ((k = pipeline_plan(p, &plan)) < 0) {
-                fprintf(stderr, "topod: planning failed: %s\n", strerror(-k));
-                return EXIT_FAILURE;
-        }
-
-        if (!a->dry_run) {
-                /* Apply: journal every original first; the journal stays
-                 * for topod --restore (topoctl reset) to put things back. */
-                _cleanup_(journal_freep) Journal *jr = NULL;
-                _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
-                _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-                _cleanup_close_ int lock = -EBADF;
-                bool found = false;
-
-                if ((k = restore_open_journal(a->state_dir, p->root, &jr, &found, &lock)) < 0)
-                        return EXIT_FAILURE;
-                if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
-                        CookieInterlocks il = { .smt_off = !p->caps->smt_active,
-                                                .sched_ext_active = p->caps->sched_ext_active };
-                        cookie_applier_set_interlocks(ca, &il);
-                }
-                {
-                        Reconciler rc = { .root = p->root, .caps = p->caps, .journal = jr, .cookies = ca };
-
-                        if ((k = reconcile_apply(&rc, plan, &r)) < 0) {
-                                fprintf(stderr, "topod: apply failed: %s\n", strerror(-k));
-                                return EXIT_FAILURE;
-                        }
-                }
-                if (print_report(r, a->json) < 0 || fflush(stdout) != 0)
-                        return EXIT_FAILURE;
-                return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        }
-
-        if (a->json) {
-                _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-                if (!j)
-                        return EXIT_FAILURE;
-                json_object_begin(j);
-                json_kv_uint(j, "samples", a->samples);
-                json_key(j, "topology");
-                if ((k = topology_print_json(j, p->topology)) >= 0) {
-                        json_key(j, "kernel");
-                        k = kernelcaps_print_json(j, p->caps, root_path(p->root));
-                }
-                if (k >= 0) {
-                        json_key(j, "plan");
-                        k = plan_print_json(j, plan, p->policies);
-                }
-                json_object_end(j);
-        } else {
-                k = topology_print_text(stdout, p->topology);
-                if (k >= 0) {
-                        fputc('\n', stdout);
-                        k = kernelcaps_print_text(stdout, p->caps, root_path(p->root));
-                }
-                if (k >= 0) {
-                        fputc('\n', stdout);
-                        if (a->samples == 0)
-                                fputs("(no samples watched: classes come from explicit rules only; "
-                                      "use --samples N to let the classifier watch)\n",
-                                      stdout);
-                        k = plan_print_text(stdout, plan, p->policies);
-                }
-        }
-        return k < 0 || fflush(stdout) != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 int main(int argc, char *argv[]) {
@@ -298,6 +177,6 @@ int main(int argc, char *argv[]) {
                                 return usage_error("--dry-run, --json and --samples go with --oneshot");
                         return topod_run(&da);
                 }
-                return run_oneshot(&a);
+                return topod_oneshot(&a);
         }
 }

@@ -153,11 +153,11 @@ static const ArgRule arg_rules[] = {
         { "ioctl", 1, INT_MASK, PIDREF_PIDFD_GET_INFO },
 
         /* sched_getattr()/sched_setattr(): the placer's own scheduler slice
-         * (daemon.c), on the calling thread alone (pid 0). */
+         * (placer.c), on the calling thread alone (pid 0). */
         { "sched_getattr", 0, INT_MASK, 0 },
         { "sched_setattr", 0, INT_MASK, 0 },
         /* sched_setaffinity(): the topology read again when SMT is
-         * switched on or off (daemon.c): hwloc's x86 backend binds the
+         * switched on or off (machine.c): hwloc's x86 backend binds the
          * calling thread (pid 0) to each CPU in turn to read CPUID there,
          * and back. Never another task's. */
         { "sched_setaffinity", 0, INT_MASK, 0 },

@@ -714,13 +714,13 @@ static void test_parse_proc_cgroup(void) {
         _cleanup_free_ char *a = NULL, *b = NULL;
         char *x = NULL;
 
-        ASSERT_OK(cgroup_parse_proc_cgroup("0::/a/b\n", &a));
+        ASSERT_OK(proc_cgroup_parse("0::/a/b\n", &a));
         ASSERT_STREQ(a, "/a/b");
-        ASSERT_OK(cgroup_parse_proc_cgroup("12:cpu,cpuacct:/x\n0::/\n", &b));
+        ASSERT_OK(proc_cgroup_parse("12:cpu,cpuacct:/x\n0::/\n", &b));
         ASSERT_STREQ(b, "/");
-        ASSERT_ERROR(cgroup_parse_proc_cgroup("12:cpu:/x\n", &x), ENODATA);
-        ASSERT_ERROR(cgroup_parse_proc_cgroup("0::x\n", &x), EBADMSG);
-        ASSERT_ERROR(cgroup_parse_proc_cgroup("", &x), ENODATA);
+        ASSERT_ERROR(proc_cgroup_parse("12:cpu:/x\n", &x), ENODATA);
+        ASSERT_ERROR(proc_cgroup_parse("0::x\n", &x), EBADMSG);
+        ASSERT_ERROR(proc_cgroup_parse("", &x), ENODATA);
         ASSERT_NULL(x);
 
         ASSERT_TRUE(cgroup_path_is_below("/a/b", "/a"));

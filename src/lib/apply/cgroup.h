@@ -93,9 +93,12 @@
 #include "base/root.h"
 #include "base/yield.h"
 #include "decide/plan.h"
+/* Where a process is (/proc/<pid>/cgroup): read by observe, for the writer
+ * and its callers. */
+#include "observe/proc-cgroup.h"
 
 /* Bounds on what the machine can make us read: one attribute file, a
- * cgroup.procs list, a /proc/<pid>/cgroup. */
+ * cgroup.procs list (a /proc/<pid>/cgroup: PROC_CGROUP_MAX). */
 #define CGROUP_ATTR_MAX (64u * 1024u)
 #define CGROUP_PROCS_MAX (4u * 1024u * 1024u)
 
@@ -241,11 +244,6 @@ const char *cgroup_item_kind_to_string(CgroupItemKind k);
  *     kernel refuses: CPUs or nodes outside the parent's, cpu.weight while
  *     cpu.idle is set), EOPNOTSUPP (a threaded cgroup in the way), EROFS. */
 bool cgroup_error_is_temporary(int error);
-
-/* Pure: the v2 line ("0::/path") of /proc/<pid>/cgroup text. A " (deleted)"
- * suffix is kept. -ENODATA when there is no such line, -EBADMSG when it is
- * not an absolute path. */
-int cgroup_parse_proc_cgroup(const char *text, char **ret);
 
 /* Pure: is path the cgroup 'top' or below it? ("/a/b" is below "/a", "/ab" is not.) */
 bool cgroup_path_is_below(const char *path, const char *top);

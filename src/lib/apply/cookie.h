@@ -22,8 +22,8 @@
  *           group's cookie by CREATE-ing a fresh private cookie for itself,
  *           which nobody else ever gets. That private cookie is the
  *           keep-alive: the kernel turns core scheduling on when the first
- *           cookie appears and off when the last one is freed (measured:
- *           toggling it per short-lived task doubled exec→placed latency), so
+ *           cookie appears and off when the last one is freed (toggling
+ *           it per short-lived task doubles exec→placed latency), so
  *           while an applier has assigned anything, one cookie (the
  *           worker's) always exists. The worker never holds a group's cookie
  *           between jobs, so a group's cookie dies with its last member.

@@ -9,8 +9,8 @@
  * EXIT naming it. At 0 every thread has exited: the process is dead. Until
  * its parent reaps it, /proc still lists it and its files still read (a
  * zombie): each look at it costs a system call or more, for nothing. In an
- * exec storm hundreds are, and were read one by one by the scan and
- * pinned one by one by the journal's upkeep.
+ * exec storm hundreds are: without these counts the scan would read each
+ * one and the journal's upkeep pin each one.
  *
  * An EXIT naming the main thread is not enough: a main thread may end and
  * the process live on in its other threads; a thread that execs takes the

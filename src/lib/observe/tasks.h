@@ -166,6 +166,11 @@ int tasks_list_processes(const Root *root, int procfd, pid_t **ret, size_t *ret_
  * exited while others live); -ESRCH when there is none. */
 int tasks_live_thread(const Root *root, pid_t tgid, pid_t *ret_tid);
 
+/* The own stat of thread tid (proc/<tid>/task/<tid>/stat: not its
+ * process's, which sums the times of every thread). -ESRCH when it is gone;
+ * -EFBIG, -EINVAL or the parser's error for a file that is not its stat. */
+int tasks_read_thread_stat(const Root *root, pid_t tid, ProcStat *ret);
+
 /* One full scan without keeping anything. */
 int tasks_scan(const Root *root, const TaskScanOps *ops, TaskSnapshot **ret);
 /* Snapshots are shared (read-only) between the scanner and its callers:

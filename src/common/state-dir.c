@@ -1,22 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "restore.h"
+/* The state directory, its lock and the journal in it (see state-dir.h). */
+#include "state-dir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
-#include "apply/cookie.h"
-#include "base/json.h"
 #include "base/macro.h"
 #include "base/util.h"
-#include "observe/kernelcaps.h"
 
-int restore_state_dir(const char *state_dir, const Root *root, char **ret) {
+int state_dir_path(const char *state_dir, const Root *root, char **ret) {
         if (state_dir) {
                 *ret = strdup(state_dir);
                 return *ret ? 0 : -ENOMEM;
@@ -56,7 +54,7 @@ static int take_lock(const char *dir, int *ret) {
         return 0;
 }
 
-void restore_unlock(const char *dir, int *lock, bool remove) {
+void state_dir_unlock(const char *dir, int *lock, bool remove) {
         _cleanup_free_ char *path = NULL;
 
         if (*lock < 0)
@@ -69,14 +67,14 @@ void restore_unlock(const char *dir, int *lock, bool remove) {
         *lock = -EBADF;
 }
 
-int restore_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found, int *ret_lock) {
+int state_dir_open_journal(const char *state_dir, const Root *root, Journal **ret, bool *ret_found, int *ret_lock) {
         _cleanup_free_ char *dir = NULL, *boot = NULL;
         int k2;
         _cleanup_close_ int lock = -EBADF;
         JournalError e = {};
         int k;
 
-        if ((k = restore_state_dir(state_dir, root, &dir)) < 0)
+        if ((k = state_dir_path(state_dir, root, &dir)) < 0)
                 return k;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
                 k = negative_errno();
@@ -113,63 +111,4 @@ int restore_open_journal(const char *state_dir, const Root *root, Journal **ret,
         *ret_found = k > 0;
         *ret_lock = TAKE_FD(lock);
         return 0;
-}
-
-int restore_print_report(const ReconcileReport *r, bool json) {
-        if (json) {
-                _cleanup_(json_freep) Json *j = json_new(stdout, true);
-
-                if (!j)
-                        return -ENOMEM;
-                return reconcile_report_print_json(j, r);
-        }
-        return reconcile_report_print_text(stdout, r);
-}
-
-int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
-        _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
-        _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
-        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_free_ char *dir = NULL;
-        _cleanup_close_ int lock = -EBADF;
-        bool found = false;
-        int k;
-
-        if ((k = root_open(root_dir, &root)) < 0 || (k = kernelcaps_probe(root, NULL, &caps)) < 0) {
-                fprintf(stderr, "%s: cannot observe the machine: %s\n", program_invocation_short_name, strerror(-k));
-                return EXIT_FAILURE;
-        }
-        if (restore_open_journal(state_dir, root, &j, &found, &lock) < 0)
-                return EXIT_FAILURE;
-        if (!found) {
-                if (restore_state_dir(state_dir, root, &dir) >= 0)
-                        restore_unlock(dir, &lock, true);
-                if (json)
-                        puts("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},\"items\":[]}");
-                else
-                        puts("nothing to restore: no journal");
-                return EXIT_SUCCESS;
-        }
-        if (j->n_cookies > 0)
-                (void) cookie_applier_new(root, NULL, &ca);
-        {
-                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca };
-
-                if ((k = reconcile_restore(&rc, &r)) < 0) {
-                        fprintf(stderr, "%s: restore failed: %s\n", program_invocation_short_name, strerror(-k));
-                        return EXIT_FAILURE;
-                }
-        }
-        if (journal_is_empty(j) && restore_state_dir(state_dir, root, &dir) >= 0) {
-                if ((k = journal_remove(dir)) < 0)
-                        fprintf(stderr, "%s: cannot remove the journal in %s: %s\n", program_invocation_short_name, dir,
-                                strerror(-k));
-                else
-                        restore_unlock(dir, &lock, true);
-        }
-        if (restore_print_report(r, json) < 0 || fflush(stdout) != 0)
-                return EXIT_FAILURE;
-        return r->counts[RECONCILE_FAILED] == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* topoctl check and topod --check: the same checker for both programs (see check.h). */
 #include "check.h"
 
 #include <errno.h>

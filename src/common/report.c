@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Reports printed alike by both programs (see report.h). */
+#include "report.h"
+
+#include <errno.h>
+
+#include "base/json.h"
+#include "base/macro.h"
+
+int report_print(FILE *f, const ReconcileReport *r, bool json) {
+        if (json) {
+                _cleanup_(json_freep) Json *j = json_new(f, true);
+
+                if (!j)
+                        return -ENOMEM;
+                return reconcile_report_print_json(j, r);
+        }
+        return reconcile_report_print_text(f, r);
+}
+
+void report_print_nothing(FILE *f, bool json, const char *why) {
+        if (json)
+                fputs("{\"counts\":{\"done\":0,\"already\":0,\"vanished\":0,\"skipped\":0,\"failed\":0},\"items\":[]}\n", f);
+        else
+                fprintf(f, "nothing to restore: %s\n", why);
+}
+
+void report_print_diagnostics(FILE *f, const Diagnostics *d) {
+        for (size_t i = 0; i < d->n; i++)
+                fprintf(f, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
+                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
+}

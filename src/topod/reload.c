@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A reload (SIGHUP, or the Reload call): the new configuration whole or
+ * not at all. Its own file: two entry points, and the one place that swaps
+ * the policies under a running daemon. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "base/macro.h"
+#include "common/report.h"
+#include "daemon-internal.h"
+
+/* The new configuration is parsed and checked whole before anything
+ * changes; a bad one is refused (file:line in ret_messages and the log)
+ * and the running policy stays in force; a good one is swapped in and
+ * reconciled, changing only what differs. A reload also ends a pause. */
+int reload(Daemon *d, char **ret_messages) {
+        _cleanup_(diag_freep) Diagnostics *dg = diag_new();
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+        int k, pk = 0;
+
+        if (!dg)
+                return -ENOMEM;
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
+        k = pipeline_reload(d->p, dg);
+        log_diagnostics(d, dg);
+        d->reloads.count++;
+        plan_reply_forget(d);
+        free(d->reloads.last);
+        if (k < 0) {
+                log_error(d, "reload refused (%s): the running policy stays in force",
+                          k == -EINVAL ? "errors above" : strerror(-k));
+                d->reloads.refused++;
+                d->reloads.last = dg->n > 0 ? strdup(dg->items[0].message) : strdup(strerror(-k));
+        } else {
+                /* The plan in force names policies of the set just freed
+                 * (indexes, feature and mode names): drop it before
+                 * anything can read it; until the pass below makes a new
+                 * one, calls answer "not ready". */
+                (void) pipeline_use_plan(d->p, NULL);
+                d->pass.plan = plan_free(d->pass.plan);
+                d->paused = false;
+                log_set_config_level(&d->log, (int) d->p->config->log_level);
+                pk = pass(d, PASS_RELOAD);
+                if (pk < 0)
+                        log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->policies->n,
+                                  strerror(-pk));
+                else
+                        log_info(d, "reloaded: %zu policies", d->p->policies->n);
+                d->reloads.last = pk < 0 ? strdup("ok, but the pass after it failed") : strdup("ok");
+        }
+        f = open_memstream(&text, &len);
+        if (f) {
+                report_print_diagnostics(f, dg);
+                if (k < 0)
+                        fprintf(f, "reload refused (%s): the running policy stays in force\n",
+                                k == -EINVAL ? "errors above" : strerror(-k));
+                else if (pk < 0)
+                        fprintf(f, "reloaded: %zu policies, but the pass after it failed (%s); the next pass retries\n",
+                                d->p->policies->n, strerror(-pk));
+                else
+                        fprintf(f, "reloaded: %zu policies\n", d->p->policies->n);
+                fclose(f);
+        }
+        (void) sd_notify(false, "READY=1");
+        if (ret_messages)
+                *ret_messages = TAKE_PTR(text);
+        return k;
+}
+
+int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) s;
+        (void) si;
+        (void) reload(userdata, NULL);
+        return 0;
+}
+
+void daemon_reloads_done(DaemonReloads *r) {
+        r->last = mfree(r->last);
+}
