@@ -8,6 +8,7 @@
 
 #include "apply/feat.h"
 #include "apply/journal.h"
+#include "apply/reconcile.h"
 #include "base/sched-settings.h"
 #include "base/util.h"
 #include "fake-root.h"
@@ -18,7 +19,6 @@
 
 #define MOUNTINFO                                                                                       \
         "22 1 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"                  \
-        "26 22 0:24 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw\n"   \
         "30 22 0:7 / /sys/kernel/debug rw,nosuid,nodev,noexec,relatime shared:15 - debugfs debugfs rw\n"
 
 /* ---- the catalog and values ---------------------------------------------- */
@@ -538,6 +538,73 @@ static void test_release(void) {
         fake_root_remove(d);
 }
 
+static ReconcileStatus item(const ReconcileReport *rep, const char *what_prefix) {
+        for (size_t i = 0; i < rep->n; i++)
+                if (startswith(rep->items[i].what, what_prefix))
+                        return rep->items[i].status;
+        TEST_FAIL("no report item \"%s…\"", what_prefix);
+}
+
+/* The pass: the plan's settings applied (or skipped with why), a setting a
+ * later plan drops put back, and the stop's restore of the rest. */
+static void test_reconcile(void) {
+        char *d = tree_73();
+        _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d);
+        _cleanup_(root_freep) Root *r = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_free_ char *jdir = fake_root_new();
+        FakeKernel fk = { .dir = d };
+        FeatOps ops = { fake_write_setting, &fk };
+        PolicySetting both[] = {
+                { .info = sched_setting_lookup("llc_balancing/enabled"), .value = "0" },
+                { .info = sched_setting_lookup("base_slice_ns"), .value = "3000000" },
+                { .info = sched_setting_lookup("numa_balancing/scan_delay_ms"), .value = "500" },
+        };
+        PolicyKernelPlan kp = { .settings = both, .n_settings = 3, .cgroup_mode_policy = -1 };
+        Plan plan = { .kernel = &kp };
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_OK(journal_new(jdir, &j));
+        {
+                Reconciler rc = { .root = r, .caps = c, .journal = j, .feat_ops = &ops };
+                _cleanup_(reconcile_report_freep) ReconcileReport *rep = NULL;
+
+                ASSERT_OK(reconcile_apply(&rc, &plan, &rep));
+                ASSERT_EQ(item(rep, "setting llc_balancing/enabled 0"), RECONCILE_DONE);
+                ASSERT_EQ(item(rep, "setting base_slice_ns 3000000"), RECONCILE_DONE);
+                ASSERT_EQ(item(rep, "setting numa_balancing/scan_delay_ms"), RECONCILE_SKIPPED);
+                ASSERT_EQ(rep->counts[RECONCILE_FAILED], 0);
+                ASSERT_STREQ(now(d, "llc_balancing/enabled"), "0");
+                ASSERT_EQ(j->n_settings, 2);
+        }
+        /* A reload drops llc_balancing: back to 1, out of the journal. */
+        kp.settings = both + 1;
+        kp.n_settings = 1;
+        {
+                Reconciler rc = { .root = r, .caps = c, .journal = j, .feat_ops = &ops };
+                _cleanup_(reconcile_report_freep) ReconcileReport *rep = NULL;
+
+                ASSERT_OK(reconcile_apply(&rc, &plan, &rep));
+                ASSERT_EQ(item(rep, "setting base_slice_ns 3000000"), RECONCILE_ALREADY);
+                ASSERT_EQ(item(rep, "released setting llc_balancing/enabled"), RECONCILE_DONE);
+                ASSERT_STREQ(now(d, "llc_balancing/enabled"), "1");
+                ASSERT_EQ(j->n_settings, 1);
+        }
+        /* The stop. */
+        {
+                Reconciler rc = { .root = r, .caps = c, .journal = j, .feat_ops = &ops };
+                _cleanup_(reconcile_report_freep) ReconcileReport *rep = NULL;
+
+                ASSERT_OK(reconcile_restore(&rc, &rep));
+                ASSERT_EQ(item(rep, "restore setting base_slice_ns"), RECONCILE_DONE);
+                ASSERT_STREQ(now(d, "base_slice_ns"), "2800000");
+                ASSERT_TRUE(journal_is_empty(j));
+        }
+        root_free(TAKE_PTR(r));
+        fake_root_remove(d);
+        fake_root_remove(TAKE_PTR(jdir));
+}
+
 int main(void) {
         test_catalog();
         test_values();
@@ -546,5 +613,6 @@ int main(void) {
         test_set();
         test_apply_by_caps();
         test_release();
+        test_reconcile();
         return 0;
 }
