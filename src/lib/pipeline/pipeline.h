@@ -27,26 +27,13 @@
 #include "observe/tasks.h"
 #include "observe/topology.h"
 #include "observe/users.h"
+#include "pipeline/fastpath.h"
 
 #define PIPELINE_EVENTS_KEPT_MAX 4096u
 /* Events asked for per read (pipeline_take_urgent_events()): a read takes
  * up to 16 a system call, and returns fewer only when it found the socket
  * empty. */
 #define PIPELINE_EVENT_BATCH 64u
-/* New processes remembered for the fast path between two calls; more are
- * left to the normal pass. */
-#define PIPELINE_FRESH_MAX 1024u
-/* The fast path's used descriptors (comm's, the pin's, the cgroup file's)
- * are closed once this many are held, by close_range() over each run of
- * consecutive numbers, and at each sample: in an exec storm one system call
- * for a dozen placements, not one for each (on an emulated guest a system
- * call costs about what a whole placement of the reference does). */
-#define PIPELINE_FDS_CLOSE_AT (FD_BIN_MAX / 2)
-#define PIPELINE_LOOKED_SLOTS 256u
-/* Processes remembered as changed since the scan (pipeline_changed());
- * beyond that, every process counts as changed. */
-#define PIPELINE_CHANGED_MAX 65536u
-
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
         const char *config;   /* NULL: /etc/topod/topod.conf below the root, if present */
@@ -54,12 +41,6 @@ typedef struct PipelineOptions {
         bool events;          /* subscribe to the proc connector */
         bool keep_events;     /* and keep the events seen, for printing */
 } PipelineOptions;
-
-/* A new process as its fork told it. */
-typedef struct PipelineFork {
-        pid_t tgid;
-        uint64_t at_ns; /* the fork's timestamp (CLOCK_MONOTONIC) */
-} PipelineFork;
 
 typedef struct Pipeline {
         Root *root;
@@ -276,48 +257,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied);
  * a few ms apart, would make a figure of the timing's noise). */
 #define PIPELINE_MEASURE_MIN_USEC 500000u
 
-/* ── The fast path ──
- *
- * A process that exec'd (or a new process, FORK with pid == tgid; or one
- * the last scan saw that renamed itself, COMM of its main thread) is placed
- * at once from the last plan (decide/place.h), without a scan or a re-plan;
- * the next normal pass checks it and corrects what the fast path got wrong.
- * New threads (FORK with pid != tgid) need nothing: they start in their
- * process's cgroup and with the cookie of the thread that made them (the
- * events keep the groups' loads up to date, with the exits). Children of
- * kthreadd are kernel threads: not looked at.
- *
- * The daemon's order:
- *   pass:    pipeline_sample → pipeline_plan → reconcile_apply →
- *            pipeline_use_plan(p, plan) with the plan just applied (the
- *            daemon keeps it, as it does for explain, and calls
- *            pipeline_use_plan() again before it frees it: with the next
- *            applied plan, or NULL — e.g. while paused, when plans are
- *            not applied)
- *   events:  pipeline_drain_events → pipeline_place_fresh → arm the pass
- *            soon only when it returned < 0 or left something (left,
- *            kernel); else the periodic pass checks what it did (a pass
- *            per burst would cost far more CPU than the placements)
- * pipeline_drain_events remembers the processes (at most
- * PIPELINE_FRESH_MAX; more are the next pass's) only while a plan is in
- * use; it still marks them for the next scan as before. pipeline_sample
- * forgets them: its scan sees them. pipeline_reload stops using the plan
- * (its policy indices are the old set's): no fast path until the next
- * pass's pipeline_use_plan(). */
-
-typedef struct PipelineFreshStats {
-        unsigned seen;      /* processes looked at */
-        unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
-        unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
-        unsigned placed;    /* moved and cookied by the fast path (done or already so) */
-        unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
-        unsigned left;      /* for the normal pass: no group yet, class needed, failed,
-                             * or more than PIPELINE_FRESH_MAX */
-        unsigned waiting;   /* of left: no group yet, and remembered to be placed from
-                             * the next plan (pipeline_use_plan()) */
-        unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
-                             * kernel-wide settings may change (the normal pass's job) */
-} PipelineFreshStats;
+/* ── The fast path (fastpath.h: what it does, and the daemon's order) ── */
 
 /* Place new processes from this plan from now on: the plan the last
  * reconcile_apply() applied. Borrowed: it must stay valid and unchanged
@@ -331,7 +271,7 @@ typedef struct PipelineFreshStats {
 int pipeline_use_plan(Pipeline *p, const Plan *applied);
 
 /* Place the processes remembered since the last call. Cheap when none
- * matches: one read of stat each (more only where a policy asks), no
+ * matches: one read of comm each (more only where a policy asks), no
  * allocation. Returns 0 and *ret NULL when nothing was attempted, 1 and a
  * report of the moves and cookies when something was, or a negative errno
  * when applying could not start. ret_stats may be NULL. */

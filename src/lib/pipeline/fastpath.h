@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The fast path: a process that exec'd (or a new process, FORK with
+ * pid == tgid; or one the last scan saw that renamed itself, COMM of its
+ * main thread) is placed at once from the last plan (decide/place.h),
+ * without a scan or a re-plan; the next normal pass checks it and corrects
+ * what the fast path got wrong. New threads (FORK with pid != tgid) need
+ * nothing: they start in their process's cgroup and with the cookie of the
+ * thread that made them (the events keep the groups' loads up to date,
+ * with the exits). Children of kthreadd are kernel threads: not looked at.
+ *
+ * This module keeps what that needs between the events and the passes:
+ * the processes to place, the last plan's view (PlaceState), its read
+ * buffers and descriptors, and what changed since the scan began. It
+ * decides and reads; apply writes (reconcile_place(), apply/reconcile-fast.c).
+ * Its hooks (base/yield.h) are how a pass lets it in between processes and
+ * asks what to leave alone. The pipeline calls in from its event intake,
+ * its scans and its reloads; the daemon drives it through pipeline.h
+ * (pipeline_use_plan(), pipeline_place_fresh(), pipeline_set_yield()),
+ * in this order:
+ *   pass:    pipeline_sample → pipeline_plan → reconcile_apply →
+ *            pipeline_use_plan(p, plan) with the plan just applied (the
+ *            daemon keeps it, as it does for explain, and calls
+ *            pipeline_use_plan() again before it frees it: with the next
+ *            applied plan, or NULL — e.g. while paused, when plans are
+ *            not applied)
+ *   events:  pipeline_drain_events → pipeline_place_fresh → arm the pass
+ *            soon only when it returned < 0 or left something (left,
+ *            kernel); else the periodic pass checks what it did (a pass
+ *            per burst would cost far more CPU than the placements)
+ * pipeline_drain_events remembers the processes (at most
+ * PIPELINE_FRESH_MAX; more are the next pass's) only while a plan is in
+ * use; it still marks them for the next scan as before. pipeline_sample
+ * forgets them: its scan sees them. pipeline_reload stops using the plan
+ * (its policy indices are the old set's): no fast path until the next
+ * pass's pipeline_use_plan().
+ *
+ * The ticket lock that keeps the placer thread and the pass apart is the
+ * daemon's: everything here runs under it. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "apply/reconcile.h"
+#include "base/util.h"
+#include "base/yield.h"
+#include "observe/events.h"
+
+/* New processes remembered for the fast path between two calls; more are
+ * left to the normal pass. */
+#define PIPELINE_FRESH_MAX 1024u
+/* The fast path's used descriptors (comm's, the pin's, the cgroup file's)
+ * are closed once this many are held, by close_range() over each run of
+ * consecutive numbers, and at each sample: in an exec storm one system call
+ * for a dozen placements, not one for each (on an emulated guest a system
+ * call is dear). */
+#define PIPELINE_FDS_CLOSE_AT (FD_BIN_MAX / 2)
+/* When the fast path last read a process: one slot per pid modulo this. */
+#define PIPELINE_LOOKED_SLOTS 256u
+/* Processes remembered as changed since the scan (pipeline_changed());
+ * beyond that, every process counts as changed. */
+#define PIPELINE_CHANGED_MAX 65536u
+
+/* A new process as its fork told it. */
+typedef struct PipelineFork {
+        pid_t tgid;
+        uint64_t at_ns; /* the fork's timestamp (CLOCK_MONOTONIC) */
+} PipelineFork;
+
+typedef struct PipelineFreshStats {
+        unsigned seen;      /* processes looked at */
+        unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
+        unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
+        unsigned placed;    /* moved and cookied by the fast path (done or already so) */
+        unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
+        unsigned left;      /* for the normal pass: no group yet, class needed, failed,
+                             * or more than PIPELINE_FRESH_MAX */
+        unsigned waiting;   /* of left: no group yet, and remembered to be placed from
+                             * the next plan (pipeline_use_plan()) */
+        unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
+                             * kernel-wide settings may change (the normal pass's job) */
+} PipelineFreshStats;
+
+/* How much of an event the fast path takes (fastpath_take()). */
+typedef enum FastPathTake {
+        FASTPATH_TAKE_ALL,
+        FASTPATH_TAKE_FRESH, /* of execs alone: only the processes to place */
+        FASTPATH_TAKE_REST,  /* the same execs after their placement: the rest */
+} FastPathTake;
+
+typedef struct Pipeline Pipeline;
+
+/* The hooks, made once (their userdata is p). */
+void fastpath_hooks_init(Pipeline *p);
+const YieldHooks *fastpath_hooks(Pipeline *p);
+/* What the hooks' yield calls (NULL: nothing). */
+void fastpath_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata);
+/* As pipeline_changed(). */
+bool fastpath_changed(Pipeline *p, pid_t tgid);
+
+/* One event (the scan's marks are the pipeline's). */
+void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step);
+/* The forks the last lazy read brought: the fast path's now, unless it
+ * read them since (their exec). */
+void fastpath_take_forks(Pipeline *p);
+bool fastpath_forks_waiting(const Pipeline *p);
+bool fastpath_waiting_for_plan(const Pipeline *p);
+
+/* A scan begins: what was remembered for placing is the pass's now, and
+ * what changes from here on is counted anew. With defer, the processes the
+ * fast path placed (or whose main thread exited) since the last scan began,
+ * and that scan did not see, are left to the next (Pipeline.deferred). */
+void fastpath_scan_begin(Pipeline *p, bool defer);
+/* The policy set was swapped: the cookie sources kept name the old one's. */
+void fastpath_policies_changed(Pipeline *p);
+
+/* As pipeline_use_plan() and pipeline_place_fresh(). */
+int fastpath_use_plan(Pipeline *p, const Plan *plan);
+int fastpath_place(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret);
