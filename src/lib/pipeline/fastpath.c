@@ -14,17 +14,46 @@
 #include "base/util.h"
 #include "pipeline.h"
 
+int fastpath_new(FastPath **ret) {
+        FastPath *f = calloc(1, sizeof(FastPath));
+
+        if (!f)
+                return -ENOMEM;
+        *ret = f;
+        return 0;
+}
+
+FastPath *fastpath_free(FastPath *f) {
+        if (!f)
+                return NULL;
+        fd_bin_empty(&f->fds);
+        place_state_free(f->place);
+        free(f->fresh);
+        free(f->waiting);
+        free(f->retried);
+        free(f->forked);
+        free(f->changed);
+        free(f->defer_next);
+        free(f->deferred);
+        free(f->kept_sources);
+        free(f->quick);
+        free(f->batch);
+        free(f->sources);
+        free(f);
+        return NULL;
+}
+
 /* kthreadd: what it forks are kernel threads. */
 #define KTHREADD_PID 2
 
 /* A process for the fast path. */
 static void fresh_add(Pipeline *p, pid_t tgid) {
-        if (!p->place || tgid <= 0)
+        if (!p->fast->place || tgid <= 0)
                 return;
-        if (p->n_fresh < PIPELINE_FRESH_MAX)
-                p->fresh[p->n_fresh++] = tgid;
+        if (p->fast->n_fresh < FASTPATH_FRESH_MAX)
+                p->fast->fresh[p->fast->n_fresh++] = tgid;
         else
-                p->fresh_dropped++; /* marked for the scan: the pass has it */
+                p->fast->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
 static uint64_t now_ns(void) {
@@ -37,95 +66,95 @@ static uint64_t now_ns(void) {
 /* Did the fast path read this process after the event happened? Then it
  * saw what the event tells (a pid reused since was read before its fork). */
 static bool looked_after(const Pipeline *p, pid_t tgid, uint64_t event_ns) {
-        size_t i = (size_t) tgid % PIPELINE_LOOKED_SLOTS;
+        size_t i = (size_t) tgid % FASTPATH_LOOKED_SLOTS;
 
-        return event_ns > 0 && p->looked[i].tgid == tgid && p->looked[i].at_ns > event_ns;
+        return event_ns > 0 && p->fast->looked[i].tgid == tgid && p->fast->looked[i].at_ns > event_ns;
 }
 
 /* The newest entries are the likely ones: a process that lived for a moment. */
 static void fresh_forget(Pipeline *p, pid_t tgid) {
-        for (size_t i = p->n_fresh; i > 0; i--)
-                if (p->fresh[i - 1] == tgid)
-                        p->fresh[i - 1] = 0;
-        for (size_t i = p->n_forked; i > 0; i--)
-                if (p->forked[i - 1].tgid == tgid)
-                        p->forked[i - 1].tgid = 0;
+        for (size_t i = p->fast->n_fresh; i > 0; i--)
+                if (p->fast->fresh[i - 1] == tgid)
+                        p->fast->fresh[i - 1] = 0;
+        for (size_t i = p->fast->n_forked; i > 0; i--)
+                if (p->fast->forked[i - 1].tgid == tgid)
+                        p->fast->forked[i - 1].tgid = 0;
 }
 
 /* A new process from its fork on the lazy socket: for the read after this
- * one (Pipeline.forked). Its exec, if it comes first, is the placer's: the
+ * one (FastPath.forked). Its exec, if it comes first, is the placer's: the
  * loop would take the lock from it for a read of the same process (in the
  * test guest's exec storms, a lazy read placed dozens at once while the
  * placer waited, and the placer's p99 went to 0.5 s). */
 static void forked_add(Pipeline *p, pid_t tgid, uint64_t at_ns) {
-        if (!p->place || tgid <= 0)
+        if (!p->fast->place || tgid <= 0)
                 return;
-        if (p->forked && p->n_forked < PIPELINE_FRESH_MAX)
-                p->forked[p->n_forked++] = (PipelineFork) { tgid, at_ns };
+        if (p->fast->forked && p->fast->n_forked < FASTPATH_FRESH_MAX)
+                p->fast->forked[p->fast->n_forked++] = (FastPathFork) { tgid, at_ns };
         else
-                p->fresh_dropped++; /* marked for the scan: the pass has it */
+                p->fast->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
 static void changed_add(Pipeline *p, pid_t tgid) {
-        if (p->changed_lost || tgid <= 0)
+        if (p->fast->changed_lost || tgid <= 0)
                 return;
-        if (p->n_changed == p->changed_cap) {
-                size_t n = p->changed_cap ? p->changed_cap * 2 : 64;
-                pid_t *nc = n <= PIPELINE_CHANGED_MAX ? realloc(p->changed, n * sizeof(pid_t)) : NULL;
+        if (p->fast->n_changed == p->fast->changed_cap) {
+                size_t n = p->fast->changed_cap ? p->fast->changed_cap * 2 : 64;
+                pid_t *nc = n <= FASTPATH_CHANGED_MAX ? realloc(p->fast->changed, n * sizeof(pid_t)) : NULL;
 
                 if (!nc) {
-                        p->changed_lost = true; /* every process counts as changed */
+                        p->fast->changed_lost = true; /* every process counts as changed */
                         return;
                 }
-                p->changed = nc;
-                p->changed_cap = n;
+                p->fast->changed = nc;
+                p->fast->changed_cap = n;
         }
-        p->changed[p->n_changed++] = tgid;
+        p->fast->changed[p->fast->n_changed++] = tgid;
 }
 
 static bool known_changed(Pipeline *p, pid_t tgid) {
-        if (p->n_deferred > 0 && bsearch(&tgid, p->deferred, p->n_deferred, sizeof(pid_t), compare_pid))
+        if (p->fast->n_deferred > 0 && bsearch(&tgid, p->fast->deferred, p->fast->n_deferred, sizeof(pid_t), compare_pid))
                 return true;
-        if (p->n_changed_sorted < p->n_changed) {
+        if (p->fast->n_changed_sorted < p->fast->n_changed) {
                 size_t u = 0;
 
                 /* Sorted when asked after a change: the events come in
                  * between the asking, seldom. */
-                qsort(p->changed, p->n_changed, sizeof(pid_t), compare_pid);
-                for (size_t i = 0; i < p->n_changed; i++)
-                        if (u == 0 || p->changed[u - 1] != p->changed[i])
-                                p->changed[u++] = p->changed[i];
-                p->n_changed = p->n_changed_sorted = u;
+                qsort(p->fast->changed, p->fast->n_changed, sizeof(pid_t), compare_pid);
+                for (size_t i = 0; i < p->fast->n_changed; i++)
+                        if (u == 0 || p->fast->changed[u - 1] != p->fast->changed[i])
+                                p->fast->changed[u++] = p->fast->changed[i];
+                p->fast->n_changed = p->fast->n_changed_sorted = u;
         }
-        return p->n_changed > 0 && bsearch(&tgid, p->changed, p->n_changed, sizeof(pid_t), compare_pid);
+        return p->fast->n_changed > 0 && bsearch(&tgid, p->fast->changed, p->fast->n_changed, sizeof(pid_t), compare_pid);
 }
 
 /* One more process the fast path placed, or whose main thread exited, for
- * pipeline_sample_deferring(). Past PIPELINE_CHANGED_MAX, or without
+ * pipeline_sample_deferring(). Past FASTPATH_CHANGED_MAX, or without
  * memory, the rest are read as usual. */
 static void defer_next_add(Pipeline *p, pid_t tgid) {
-        if (p->n_defer_next == p->defer_next_cap) {
-                size_t n = p->defer_next_cap ? p->defer_next_cap * 2 : 64;
-                pid_t *np = n <= PIPELINE_CHANGED_MAX ? realloc(p->defer_next, n * sizeof(pid_t)) : NULL;
+        if (p->fast->n_defer_next == p->fast->defer_next_cap) {
+                size_t n = p->fast->defer_next_cap ? p->fast->defer_next_cap * 2 : 64;
+                pid_t *np = n <= FASTPATH_CHANGED_MAX ? realloc(p->fast->defer_next, n * sizeof(pid_t)) : NULL;
 
                 if (!np)
                         return;
-                p->defer_next = np;
-                p->defer_next_cap = n;
+                p->fast->defer_next = np;
+                p->fast->defer_next_cap = n;
         }
-        p->defer_next[p->n_defer_next++] = tgid;
+        p->fast->defer_next[p->fast->n_defer_next++] = tgid;
 }
 
 bool fastpath_forks_waiting(const Pipeline *p) {
-        return p->n_forked > 0;
+        return p->fast->n_forked > 0;
 }
 
 bool fastpath_waiting_for_plan(const Pipeline *p) {
-        return p->n_waiting > 0;
+        return p->fast->n_waiting > 0;
 }
 
 bool fastpath_changed(Pipeline *p, pid_t tgid) {
-        return p->changed_lost || known_changed(p, tgid);
+        return p->fast->changed_lost || known_changed(p, tgid);
 }
 
 /* ── The hooks a pass calls (base/yield.h) ── */
@@ -133,8 +162,8 @@ bool fastpath_changed(Pipeline *p, pid_t tgid) {
 static void yield_trampoline(void *userdata) {
         Pipeline *p = userdata;
 
-        if (p->yield)
-                p->yield(p->yield_userdata);
+        if (p->fast->yield)
+                p->fast->yield(p->fast->yield_userdata);
 }
 
 static bool changed_trampoline(void *userdata, pid_t tgid) {
@@ -152,22 +181,22 @@ static bool known_changed_trampoline(void *userdata, pid_t tgid) {
 static bool dead_trampoline(void *userdata, pid_t tgid) {
         Pipeline *p = userdata;
 
-        return !p->changed_lost && !known_changed(p, tgid) && lives_dead(p->lives, tgid);
+        return !p->fast->changed_lost && !known_changed(p, tgid) && lives_dead(p->observe.lives, tgid);
 }
 
 void fastpath_hooks_init(Pipeline *p) {
-        p->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline,
+        p->fast->hooks = (YieldHooks) { .yield = yield_trampoline, .changed = changed_trampoline,
                                   .known_changed = known_changed_trampoline, .dead = dead_trampoline,
                                   .userdata = p };
 }
 
 void fastpath_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
-        p->yield = yield;
-        p->yield_userdata = userdata;
+        p->fast->yield = yield;
+        p->fast->yield_userdata = userdata;
 }
 
 const YieldHooks *fastpath_hooks(Pipeline *p) {
-        return &p->hooks;
+        return &p->fast->hooks;
 }
 
 /* ── What the events tell the fast path ── */
@@ -180,13 +209,13 @@ void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
                  * group's load. A new process may belong elsewhere than its
                  * parent (spread, a cookie per process, another policy). */
                 if (ev->pid != ev->tgid) {
-                        if (p->place)
-                                place_note_thread(p->place, ev->tgid);
+                        if (p->fast->place)
+                                place_note_thread(p->fast->place, ev->tgid);
                 } else {
                         changed_add(p, ev->tgid);
                         if (ev->parent_tgid == KTHREADD_PID || looked_after(p, ev->tgid, ev->timestamp_ns))
                                 break;
-                        if (p->forks_lazy)
+                        if (p->fast->forks_lazy)
                                 forked_add(p, ev->tgid, ev->timestamp_ns);
                         else
                                 fresh_add(p, ev->tgid);
@@ -198,8 +227,8 @@ void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
                  * in other threads is read then). */
                 if (ev->pid == ev->tgid)
                         defer_next_add(p, ev->tgid);
-                if (p->place)
-                        place_note_exit(p->place, ev->tgid, ev->pid);
+                if (p->fast->place)
+                        place_note_exit(p->fast->place, ev->tgid, ev->pid);
                 /* Its main thread ended: the process is gone (or lives on
                  * in other threads, then the next pass has it). Nothing for
                  * the fast path to place. */
@@ -220,8 +249,8 @@ void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
                  * a user process: kernel threads rename themselves all the
                  * time (kworkers, per work item) and cannot be moved. One
                  * newer than the scan is the next pass's. */
-                if (ev->pid == ev->tgid && p->place && p->snap) {
-                        const TaskFacts *t = task_snapshot_find(p->snap, ev->pid);
+                if (ev->pid == ev->tgid && p->fast->place && p->observe.snap) {
+                        const TaskFacts *t = task_snapshot_find(p->observe.snap, ev->pid);
 
                         if (t && !t->kernel_thread && !looked_after(p, ev->tgid, ev->timestamp_ns))
                                 fresh_add(p, ev->tgid);
@@ -235,10 +264,10 @@ void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
 void fastpath_take_forks(Pipeline *p) {
         /* The forks the last read brought: those not read by the fast
          * path since (no exec, or not yet placed from it) are its now. */
-        for (size_t i = 0; i < p->n_forked; i++)
-                if (p->forked[i].tgid > 0 && !looked_after(p, p->forked[i].tgid, p->forked[i].at_ns))
-                        fresh_add(p, p->forked[i].tgid);
-        p->n_forked = 0;
+        for (size_t i = 0; i < p->fast->n_forked; i++)
+                if (p->fast->forked[i].tgid > 0 && !looked_after(p, p->fast->forked[i].tgid, p->fast->forked[i].at_ns))
+                        fresh_add(p, p->fast->forked[i].tgid);
+        p->fast->n_forked = 0;
 }
 
 void fastpath_scan_begin(Pipeline *p, bool defer) {
@@ -247,18 +276,18 @@ void fastpath_scan_begin(Pipeline *p, bool defer) {
         pid_t *placed;
         size_t n_defer = 0, n_placed;
 
-        fd_bin_empty(&p->fds); /* the fast path's since the last */
-        placed = TAKE_PTR(p->defer_next);
-        n_placed = p->n_defer_next;
-        p->n_defer_next = p->defer_next_cap = 0;
+        fd_bin_empty(&p->fast->fds); /* the fast path's since the last */
+        placed = TAKE_PTR(p->fast->defer_next);
+        n_placed = p->fast->n_defer_next;
+        p->fast->n_defer_next = p->fast->defer_next_cap = 0;
         /* The scan sees the new processes: the pass places them. */
-        p->n_fresh = 0;
-        p->fresh_dropped = 0;
-        p->n_waiting = p->n_retried = 0;
-        p->n_forked = 0;
+        p->fast->n_fresh = 0;
+        p->fast->fresh_dropped = 0;
+        p->fast->n_waiting = p->fast->n_retried = 0;
+        p->fast->n_forked = 0;
         /* What changes from here on, the scan may have read before. */
-        p->n_changed = p->n_changed_sorted = 0;
-        p->changed_lost = false;
+        p->fast->n_changed = p->fast->n_changed_sorted = 0;
+        p->fast->changed_lost = false;
         if (defer) {
                 /* Left to the next scan: the placed and the exited processes
                  * the last one did not see. They count as changed (pipeline_changed())
@@ -267,16 +296,16 @@ void fastpath_scan_begin(Pipeline *p, bool defer) {
                         qsort(placed, n_placed, sizeof(pid_t), compare_pid);
                 for (size_t i = 0; i < n_placed; i++)
                         if ((n_defer == 0 || placed[n_defer - 1] != placed[i]) &&
-                            !(p->snap && task_snapshot_find(p->snap, placed[i])))
+                            !(p->observe.snap && task_snapshot_find(p->observe.snap, placed[i])))
                                 placed[n_defer++] = placed[i];
         }
-        free(p->deferred);
-        p->deferred = placed;
-        p->n_deferred = n_defer;
+        free(p->fast->deferred);
+        p->fast->deferred = placed;
+        p->fast->n_deferred = n_defer;
 }
 
 void fastpath_policies_changed(Pipeline *p) {
-        p->n_kept = 0; /* indexes of the old set */
+        p->fast->n_kept = 0; /* indexes of the old set */
 }
 
 /* ── Placing ── */
@@ -284,55 +313,55 @@ void fastpath_policies_changed(Pipeline *p) {
 int fastpath_use_plan(Pipeline *p, const Plan *plan) {
         int k;
 
-        if (p->place) {
+        if (p->fast->place) {
                 /* The fast path's cookie sources, for the next plan's (a
                  * storm pass's plan may have no member of a group to join:
                  * without them the next process would start a cookie of
                  * its own, the group split until the next pass). */
-                PlaceSource *ks = realloc(p->kept_sources, MAX(p->policies->n, (size_t) 1) * sizeof(PlaceSource));
+                PlaceSource *ks = realloc(p->fast->kept_sources, MAX(p->decide.policies->n, (size_t) 1) * sizeof(PlaceSource));
 
                 if (ks) {
-                        p->kept_sources = ks;
-                        place_fresh_sources(p->place, ks);
-                        p->n_kept = p->policies->n;
+                        p->fast->kept_sources = ks;
+                        place_fresh_sources(p->fast->place, ks);
+                        p->fast->n_kept = p->decide.policies->n;
                 } else
-                        p->n_kept = 0;
+                        p->fast->n_kept = 0;
         }
-        p->place = place_state_free(p->place);
-        p->plan = plan;
-        p->n_fresh = 0;
-        p->fresh_dropped = 0;
+        p->fast->place = place_state_free(p->fast->place);
+        p->fast->plan = plan;
+        p->fast->n_fresh = 0;
+        p->fast->fresh_dropped = 0;
         /* Looks under another plan tell nothing about this one. */
-        memset(p->looked, 0, sizeof(p->looked));
+        memset(p->fast->looked, 0, sizeof(p->fast->looked));
         if (!plan)
                 return 0; /* the waiting wait for the next plan */
         /* The buffers, once. */
-        if (!p->fresh)
-                p->fresh = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
-        if (!p->waiting)
-                p->waiting = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
-        if (!p->retried)
-                p->retried = calloc(PIPELINE_FRESH_MAX, sizeof(pid_t));
-        if (!p->forked)
-                p->forked = calloc(PIPELINE_FRESH_MAX, sizeof(PipelineFork));
-        if (!p->quick && (p->quick = calloc(1, sizeof(TaskQuick))))
-                p->quick->bin = &p->fds;
-        if (!p->batch)
-                p->batch = calloc(PIPELINE_FRESH_MAX, sizeof(ReconcilePlacement));
-        if (!p->sources)
-                p->sources = calloc(PIPELINE_FRESH_MAX * (PLACE_COOKIE_SOURCES_MAX + 1), sizeof(CookieTask));
-        if (!p->fresh || !p->waiting || !p->retried || !p->forked || !p->quick || !p->batch || !p->sources)
+        if (!p->fast->fresh)
+                p->fast->fresh = calloc(FASTPATH_FRESH_MAX, sizeof(pid_t));
+        if (!p->fast->waiting)
+                p->fast->waiting = calloc(FASTPATH_FRESH_MAX, sizeof(pid_t));
+        if (!p->fast->retried)
+                p->fast->retried = calloc(FASTPATH_FRESH_MAX, sizeof(pid_t));
+        if (!p->fast->forked)
+                p->fast->forked = calloc(FASTPATH_FRESH_MAX, sizeof(FastPathFork));
+        if (!p->fast->quick && (p->fast->quick = calloc(1, sizeof(TaskQuick))))
+                p->fast->quick->bin = &p->fast->fds;
+        if (!p->fast->batch)
+                p->fast->batch = calloc(FASTPATH_FRESH_MAX, sizeof(ReconcilePlacement));
+        if (!p->fast->sources)
+                p->fast->sources = calloc(FASTPATH_FRESH_MAX * (PLACE_COOKIE_SOURCES_MAX + 1), sizeof(CookieTask));
+        if (!p->fast->fresh || !p->fast->waiting || !p->fast->retried || !p->fast->forked || !p->fast->quick || !p->fast->batch || !p->fast->sources)
                 return -ENOMEM;
         /* Those that waited for a group: this plan may have it. */
-        memcpy(p->fresh, p->waiting, p->n_waiting * sizeof(pid_t));
-        memcpy(p->retried, p->waiting, p->n_waiting * sizeof(pid_t));
-        p->n_fresh = p->n_retried = p->n_waiting;
-        p->n_waiting = 0;
-        qsort(p->retried, p->n_retried, sizeof(pid_t), compare_pid);
-        k = place_state_new(plan, p->policies, p->in_force, p->topology, &p->place);
+        memcpy(p->fast->fresh, p->fast->waiting, p->fast->n_waiting * sizeof(pid_t));
+        memcpy(p->fast->retried, p->fast->waiting, p->fast->n_waiting * sizeof(pid_t));
+        p->fast->n_fresh = p->fast->n_retried = p->fast->n_waiting;
+        p->fast->n_waiting = 0;
+        qsort(p->fast->retried, p->fast->n_retried, sizeof(pid_t), compare_pid);
+        k = place_state_new(plan, p->decide.policies, p->decide.in_force, p->observe.topology, &p->fast->place);
         if (k < 0)
                 return k;
-        place_set_fresh_sources(p->place, p->kept_sources, p->n_kept);
+        place_set_fresh_sources(p->fast->place, p->fast->kept_sources, p->fast->n_kept);
         return 0;
 }
 
@@ -359,7 +388,7 @@ static void quick_policy_task(const Pipeline *p, const TaskQuick *q, PolicyTask 
                 .exe = q->exe,
                 .cmdline = q->cmdline,
                 .cgroup = q->cgroup,
-                .user = q->has_uid ? users_name(p->users, q->uid) : NULL,
+                .user = q->has_uid ? users_name(p->observe.users, q->uid) : NULL,
                 .parent = q->parent_comm,
                 .uid = q->uid,
         };
@@ -372,7 +401,7 @@ static void quick_policy_task(const Pipeline *p, const TaskQuick *q, PolicyTask 
  * twice comm's (measured: 14 against 25 µs), for every exec, matched or
  * not. It is one thread right after exec or fork. */
 static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick) {
-        TaskQuick *q = p->quick;
+        TaskQuick *q = p->fast->quick;
 
         *pp = (PlaceProcess) {
                 .tgid = tgid,
@@ -380,21 +409,21 @@ static void pick_one(Pipeline *p, pid_t tgid, PlaceProcess *pp, PlacePick *pick)
                 .have = PLACE_FACT_COMM,
                 /* Waited for the pass that made its group, which left it
                  * alone: placed now from its plan, not taken as placed. */
-                .unapplied = p->n_retried > 0 && bsearch(&tgid, p->retried, p->n_retried, sizeof(pid_t), compare_pid),
+                .unapplied = p->fast->n_retried > 0 && bsearch(&tgid, p->fast->retried, p->fast->n_retried, sizeof(pid_t), compare_pid),
         };
         *pick = (PlacePick) { .verdict = PLACE_NONE, .policy = -1, .group = -1, .cookie_group = -1 };
         task_quick_reset(q, tgid);
         /* Before the read: what happened before this moment, it sees. */
-        p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].tgid = tgid;
-        p->looked[(size_t) tgid % PIPELINE_LOOKED_SLOTS].at_ns = now_ns();
-        if (tasks_read_quick(p->root, TASK_QUICK_COMM, q) < 0)
+        p->fast->looked[(size_t) tgid % FASTPATH_LOOKED_SLOTS].tgid = tgid;
+        p->fast->looked[(size_t) tgid % FASTPATH_LOOKED_SLOTS].at_ns = now_ns();
+        if (tasks_read_quick(p->observe.root, TASK_QUICK_COMM, q) < 0)
                 return; /* gone already */
         for (;;) {
                 quick_policy_task(p, q, &pp->match);
-                place_pick(p->place, pp, pick);
+                place_pick(p->fast->place, pp, pick);
                 if (pick->verdict != PLACE_NEED_FACTS)
                         return;
-                if (tasks_read_quick(p->root, quick_fields(pick->need), q) < 0)
+                if (tasks_read_quick(p->observe.root, quick_fields(pick->need), q) < 0)
                         break;
                 pp->have |= pick->need;
         }
@@ -407,32 +436,32 @@ static size_t fresh_unique(Pipeline *p, size_t n) {
         if (n > 1) {
                 size_t u = 0;
 
-                qsort(p->fresh, n, sizeof(pid_t), compare_pid);
+                qsort(p->fast->fresh, n, sizeof(pid_t), compare_pid);
                 for (size_t i = 0; i < n; i++)
-                        if (p->fresh[i] > 0 && (u == 0 || p->fresh[u - 1] != p->fresh[i]))
-                                p->fresh[u++] = p->fresh[i];
+                        if (p->fast->fresh[i] > 0 && (u == 0 || p->fast->fresh[u - 1] != p->fast->fresh[i]))
+                                p->fast->fresh[u++] = p->fast->fresh[i];
                 return u;
         }
-        if (n == 1 && p->fresh[0] <= 0)
+        if (n == 1 && p->fast->fresh[0] <= 0)
                 return 0; /* gone already (fresh_forget()) */
         return n;
 }
 
-/* The placements of fresh[0, n), picked one by one into p->batch (each
+/* The placements of fresh[0, n), picked one by one into p->fast->batch (each
  * counted in the loads before the next is picked). How many. */
-static size_t pick_batch(Pipeline *p, size_t n, PipelineFreshStats *st) {
+static size_t pick_batch(Pipeline *p, size_t n, FastPathStats *st) {
         size_t nb = 0;
 
         for (size_t i = 0; i < n; i++) {
-                ReconcilePlacement *b = &p->batch[nb];
-                CookieTask *src = &p->sources[nb * (PLACE_COOKIE_SOURCES_MAX + 1)];
+                ReconcilePlacement *b = &p->fast->batch[nb];
+                CookieTask *src = &p->fast->sources[nb * (PLACE_COOKIE_SOURCES_MAX + 1)];
                 PlaceSource ps[PLACE_COOKIE_SOURCES_MAX + 1];
                 PlaceProcess pp;
                 PlacePick pick;
                 size_t n_src;
 
                 st->seen++;
-                pick_one(p, p->fresh[i], &pp, &pick);
+                pick_one(p, p->fast->fresh[i], &pp, &pick);
                 st->kernel += pick.kernel;
                 switch (pick.verdict) {
                 case PLACE_GROUP:
@@ -441,8 +470,8 @@ static size_t pick_batch(Pipeline *p, size_t n, PipelineFreshStats *st) {
                         st->planned++;
                         continue;
                 case PLACE_NEED_PASS:
-                        if (p->waiting && p->n_waiting < PIPELINE_FRESH_MAX) {
-                                p->waiting[p->n_waiting++] = pp.tgid;
+                        if (p->fast->waiting && p->fast->n_waiting < FASTPATH_FRESH_MAX) {
+                                p->fast->waiting[p->fast->n_waiting++] = pp.tgid;
                                 st->waiting++;
                         }
                         st->left++;
@@ -454,7 +483,7 @@ static size_t pick_batch(Pipeline *p, size_t n, PipelineFreshStats *st) {
                         st->unmatched++;
                         continue;
                 }
-                n_src = place_cookie_sources(p->place, &pick, ps, ELEMENTSOF(ps));
+                n_src = place_cookie_sources(p->fast->place, &pick, ps, ELEMENTSOF(ps));
                 for (size_t s = 0; s < n_src; s++)
                         src[s] = (CookieTask) { ps[s].tid, ps[s].start_time };
                 *b = (ReconcilePlacement) {
@@ -468,7 +497,7 @@ static size_t pick_batch(Pipeline *p, size_t n, PipelineFreshStats *st) {
                         .n_sources = n_src,
                 };
                 /* Counted now, so that the next pick of this burst sees it. */
-                place_commit(p->place, &pick, pp.tgid, pp.n_threads);
+                place_commit(p->fast->place, &pick, pp.tgid, pp.n_threads);
                 nb++;
         }
         return nb;
@@ -476,9 +505,9 @@ static size_t pick_batch(Pipeline *p, size_t n, PipelineFreshStats *st) {
 
 /* What came of the batch (k: reconcile_place()'s): counted, and the loads
  * and cookie sources kept as the next picks need them. */
-static void batch_outcome(Pipeline *p, size_t nb, int k, PipelineFreshStats *st) {
+static void batch_outcome(Pipeline *p, size_t nb, int k, FastPathStats *st) {
         for (size_t i = 0; i < nb; i++) {
-                const ReconcilePlacement *b = &p->batch[i];
+                const ReconcilePlacement *b = &p->fast->batch[i];
                 bool moved = k >= 0 && (b->moved == RECONCILE_DONE || b->moved == RECONCILE_ALREADY);
                 bool cookied = k >= 0 && (b->cookied == RECONCILE_DONE || b->cookied == RECONCILE_ALREADY);
 
@@ -489,29 +518,29 @@ static void batch_outcome(Pipeline *p, size_t nb, int k, PipelineFreshStats *st)
                 else
                         st->left++;
                 if (!moved) /* not in the group after all */
-                        place_note_exit(p->place, b->tgid, b->tgid);
+                        place_note_exit(p->fast->place, b->tgid, b->tgid);
                 else
                         defer_next_add(p, b->tgid);
                 /* It has the group's cookie: a source for the next. */
                 if (b->cookie == PLACE_COOKIE_JOIN && cookied)
-                        place_note_cookie(p->place, b->policy, b->tgid, b->start_time);
+                        place_note_cookie(p->fast->place, b->policy, b->tgid, b->start_time);
         }
 }
 
-int fastpath_place(Pipeline *p, const Reconciler *rc_in, PipelineFreshStats *ret_stats, ReconcileReport **ret) {
-        PipelineFreshStats st = { .left = p->fresh_dropped };
+int fastpath_place(Pipeline *p, const Reconciler *rc_in, FastPathStats *ret_stats, ReconcileReport **ret) {
+        FastPathStats st = { .left = p->fast->fresh_dropped };
         /* What it opens (comm, the pins, the cgroup files) is closed
          * together after the batch: one system call, not one each. */
         Reconciler rc = *rc_in;
-        size_t n = p->n_fresh, nb = 0;
+        size_t n = p->fast->n_fresh, nb = 0;
         int k = 0;
 
-        rc.fds = &p->fds;
+        rc.fds = &p->fast->fds;
 
         *ret = NULL;
-        p->n_fresh = 0;
-        p->fresh_dropped = 0;
-        if (!p->place || n == 0) {
+        p->fast->n_fresh = 0;
+        p->fast->fresh_dropped = 0;
+        if (!p->fast->place || n == 0) {
                 st.left += (unsigned) n;
                 goto finish;
         }
@@ -520,14 +549,14 @@ int fastpath_place(Pipeline *p, const Reconciler *rc_in, PipelineFreshStats *ret
         if (nb == 0)
                 goto finish;
 
-        k = reconcile_place(&rc, p->plan, p->batch, nb, ret);
+        k = reconcile_place(&rc, p->fast->plan, p->fast->batch, nb, ret);
         batch_outcome(p, nb, k, &st);
         if (k < 0)
                 goto finish;
         k = 1;
 finish:
-        if (p->fds.n >= PIPELINE_FDS_CLOSE_AT)
-                fd_bin_empty(&p->fds);
+        if (p->fast->fds.n >= FASTPATH_FDS_CLOSE_AT)
+                fd_bin_empty(&p->fast->fds);
         if (ret_stats)
                 *ret_stats = st;
         return k;

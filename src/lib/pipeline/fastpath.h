@@ -30,7 +30,7 @@
  *            kernel); else the periodic pass checks what it did (a pass
  *            per burst would cost far more CPU than the placements)
  * pipeline_drain_events remembers the processes (at most
- * PIPELINE_FRESH_MAX; more are the next pass's) only while a plan is in
+ * FASTPATH_FRESH_MAX; more are the next pass's) only while a plan is in
  * use; it still marks them for the next scan as before. pipeline_sample
  * forgets them: its scan sees them. pipeline_reload stops using the plan
  * (its policy indices are the old set's): no fast path until the next
@@ -48,41 +48,42 @@
 #include "base/util.h"
 #include "base/yield.h"
 #include "observe/events.h"
+#include "observe/tasks.h"
 
 /* New processes remembered for the fast path between two calls; more are
  * left to the normal pass. */
-#define PIPELINE_FRESH_MAX 1024u
+#define FASTPATH_FRESH_MAX 1024u
 /* The fast path's used descriptors (comm's, the pin's, the cgroup file's)
  * are closed once this many are held, by close_range() over each run of
  * consecutive numbers, and at each sample: in an exec storm one system call
  * for a dozen placements, not one for each (on an emulated guest a system
  * call is dear). */
-#define PIPELINE_FDS_CLOSE_AT (FD_BIN_MAX / 2)
+#define FASTPATH_FDS_CLOSE_AT (FD_BIN_MAX / 2)
 /* When the fast path last read a process: one slot per pid modulo this. */
-#define PIPELINE_LOOKED_SLOTS 256u
+#define FASTPATH_LOOKED_SLOTS 256u
 /* Processes remembered as changed since the scan (pipeline_changed());
  * beyond that, every process counts as changed. */
-#define PIPELINE_CHANGED_MAX 65536u
+#define FASTPATH_CHANGED_MAX 65536u
 
 /* A new process as its fork told it. */
-typedef struct PipelineFork {
+typedef struct FastPathFork {
         pid_t tgid;
         uint64_t at_ns; /* the fork's timestamp (CLOCK_MONOTONIC) */
-} PipelineFork;
+} FastPathFork;
 
-typedef struct PipelineFreshStats {
+typedef struct FastPathStats {
         unsigned seen;      /* processes looked at */
         unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
         unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
         unsigned placed;    /* moved and cookied by the fast path (done or already so) */
         unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
         unsigned left;      /* for the normal pass: no group yet, class needed, failed,
-                             * or more than PIPELINE_FRESH_MAX */
+                             * or more than FASTPATH_FRESH_MAX */
         unsigned waiting;   /* of left: no group yet, and remembered to be placed from
                              * the next plan (pipeline_use_plan()) */
         unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
                              * kernel-wide settings may change (the normal pass's job) */
-} PipelineFreshStats;
+} FastPathStats;
 
 /* How much of an event the fast path takes (fastpath_take()). */
 typedef enum FastPathTake {
@@ -90,6 +91,83 @@ typedef enum FastPathTake {
         FASTPATH_TAKE_FRESH, /* of execs alone: only the processes to place */
         FASTPATH_TAKE_REST,  /* the same execs after their placement: the rest */
 } FastPathTake;
+
+/* The fast path's state (fastpath_new()). Fields: the module's, and its
+ * tests'. */
+typedef struct FastPath {
+        /* The last plan, what it reads of it, and the processes that
+         * exec'd or were born since the last call. */
+        const Plan *plan;    /* the last plan applied (the caller's: see pipeline_use_plan()) */
+        PlaceState *place;   /* NULL: no fast path */
+        pid_t *fresh;
+        size_t n_fresh;
+        unsigned fresh_dropped;
+        /* Those whose policy had no group in the plan in force
+         * (PLACE_NEED_PASS) since the last scan began: placed again from
+         * the next plan (pipeline_use_plan()), not left for the scan of
+         * the pass after it. At most FASTPATH_FRESH_MAX; more wait for a
+         * scan. */
+        pid_t *waiting;
+        size_t n_waiting;
+        /* Those handed from waiting to the fast path by the last
+         * pipeline_use_plan(), sorted, until the next scan: the plan may
+         * have them (the scan read them), but the pass left them alone
+         * (changed since its scan began), so its plan's word that they
+         * are placed (PLACE_PLANNED) is not taken: the fast path places
+         * them (PlaceProcess.unapplied). */
+        pid_t *retried;
+        size_t n_retried;
+        /* New processes from their fork, where forks come on a socket of
+         * their own (read every 200 ms in a burst): looked at by the next
+         * lazy read, not this one, unless the fast path read them since
+         * their fork (their exec: the placer's). At most FASTPATH_FRESH_MAX;
+         * more wait for a scan. */
+        FastPathFork *forked;
+        size_t n_forked;
+        bool forks_lazy; /* forks come on the lazy socket (the kernel splits the events) */
+        /* When the fast path last read each process (by pid, a slot each:
+         * the newest wins): an event older than that read (the fork or exec
+         * an exec storm's lazier socket brings late) was seen by it. */
+        struct {
+                pid_t tgid;
+                uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
+        } looked[FASTPATH_LOOKED_SLOTS];
+        TaskQuick *quick;    /* read buffers, reused */
+        FdBin fds;           /* the fast path's descriptors, closed together
+                              * (base/util.h) once FASTPATH_FDS_CLOSE_AT are
+                              * held after a pipeline_place_fresh(), and by each
+                              * sample */
+        ReconcilePlacement *batch;
+        CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
+
+        /* A pass that lets the fast path in (pipeline_set_yield()): the
+         * hooks its scan and its apply call, and the processes that
+         * exec'd, renamed themselves or were born since the scan began. */
+        YieldHooks hooks;
+        void (*yield)(void *userdata);
+        void *yield_userdata;
+        pid_t *changed;
+        size_t n_changed, changed_cap, n_changed_sorted;
+        bool changed_lost;
+
+        /* The processes the fast path placed, or whose main thread
+         * exited, since the last scan began, which
+         * pipeline_sample_deferring() leaves to the next scan if new since
+         * the last, and those the last scan left (sorted; the pass leaves
+         * them alone). */
+        pid_t *defer_next;
+        size_t n_defer_next, defer_next_cap;
+        pid_t *deferred;
+        size_t n_deferred;
+        /* The fast path's last cookie source of each policy (PlaceState),
+         * carried from one plan to the next: a storm's plan may have no
+         * member of a group to join. n_kept 0: none. */
+        PlaceSource *kept_sources;
+        size_t n_kept;
+} FastPath;
+
+int fastpath_new(FastPath **ret);
+FastPath *fastpath_free(FastPath *f);
 
 typedef struct Pipeline Pipeline;
 
@@ -112,11 +190,11 @@ bool fastpath_waiting_for_plan(const Pipeline *p);
 /* A scan begins: what was remembered for placing is the pass's now, and
  * what changes from here on is counted anew. With defer, the processes the
  * fast path placed (or whose main thread exited) since the last scan began,
- * and that scan did not see, are left to the next (Pipeline.deferred). */
+ * and that scan did not see, are left to the next (FastPath.deferred). */
 void fastpath_scan_begin(Pipeline *p, bool defer);
 /* The policy set was swapped: the cookie sources kept name the old one's. */
 void fastpath_policies_changed(Pipeline *p);
 
 /* As pipeline_use_plan() and pipeline_place_fresh(). */
 int fastpath_use_plan(Pipeline *p, const Plan *plan);
-int fastpath_place(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret);
+int fastpath_place(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret);

@@ -25,38 +25,26 @@ uint64_t pipeline_now_usec(void) {
 Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
-        fd_bin_empty(&p->fds);
-        strv_free(p->reading_paths);
-        free(p->readings);
-        free(p->readings_at);
-        free(p->usage);
-        place_state_free(p->place);
-        free(p->fresh);
-        free(p->waiting);
-        free(p->retried);
-        free(p->forked);
-        free(p->changed);
-        free(p->defer_next);
-        free(p->deferred);
-        free(p->kept_sources);
-        free(p->quick);
-        free(p->batch);
-        free(p->sources);
-        task_snapshot_free(p->snap);
-        proc_events_free(p->events);
-        classifier_free(p->classifier);
-        task_scanner_free(p->scanner);
-        lives_free(p->lives);
-        users_free(p->users);
-        free(p->in_force);
-        free(p->bands);
-        bitmap_free(p->online);
-        free(p->seen);
-        policy_set_free(p->policies);
-        config_free(p->config);
-        kernelcaps_free(p->caps);
-        topology_free(p->topology);
-        root_free(p->root);
+        fastpath_free(p->fast);
+        strv_free(p->measure.reading_paths);
+        free(p->measure.readings);
+        free(p->measure.readings_at);
+        free(p->measure.usage);
+        task_snapshot_free(p->observe.snap);
+        proc_events_free(p->observe.events);
+        classifier_free(p->decide.classifier);
+        task_scanner_free(p->observe.scanner);
+        lives_free(p->observe.lives);
+        users_free(p->observe.users);
+        free(p->decide.in_force);
+        free(p->decide.bands);
+        bitmap_free(p->observe.online);
+        free(p->observe.seen);
+        policy_set_free(p->decide.policies);
+        config_free(p->decide.config);
+        kernelcaps_free(p->observe.caps);
+        topology_free(p->observe.topology);
+        root_free(p->observe.root);
         free(p);
         return NULL;
 }
@@ -96,14 +84,14 @@ static unsigned compute_in_force(Pipeline *p) {
         PolicyMachine m;
         unsigned changed = 0;
 
-        check_machine_from(p->topology, p->caps, p->kernel_version, &m);
-        for (size_t i = 0; i < p->policies->n; i++) {
-                const Policy *pol = p->policies->policies[i];
+        check_machine_from(p->observe.topology, p->observe.caps, p->observe.kernel_version, &m);
+        for (size_t i = 0; i < p->decide.policies->n; i++) {
+                const Policy *pol = p->decide.policies->policies[i];
                 bool f = pol->enabled && (!pol->has_when || (policy_when_holds_but_load(&pol->when, &m) &&
-                                                             (!pol->when.has_load || p->bands[i].holds)));
+                                                             (!pol->when.has_load || p->decide.bands[i].holds)));
 
-                changed += f != p->in_force[i];
-                p->in_force[i] = f;
+                changed += f != p->decide.in_force[i];
+                p->decide.in_force[i] = f;
         }
         return changed;
 }
@@ -112,15 +100,15 @@ static unsigned compute_in_force(Pipeline *p) {
  * holds only once a reading has been taken (a band not started holds
  * nothing); a failed read later leaves the bands as they are. */
 static void read_load(Pipeline *p, uint64_t now_usec) {
-        p->have_load = p->topology && sysload_read_percent(p->root, p->topology->n_pus, &p->load_percent) >= 0;
-        if (!p->have_load)
+        p->decide.have_load = p->observe.topology && sysload_read_percent(p->observe.root, p->observe.topology->n_pus, &p->decide.load_percent) >= 0;
+        if (!p->decide.have_load)
                 return;
-        for (size_t i = 0; i < p->policies->n; i++) {
-                const Policy *pol = p->policies->policies[i];
+        for (size_t i = 0; i < p->decide.policies->n; i++) {
+                const Policy *pol = p->decide.policies->policies[i];
 
                 if (pol->has_when && pol->when.has_load)
-                        (void) policy_load_band_update(&p->bands[i], &pol->when, p->load_percent,
-                                                       p->config->load_hysteresis, p->config->load_dwell_usec, now_usec);
+                        (void) policy_load_band_update(&p->decide.bands[i], &pol->when, p->decide.load_percent,
+                                                       p->decide.config->load_hysteresis, p->decide.config->load_dwell_usec, now_usec);
         }
 }
 
@@ -156,13 +144,13 @@ static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const Poli
         return 0;
 }
 
-/* For the policy set now in p->policies, with its arrays: the load taken
+/* For the policy set now in p->decide.policies, with its arrays: the load taken
  * in, the policies in force worked out. */
 static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands) {
-        free(p->in_force);
-        free(p->bands);
-        p->in_force = in_force;
-        p->bands = bands;
+        free(p->decide.in_force);
+        free(p->decide.bands);
+        p->decide.in_force = in_force;
+        p->decide.bands = bands;
         read_load(p, pipeline_now_usec());
         (void) compute_in_force(p);
 }
@@ -172,7 +160,7 @@ static Bitmap *read_online(const Pipeline *p) {
         _cleanup_free_ char *text = NULL;
         Bitmap *b = NULL;
 
-        if (root_read_line(p->root, "sys/devices/system/cpu/online", &text) < 0 ||
+        if (root_read_line(p->observe.root, "sys/devices/system/cpu/online", &text) < 0 ||
             bitmap_parse_list(strstrip(text), &b) < 0)
                 return NULL;
         return b;
@@ -181,29 +169,29 @@ static Bitmap *read_online(const Pipeline *p) {
 int pipeline_refresh_topology(Pipeline *p) {
         _cleanup_(bitmap_freep) Bitmap *online = read_online(p);
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
-        const Plan *plan = p->plan;
+        const Plan *plan = p->fast->plan;
         Topology *t = NULL;
         int k;
 
         /* Read again only when the list changed since it was last acted
          * on, and the topology does not have it already: a tree whose list
          * hwloc reads otherwise is not read at every tick. */
-        if (!online || (p->online && bitmap_equal(online, p->online)))
+        if (!online || (p->observe.online && bitmap_equal(online, p->observe.online)))
                 return 0;
-        bitmap_free(p->online);
-        p->online = TAKE_PTR(online);
-        if (bitmap_equal(p->online, p->topology->cpus))
+        bitmap_free(p->observe.online);
+        p->observe.online = TAKE_PTR(online);
+        if (bitmap_equal(p->observe.online, p->observe.topology->cpus))
                 return 0;
         if ((k = topology_load(&src, &t)) < 0) {
-                p->online = bitmap_free(p->online); /* tried again next time */
+                p->observe.online = bitmap_free(p->observe.online); /* tried again next time */
                 return k;
         }
         /* The fast path's state points into the old one: made again on
          * the new one, from the same plan (the next pass's keeps its
          * groups). */
         (void) pipeline_use_plan(p, NULL);
-        topology_free(p->topology);
-        p->topology = t;
+        topology_free(p->observe.topology);
+        p->observe.topology = t;
         if (plan)
                 (void) pipeline_use_plan(p, plan);
         return 1;
@@ -229,72 +217,74 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         p->options = *o;
         /* A pass's apply asks them what changed (or was left by its scan)
          * whether or not anything yields. */
+        if ((k = fastpath_new(&p->fast)) < 0)
+                return k;
         fastpath_hooks_init(p);
         raise_fd_limit();
-        if ((k = root_open(o->root, &p->root)) < 0)
+        if ((k = root_open(o->root, &p->observe.root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
 
         if (o->config)
                 conf = strdup(o->config);
         else
-                (void) root_host_path(p->root, CONFIG_DEFAULT_PATH, &conf);
+                (void) root_host_path(p->observe.root, CONFIG_DEFAULT_PATH, &conf);
         if (!conf)
                 return -ENOMEM;
-        k = config_read(conf, o->config != NULL, d, &p->config);
-        if (k < 0 && !p->config)
+        k = config_read(conf, o->config != NULL, d, &p->decide.config);
+        if (k < 0 && !p->decide.config)
                 return fail(k, ret_reason, "cannot read %s", conf);
 
-        if ((k = topology_load(&src, &p->topology)) < 0)
+        if ((k = topology_load(&src, &p->observe.topology)) < 0)
                 return fail(k, ret_reason, "cannot load the topology");
-        p->online = read_online(p);
-        if ((k = kernelcaps_probe(p->root, NULL, &p->caps)) < 0)
+        p->observe.online = read_online(p);
+        if ((k = kernelcaps_probe(p->observe.root, NULL, &p->observe.caps)) < 0)
                 return fail(k, ret_reason, "kernel capability probe failed");
-        if (root_read_line(p->root, "proc/sys/kernel/osrelease", &release) >= 0)
-                (void) policy_parse_kernel_version(release, &p->kernel_version);
+        if (root_read_line(p->observe.root, "proc/sys/kernel/osrelease", &release) >= 0)
+                (void) policy_parse_kernel_version(release, &p->observe.kernel_version);
 
         if (o->policies)
                 dir = strdup(o->policies);
         else
-                (void) root_host_path(p->root, p->config->policies_dir, &dir);
+                (void) root_host_path(p->observe.root, p->decide.config->policies_dir, &dir);
         if (!dir)
                 return -ENOMEM;
         paths[0] = dir;
-        k = policy_read_paths(paths, 1, d, &p->policies);
-        if (k < 0 && !p->policies)
+        k = policy_read_paths(paths, 1, d, &p->decide.policies);
+        if (k < 0 && !p->decide.policies)
                 return fail(k, ret_reason, "cannot read the policies in %s", dir);
         {
                 bool *in_force;
                 PolicyLoadBand *bands;
 
-                if ((k = in_force_arrays(p->policies, NULL, NULL, &in_force, &bands)) < 0)
+                if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands)) < 0)
                         return k;
                 use_in_force_arrays(p, in_force, bands);
         }
-        if ((k = users_load(p->root, &p->users)) < 0)
+        if ((k = users_load(p->observe.root, &p->observe.users)) < 0)
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
-        classify_params_from_config(p->config, &params);
-        if ((k = task_scanner_new(p->root, kernelcaps_core_sched_built(p->caps) ? &ops : NULL, &p->scanner)) < 0 ||
-            (k = classifier_new(&params, &p->classifier)) < 0)
+        classify_params_from_config(p->decide.config, &params);
+        if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL, &p->observe.scanner)) < 0 ||
+            (k = classifier_new(&params, &p->decide.classifier)) < 0)
                 return k;
         if (o->events) {
-                p->events_error = proc_events_open_split(&p->events);
-                p->forks_lazy = p->events && proc_events_lazy_fd(p->events) >= 0;
+                p->observe.events_error = proc_events_open_split(&p->observe.events);
+                p->fast->forks_lazy = p->observe.events && proc_events_lazy_fd(p->observe.events) >= 0;
                 /* Subscribed before the first (full) scan: from then on the
                  * events tell which processes changed. */
-                task_scanner_trust_events(p->scanner, p->events != NULL);
+                task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
                 /* Who died whole, counted from the events on: the scans
                  * and the journal's upkeep pass over such a one for the
                  * next LIVES_ERAS samples (observe/lives.h). */
-                if (p->events) {
-                        if ((k = lives_new(&p->lives)) < 0)
+                if (p->observe.events) {
+                        if ((k = lives_new(&p->observe.lives)) < 0)
                                 return k;
-                        task_scanner_set_lives(p->scanner, p->lives);
+                        task_scanner_set_lives(p->observe.scanner, p->observe.lives);
                 }
                 if (o->keep_events) {
-                        p->keep_events = true;
-                        p->seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
-                        if (!p->seen)
+                        p->observe.keep_events = true;
+                        p->observe.seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
+                        if (!p->observe.seen)
                                 return -ENOMEM;
                 }
         }
@@ -316,7 +306,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         if (p->options.config)
                 conf = strdup(p->options.config);
         else
-                (void) root_host_path(p->root, CONFIG_DEFAULT_PATH, &conf);
+                (void) root_host_path(p->observe.root, CONFIG_DEFAULT_PATH, &conf);
         if (!conf)
                 return -ENOMEM;
         k = config_read(conf, p->options.config != NULL, d, &config);
@@ -327,7 +317,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         if (p->options.policies)
                 dir = strdup(p->options.policies);
         else
-                (void) root_host_path(p->root, config->policies_dir, &dir);
+                (void) root_host_path(p->observe.root, config->policies_dir, &dir);
         if (!dir)
                 return -ENOMEM;
         paths[0] = dir;
@@ -336,20 +326,20 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
                 return k;
         if (!policies || d->n_errors > errors)
                 return -EINVAL; /* keep what runs */
-        if ((k = in_force_arrays(policies, p->policies, p->bands, &in_force, &bands)) < 0)
+        if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands)) < 0)
                 return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
          * path until the next pass brings a plan of the new one. */
         (void) pipeline_use_plan(p, NULL);
-        config_free(p->config);
-        p->config = TAKE_PTR(config);
-        policy_set_free(p->policies);
-        p->policies = TAKE_PTR(policies);
+        config_free(p->decide.config);
+        p->decide.config = TAKE_PTR(config);
+        policy_set_free(p->decide.policies);
+        p->decide.policies = TAKE_PTR(policies);
         fastpath_policies_changed(p);
         use_in_force_arrays(p, in_force, bands);
-        classify_params_from_config(p->config, &params);
-        p->classifier->params = params;
+        classify_params_from_config(p->decide.config, &params);
+        p->decide.classifier->params = params;
         return 0;
 }
 
@@ -367,7 +357,7 @@ bool pipeline_changed(Pipeline *p, pid_t tgid) {
 
 void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
         fastpath_set_yield(p, yield, userdata);
-        task_scanner_set_yield(p->scanner, yield ? fastpath_hooks(p) : NULL);
+        task_scanner_set_yield(p->observe.scanner, yield ? fastpath_hooks(p) : NULL);
 }
 
 const YieldHooks *pipeline_yield_hooks(Pipeline *p) {
@@ -390,32 +380,32 @@ size_t pipeline_drain_lazy_events(Pipeline *p) {
 static void take_observed(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
         switch (ev->type) {
         case TASK_EVENT_FORK:
-                lives_fork(p->lives, ev->pid, ev->tgid);
+                lives_fork(p->observe.lives, ev->pid, ev->tgid);
                 /* A new process, or a new thread of one. */
-                if (task_scanner_mark(p->scanner, ev->tgid) < 0 || task_scanner_mark(p->scanner, ev->parent_tgid) < 0)
-                        p->rescan = true;
+                if (task_scanner_mark(p->observe.scanner, ev->tgid) < 0 || task_scanner_mark(p->observe.scanner, ev->parent_tgid) < 0)
+                        p->observe.rescan = true;
                 break;
         case TASK_EVENT_EXIT:
-                lives_exit(p->lives, ev->pid, ev->tgid);
-                if (task_scanner_mark(p->scanner, ev->tgid) < 0)
-                        p->rescan = true;
+                lives_exit(p->observe.lives, ev->pid, ev->tgid);
+                if (task_scanner_mark(p->observe.scanner, ev->tgid) < 0)
+                        p->observe.rescan = true;
                 break;
         case TASK_EVENT_EXEC:
                 if (step != FASTPATH_TAKE_FRESH) {
-                        task_scanner_invalidate(p->scanner, ev->tgid);
-                        task_scanner_invalidate(p->scanner, ev->pid);
-                        if (task_scanner_mark(p->scanner, ev->tgid) < 0)
-                                p->rescan = true;
+                        task_scanner_invalidate(p->observe.scanner, ev->tgid);
+                        task_scanner_invalidate(p->observe.scanner, ev->pid);
+                        if (task_scanner_mark(p->observe.scanner, ev->tgid) < 0)
+                                p->observe.rescan = true;
                 }
                 break;
         case TASK_EVENT_COMM:
-                task_scanner_invalidate(p->scanner, ev->pid);
+                task_scanner_invalidate(p->observe.scanner, ev->pid);
                 break;
         case TASK_EVENT_OVERRUN:
-                p->rescan = true;
+                p->observe.rescan = true;
                 /* A FORK may be among the lost, and the kernel drops
                  * more, silently, until the socket is empty. */
-                lives_suspend(p->lives);
+                lives_suspend(p->observe.lives);
                 break;
         default:
                 break;
@@ -427,12 +417,12 @@ static void take(Pipeline *p, const TaskEvent *ev, size_t n, FastPathTake step) 
         for (size_t i = 0; i < n; i++) {
                 take_observed(p, &ev[i], step);
                 fastpath_take(p, &ev[i], step);
-                if (ev[i].type == TASK_EVENT_ACK || !p->keep_events || step == FASTPATH_TAKE_FRESH)
+                if (ev[i].type == TASK_EVENT_ACK || !p->observe.keep_events || step == FASTPATH_TAKE_FRESH)
                         continue;
-                if (p->n_seen < PIPELINE_EVENTS_KEPT_MAX)
-                        p->seen[p->n_seen++] = ev[i];
+                if (p->observe.n_seen < PIPELINE_EVENTS_KEPT_MAX)
+                        p->observe.seen[p->observe.n_seen++] = ev[i];
                 else
-                        p->events_not_kept++;
+                        p->observe.events_not_kept++;
         }
 }
 
@@ -440,15 +430,15 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
         TaskEvent ev[PIPELINE_EVENT_BATCH];
         size_t n = ELEMENTSOF(ev), total = 0;
 
-        if (!p->events)
+        if (!p->observe.events)
                 return 0;
         /* Fewer than asked: the socket is empty (the read saw EAGAIN), and
          * another read would only see it again. */
         while (n == ELEMENTSOF(ev)) {
-                if (reader(p->events, ev, ELEMENTSOF(ev), &n) < 0) {
+                if (reader(p->observe.events, ev, ELEMENTSOF(ev), &n) < 0) {
                         /* What it had read is lost with the error: read
                          * everything at the next scan. */
-                        p->rescan = true;
+                        p->observe.rescan = true;
                         break;
                 }
                 total += n;
@@ -457,8 +447,8 @@ static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events,
         /* Read empty (fewer than asked), the forks and exits too (the
          * urgent socket is the execs' alone where they are split): after
          * lost events, whole again from here. */
-        if (n < ELEMENTSOF(ev) && (reader != proc_events_read_urgent || proc_events_lazy_fd(p->events) < 0))
-                lives_resume(p->lives);
+        if (n < ELEMENTSOF(ev) && (reader != proc_events_read_urgent || proc_events_lazy_fd(p->observe.events) < 0))
+                lives_resume(p->observe.lives);
         return total;
 }
 
@@ -466,7 +456,7 @@ bool pipeline_take_urgent_events(Pipeline *p, const TaskEvent *events, size_t n,
         bool execs = n < PIPELINE_EVENT_BATCH; /* a full batch: the rest of the socket's follows */
 
         if (read_error < 0) {
-                p->rescan = true;
+                p->observe.rescan = true;
                 return false;
         }
         for (size_t i = 0; execs && i < n; i++)
@@ -492,14 +482,14 @@ void pipeline_wait_until(Pipeline *p, uint64_t deadline) {
 
                 if (now >= deadline)
                         return;
-                if (!p->events) {
+                if (!p->observe.events) {
                         struct timespec ts = { (time_t) ((deadline - now) / 1000000u),
                                                (long) ((deadline - now) % 1000000u) * 1000 };
                         nanosleep(&ts, NULL);
                         continue;
                 }
-                pfd[0] = (struct pollfd) { .fd = proc_events_fd(p->events), .events = POLLIN };
-                pfd[1] = (struct pollfd) { .fd = proc_events_lazy_fd(p->events), .events = POLLIN };
+                pfd[0] = (struct pollfd) { .fd = proc_events_fd(p->observe.events), .events = POLLIN };
+                pfd[1] = (struct pollfd) { .fd = proc_events_lazy_fd(p->observe.events), .events = POLLIN };
                 if (poll(pfd, pfd[1].fd >= 0 ? 2 : 1, (int) ((deadline - now + 999) / 1000)) > 0)
                         pipeline_drain_events(p);
         }
@@ -512,34 +502,34 @@ static int sample(Pipeline *p, bool full, bool defer) {
 
         /* The exits queued until now count for this scan. */
         pipeline_drain_events(p);
-        lives_next_era(p->lives);
+        lives_next_era(p->observe.lives);
         fastpath_scan_begin(p, defer);
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
          * as a rename through /proc/PID/comm, which sends no event). */
-        full = full || p->samples == 0 || p->rescan || now - p->last_full_usec >= p->config->rescan_interval_usec;
+        full = full || p->observe.samples == 0 || p->observe.rescan || now - p->observe.last_full_usec >= p->decide.config->rescan_interval_usec;
         if (full)
-                p->rescan = false; /* events lost during the scan set it again */
+                p->observe.rescan = false; /* events lost during the scan set it again */
         /* The last snapshot stays until this one is whole: a scan that
          * yields lets the fast path look at it meanwhile. */
-        k = task_scanner_scan_deferring(p->scanner, full, p->deferred, p->n_deferred, &snap);
+        k = task_scanner_scan_deferring(p->observe.scanner, full, p->fast->deferred, p->fast->n_deferred, &snap);
         if (k < 0) {
-                p->snap = task_snapshot_free(p->snap);
+                p->observe.snap = task_snapshot_free(p->observe.snap);
                 return k;
         }
-        task_snapshot_free(p->snap);
-        p->snap = snap;
+        task_snapshot_free(p->observe.snap);
+        p->observe.snap = snap;
         if (full) {
-                p->last_full_usec = now;
+                p->observe.last_full_usec = now;
                 /* After an event storm the scanner stopped trusting events;
                  * a full scan is a fresh start, unless events were lost
                  * while it ran. */
-                if (!p->rescan)
-                        task_scanner_trust_events(p->scanner, p->events != NULL);
+                if (!p->observe.rescan)
+                        task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
         }
-        p->samples++;
-        return classifier_update(p->classifier, p->snap);
+        p->observe.samples++;
+        return classifier_update(p->decide.classifier, p->observe.snap);
 }
 
 int pipeline_sample(Pipeline *p, bool full) {
@@ -557,7 +547,7 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
                 .exe = t->process->exe,
                 .cmdline = t->process->cmdline,
                 .cgroup = t->process->cgroup,
-                .user = t->has_uid ? users_name(p->users, t->uid) : NULL,
+                .user = t->has_uid ? users_name(p->observe.users, t->uid) : NULL,
                 .parent = t->parent_comm,
                 .uid = t->uid,
         };
@@ -569,7 +559,7 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class) {
         if (t->kernel_thread)
                 return -1;
         pipeline_policy_task(p, t, class, &pt);
-        return policy_set_select(p->policies, p->in_force, &pt);
+        return policy_set_select(p->decide.policies, p->decide.in_force, &pt);
 }
 
 int pipeline_plan(const Pipeline *p, Plan **ret) {
@@ -577,14 +567,14 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
         size_t n = 0;
         PlanInputs in;
 
-        if (!p->snap)
+        if (!p->observe.snap)
                 return -EAGAIN;
-        tasks = calloc(MAX(p->snap->n_tasks, (size_t) 1), sizeof(PlanTaskInput));
+        tasks = calloc(MAX(p->observe.snap->n_tasks, (size_t) 1), sizeof(PlanTaskInput));
         if (!tasks)
                 return -ENOMEM;
-        for (size_t i = 0; i < p->snap->n_tasks; i++) {
-                const TaskFacts *t = &p->snap->tasks[i];
-                const ThreadClass *tc = classifier_find(p->classifier, t->tid);
+        for (size_t i = 0; i < p->observe.snap->n_tasks; i++) {
+                const TaskFacts *t = &p->observe.snap->tasks[i];
+                const ThreadClass *tc = classifier_find(p->decide.classifier, t->tid);
 
                 /* A main thread that exited while other threads live: /proc
                  * lists it, nothing runs it; moves and cookies go to the
@@ -603,17 +593,17 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                 n++;
         }
         in = (PlanInputs) {
-                .topology = p->topology,
-                .caps = p->caps,
-                .config = p->config,
-                .policies = p->policies,
-                .in_force = p->in_force,
+                .topology = p->observe.topology,
+                .caps = p->observe.caps,
+                .config = p->decide.config,
+                .policies = p->decide.policies,
+                .in_force = p->decide.in_force,
                 .tasks = tasks,
                 .n_tasks = n,
                 /* the plan in force (none after a reload): its groups stay */
-                .keep = p->plan,
-                .usage = p->usage,
-                .n_usage = p->n_usage,
+                .keep = p->fast->plan,
+                .usage = p->measure.usage,
+                .n_usage = p->measure.n_usage,
         };
         return plan_build(&in, ret);
 }
@@ -632,7 +622,7 @@ static int parse_usage_usec(const char *text, uint64_t *ret) {
 }
 
 int pipeline_measure(Pipeline *p, const Plan *applied) {
-        const char *mount = p->caps->cgroup2_mount;
+        const char *mount = p->observe.caps->cgroup2_mount;
         _cleanup_(strv_freep) char **paths = NULL;
         _cleanup_free_ uint64_t *counters = NULL, *at = NULL;
         _cleanup_free_ PlanUsage *usage = NULL;
@@ -658,7 +648,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
                 /* When: the middle of the read, each group its own (a
                  * read delayed by a busy machine moves the figure less). */
                 t0 = pipeline_now_usec();
-                if (root_read_file(p->root, rel, 4096, &text, NULL) < 0 || parse_usage_usec(text, &v) < 0)
+                if (root_read_file(p->observe.root, rel, 4096, &text, NULL) < 0 || parse_usage_usec(text, &v) < 0)
                         continue;
                 t1 = pipeline_now_usec();
                 if (!(paths[n] = strdup(pg->path)))
@@ -666,24 +656,24 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
                 counters[n] = v;
                 at[n] = t0 + (t1 - t0) / 2;
                 /* against the last reading of the same group */
-                for (size_t o = 0; o < p->n_readings; o++) {
-                        if (!streq(p->reading_paths[o], pg->path))
+                for (size_t o = 0; o < p->measure.n_readings; o++) {
+                        if (!streq(p->measure.reading_paths[o], pg->path))
                                 continue;
-                        if (at[n] - p->readings_at[o] < PIPELINE_MEASURE_MIN_USEC && v >= p->readings[o]) {
+                        if (at[n] - p->measure.readings_at[o] < PIPELINE_MEASURE_MIN_USEC && v >= p->measure.readings[o]) {
                                 /* Too soon: the last reading stays the base,
                                  * and the figure from it. */
-                                counters[n] = p->readings[o];
-                                at[n] = p->readings_at[o];
-                                for (size_t u = 0; u < p->n_usage; u++)
-                                        if (streq(p->usage[u].path, pg->path)) {
+                                counters[n] = p->measure.readings[o];
+                                at[n] = p->measure.readings_at[o];
+                                for (size_t u = 0; u < p->measure.n_usage; u++)
+                                        if (streq(p->measure.usage[u].path, pg->path)) {
                                                 usage[n_usage++] = (PlanUsage) {
                                                         .path = paths[n],
-                                                        .concurrency_permille = p->usage[u].concurrency_permille,
+                                                        .concurrency_permille = p->measure.usage[u].concurrency_permille,
                                                 };
                                                 break;
                                         }
-                        } else if (v >= p->readings[o]) {
-                                uint64_t permille = (v - p->readings[o]) * 1000u / (at[n] - p->readings_at[o]);
+                        } else if (v >= p->measure.readings[o]) {
+                                uint64_t permille = (v - p->measure.readings[o]) * 1000u / (at[n] - p->measure.readings_at[o]);
 
                                 usage[n_usage++] = (PlanUsage) {
                                         .path = paths[n],
@@ -696,16 +686,16 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
                 }
                 n++;
         }
-        strv_free(p->reading_paths);
-        free(p->readings);
-        free(p->readings_at);
-        free(p->usage);
-        p->reading_paths = TAKE_PTR(paths);
-        p->readings = TAKE_PTR(counters);
-        p->readings_at = TAKE_PTR(at);
-        p->n_readings = n;
-        p->usage = TAKE_PTR(usage);
-        p->n_usage = n_usage;
+        strv_free(p->measure.reading_paths);
+        free(p->measure.readings);
+        free(p->measure.readings_at);
+        free(p->measure.usage);
+        p->measure.reading_paths = TAKE_PTR(paths);
+        p->measure.readings = TAKE_PTR(counters);
+        p->measure.readings_at = TAKE_PTR(at);
+        p->measure.n_readings = n;
+        p->measure.usage = TAKE_PTR(usage);
+        p->measure.n_usage = n_usage;
         return 0;
 }
 
@@ -713,6 +703,6 @@ int pipeline_use_plan(Pipeline *p, const Plan *plan) {
         return fastpath_use_plan(p, plan);
 }
 
-int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret) {
+int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret) {
         return fastpath_place(p, rc, ret_stats, ret);
 }
