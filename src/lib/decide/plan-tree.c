@@ -44,8 +44,8 @@ static bool group_is_above(const PlanGroup *a, const PlanGroup *b) {
 }
 
 /* An exclusive group is a cpuset partition: the kernel makes it valid only
- * when no sibling's cpuset.cpus overlaps it (6.12: "Cpu list in
- * cpuset.cpus not exclusive", measured in the test guest), and no group
+ * when no sibling's cpuset.cpus overlaps it (6.12 says "Cpu list in
+ * cpuset.cpus not exclusive" otherwise), and no group
  * outside it runs on its CPUs after. So its CPUs are taken from every
  * group but itself and the directories above it (which hold them), and
  * the plan says so. The exclusive groups are taken in order: one that

@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "apply/reconcile.h"
+#include "base/macro.h"
 #include "base/util.h"
 #include "base/yield.h"
 #include "observe/events.h"
@@ -92,9 +93,14 @@ typedef enum FastPathTake {
         FASTPATH_TAKE_REST,  /* the same execs after their placement: the rest */
 } FastPathTake;
 
+struct PipelineObserve;
+
 /* The fast path's state (fastpath_new()). Fields: the module's, and its
  * tests'. */
 typedef struct FastPath {
+        const struct PipelineObserve *observe; /* the pipeline's: what it reads (root, users, the last
+                                                * scan, who died whole, the topology) */
+        const PolicySet *policies;             /* the set place was made with */
         /* The last plan, what it reads of it, and the processes that
          * exec'd or were born since the last call. */
         const Plan *plan;    /* the last plan applied (the caller's: see pipeline_use_plan()) */
@@ -166,35 +172,35 @@ typedef struct FastPath {
         size_t n_kept;
 } FastPath;
 
-int fastpath_new(FastPath **ret);
+/* The fast path of a pipeline, which reads what observe holds. The hooks
+ * are there from here on (their userdata is the FastPath). */
+int fastpath_new(const struct PipelineObserve *observe, FastPath **ret);
 FastPath *fastpath_free(FastPath *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(FastPath *, fastpath_free);
 
-typedef struct Pipeline Pipeline;
-
-/* The hooks, made once (their userdata is p). */
-void fastpath_hooks_init(Pipeline *p);
-const YieldHooks *fastpath_hooks(Pipeline *p);
+const YieldHooks *fastpath_hooks(FastPath *f);
 /* What the hooks' yield calls (NULL: nothing). */
-void fastpath_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata);
+void fastpath_set_yield(FastPath *f, void (*yield)(void *userdata), void *userdata);
 /* As pipeline_changed(). */
-bool fastpath_changed(Pipeline *p, pid_t tgid);
+bool fastpath_changed(FastPath *f, pid_t tgid);
 
 /* One event (the scan's marks are the pipeline's). */
-void fastpath_take(Pipeline *p, const TaskEvent *ev, FastPathTake step);
+void fastpath_take(FastPath *f, const TaskEvent *ev, FastPathTake step);
 /* The forks the last lazy read brought: the fast path's now, unless it
  * read them since (their exec). */
-void fastpath_take_forks(Pipeline *p);
-bool fastpath_forks_waiting(const Pipeline *p);
-bool fastpath_waiting_for_plan(const Pipeline *p);
+void fastpath_take_forks(FastPath *f);
+bool fastpath_forks_waiting(const FastPath *f);
+bool fastpath_waiting_for_plan(const FastPath *f);
 
 /* A scan begins: what was remembered for placing is the pass's now, and
  * what changes from here on is counted anew. With defer, the processes the
  * fast path placed (or whose main thread exited) since the last scan began,
  * and that scan did not see, are left to the next (FastPath.deferred). */
-void fastpath_scan_begin(Pipeline *p, bool defer);
+void fastpath_scan_begin(FastPath *f, bool defer);
 /* The policy set was swapped: the cookie sources kept name the old one's. */
-void fastpath_policies_changed(Pipeline *p);
+void fastpath_policies_changed(FastPath *f);
 
-/* As pipeline_use_plan() and pipeline_place_fresh(). */
-int fastpath_use_plan(Pipeline *p, const Plan *plan);
-int fastpath_place(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret);
+/* As pipeline_use_plan(), with the policy set in force (borrowed, as the
+ * plan), and pipeline_place_fresh(). */
+int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force);
+int fastpath_place(FastPath *f, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret);

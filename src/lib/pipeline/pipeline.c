@@ -22,29 +22,41 @@ uint64_t pipeline_now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
+static void pipeline_observe_done(PipelineObserve *o) {
+        task_snapshot_free(o->snap);
+        proc_events_free(o->events);
+        task_scanner_free(o->scanner);
+        lives_free(o->lives);
+        users_free(o->users);
+        bitmap_free(o->online);
+        free(o->seen);
+        kernelcaps_free(o->caps);
+        topology_free(o->topology);
+        root_free(o->root);
+}
+
+static void pipeline_decide_done(PipelineDecide *d) {
+        classifier_free(d->classifier);
+        free(d->in_force);
+        free(d->bands);
+        policy_set_free(d->policies);
+        config_free(d->config);
+}
+
+static void pipeline_measure_done(PipelineMeasure *m) {
+        strv_free(m->reading_paths);
+        free(m->readings);
+        free(m->readings_at);
+        free(m->usage);
+}
+
 Pipeline *pipeline_free(Pipeline *p) {
         if (!p)
                 return NULL;
         fastpath_free(p->fast);
-        strv_free(p->measure.reading_paths);
-        free(p->measure.readings);
-        free(p->measure.readings_at);
-        free(p->measure.usage);
-        task_snapshot_free(p->observe.snap);
-        proc_events_free(p->observe.events);
-        classifier_free(p->decide.classifier);
-        task_scanner_free(p->observe.scanner);
-        lives_free(p->observe.lives);
-        users_free(p->observe.users);
-        free(p->decide.in_force);
-        free(p->decide.bands);
-        bitmap_free(p->observe.online);
-        free(p->observe.seen);
-        policy_set_free(p->decide.policies);
-        config_free(p->decide.config);
-        kernelcaps_free(p->observe.caps);
-        topology_free(p->observe.topology);
-        root_free(p->observe.root);
+        pipeline_measure_done(&p->measure);
+        pipeline_decide_done(&p->decide);
+        pipeline_observe_done(&p->observe);
         free(p);
         return NULL;
 }
@@ -203,36 +215,46 @@ unsigned pipeline_refresh_in_force(Pipeline *p, bool read_load_now) {
         return compute_in_force(p);
 }
 
-int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
-        _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = o->root };
-        TaskScanOps ops = { .get_cookie = tasks_get_cookie_host };
-        _cleanup_free_ char *conf = NULL, *dir = NULL, *release = NULL;
-        ClassifyParams params;
-        char *paths[2] = {};
-        int k;
+/* topod.conf: the one asked for, or the default below the root. */
+static char *config_path(const Pipeline *p) {
+        char *conf = NULL;
 
-        if (!p)
-                return -ENOMEM;
-        p->options = *o;
-        /* A pass's apply asks them what changed (or was left by its scan)
-         * whether or not anything yields. */
-        if ((k = fastpath_new(&p->fast)) < 0)
-                return k;
-        fastpath_hooks_init(p);
-        raise_fd_limit();
-        if ((k = root_open(o->root, &p->observe.root)) < 0)
-                return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
-
-        if (o->config)
-                conf = strdup(o->config);
+        if (p->options.config)
+                conf = strdup(p->options.config);
         else
                 (void) root_host_path(p->observe.root, CONFIG_DEFAULT_PATH, &conf);
+        return conf;
+}
+
+/* The policies' directory: the one asked for, or the configuration's below the root. */
+static char *policies_dir(const Pipeline *p, const Config *config) {
+        char *dir = NULL;
+
+        if (p->options.policies)
+                dir = strdup(p->options.policies);
+        else
+                (void) root_host_path(p->observe.root, config->policies_dir, &dir);
+        return dir;
+}
+
+/* The configuration: a file with errors (in d) still gives one, of its good lines. */
+static int read_config(Pipeline *p, Diagnostics *d, char **ret_reason) {
+        _cleanup_free_ char *conf = config_path(p);
+        int k;
+
         if (!conf)
                 return -ENOMEM;
-        k = config_read(conf, o->config != NULL, d, &p->decide.config);
+        k = config_read(conf, p->options.config != NULL, d, &p->decide.config);
         if (k < 0 && !p->decide.config)
                 return fail(k, ret_reason, "cannot read %s", conf);
+        return 0;
+}
+
+/* The machine: its topology, the CPUs online, what the kernel offers, its version. */
+static int observe_machine(Pipeline *p, char **ret_reason) {
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+        _cleanup_free_ char *release = NULL;
+        int k;
 
         if ((k = topology_load(&src, &p->observe.topology)) < 0)
                 return fail(k, ret_reason, "cannot load the topology");
@@ -241,53 +263,93 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
                 return fail(k, ret_reason, "kernel capability probe failed");
         if (root_read_line(p->observe.root, "proc/sys/kernel/osrelease", &release) >= 0)
                 (void) policy_parse_kernel_version(release, &p->observe.kernel_version);
+        return 0;
+}
 
-        if (o->policies)
-                dir = strdup(o->policies);
-        else
-                (void) root_host_path(p->observe.root, p->decide.config->policies_dir, &dir);
+/* The policies, and which are in force now (the load read first). */
+static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
+        _cleanup_free_ char *dir = policies_dir(p, p->decide.config);
+        char *paths[2] = {};
+        bool *in_force;
+        PolicyLoadBand *bands;
+        int k;
+
         if (!dir)
                 return -ENOMEM;
         paths[0] = dir;
         k = policy_read_paths(paths, 1, d, &p->decide.policies);
         if (k < 0 && !p->decide.policies)
                 return fail(k, ret_reason, "cannot read the policies in %s", dir);
-        {
-                bool *in_force;
-                PolicyLoadBand *bands;
+        if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands)) < 0)
+                return k;
+        use_in_force_arrays(p, in_force, bands);
+        return 0;
+}
 
-                if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands)) < 0)
-                        return k;
-                use_in_force_arrays(p, in_force, bands);
-        }
+/* The tasks' readers (the users, the scanner) and the classifier they feed. */
+static int observe_tasks(Pipeline *p, char **ret_reason) {
+        TaskScanOps ops = { .get_cookie = tasks_get_cookie_host };
+        ClassifyParams params;
+        int k;
+
         if ((k = users_load(p->observe.root, &p->observe.users)) < 0)
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
         classify_params_from_config(p->decide.config, &params);
-        if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL, &p->observe.scanner)) < 0 ||
+        if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL,
+                                  &p->observe.scanner)) < 0 ||
             (k = classifier_new(&params, &p->decide.classifier)) < 0)
                 return k;
-        if (o->events) {
-                p->observe.events_error = proc_events_open_split(&p->observe.events);
-                p->fast->forks_lazy = p->observe.events && proc_events_lazy_fd(p->observe.events) >= 0;
-                /* Subscribed before the first (full) scan: from then on the
-                 * events tell which processes changed. */
-                task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
-                /* Who died whole, counted from the events on: the scans
-                 * and the journal's upkeep pass over such a one for the
-                 * next LIVES_ERAS samples (observe/lives.h). */
-                if (p->observe.events) {
-                        if ((k = lives_new(&p->observe.lives)) < 0)
-                                return k;
-                        task_scanner_set_lives(p->observe.scanner, p->observe.lives);
-                }
-                if (o->keep_events) {
-                        p->observe.keep_events = true;
-                        p->observe.seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
-                        if (!p->observe.seen)
-                                return -ENOMEM;
-                }
+        return 0;
+}
+
+/* The proc connector, when asked: which processes change, who died whole. */
+static int subscribe_events(Pipeline *p) {
+        int k;
+
+        if (!p->options.events)
+                return 0;
+        p->observe.events_error = proc_events_open_split(&p->observe.events);
+        p->fast->forks_lazy = p->observe.events && proc_events_lazy_fd(p->observe.events) >= 0;
+        /* Subscribed before the first (full) scan: from then on the
+         * events tell which processes changed. */
+        task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
+        /* Who died whole, counted from the events on: the scans
+         * and the journal's upkeep pass over such a one for the
+         * next LIVES_ERAS samples (observe/lives.h). */
+        if (p->observe.events) {
+                if ((k = lives_new(&p->observe.lives)) < 0)
+                        return k;
+                task_scanner_set_lives(p->observe.scanner, p->observe.lives);
         }
+        if (p->options.keep_events) {
+                p->observe.keep_events = true;
+                p->observe.seen = calloc(PIPELINE_EVENTS_KEPT_MAX, sizeof(TaskEvent));
+                if (!p->observe.seen)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
+        _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
+        int k;
+
+        if (!p)
+                return -ENOMEM;
+        p->options = *o;
+        /* The fast path, and its hooks: a pass's apply asks them what
+         * changed (or was left by its scan) whether or not anything
+         * yields. */
+        if ((k = fastpath_new(&p->observe, &p->fast)) < 0)
+                return k;
+        raise_fd_limit();
+        if ((k = root_open(o->root, &p->observe.root)) < 0)
+                return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
+        if ((k = read_config(p, d, ret_reason)) < 0 || (k = observe_machine(p, ret_reason)) < 0 ||
+            (k = read_policies(p, d, ret_reason)) < 0 || (k = observe_tasks(p, ret_reason)) < 0 ||
+            (k = subscribe_events(p)) < 0)
+                return k;
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -297,16 +359,12 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         bool *in_force;
         PolicyLoadBand *bands;
         _cleanup_(policy_set_freep) PolicySet *policies = NULL;
-        _cleanup_free_ char *conf = NULL, *dir = NULL;
+        _cleanup_free_ char *conf = config_path(p), *dir = NULL;
         char *paths[2] = {};
         size_t errors = d->n_errors;
         ClassifyParams params;
         int k;
 
-        if (p->options.config)
-                conf = strdup(p->options.config);
-        else
-                (void) root_host_path(p->observe.root, CONFIG_DEFAULT_PATH, &conf);
         if (!conf)
                 return -ENOMEM;
         k = config_read(conf, p->options.config != NULL, d, &config);
@@ -314,10 +372,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
                 return k;
         if (!config)
                 return -EINVAL;
-        if (p->options.policies)
-                dir = strdup(p->options.policies);
-        else
-                (void) root_host_path(p->observe.root, config->policies_dir, &dir);
+        dir = policies_dir(p, config);
         if (!dir)
                 return -ENOMEM;
         paths[0] = dir;
@@ -336,7 +391,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         p->decide.config = TAKE_PTR(config);
         policy_set_free(p->decide.policies);
         p->decide.policies = TAKE_PTR(policies);
-        fastpath_policies_changed(p);
+        fastpath_policies_changed(p->fast);
         use_in_force_arrays(p, in_force, bands);
         classify_params_from_config(p->decide.config, &params);
         p->decide.classifier->params = params;
@@ -344,24 +399,24 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
 }
 
 bool pipeline_forks_waiting(const Pipeline *p) {
-        return fastpath_forks_waiting(p);
+        return fastpath_forks_waiting(p->fast);
 }
 
 bool pipeline_waiting_for_plan(const Pipeline *p) {
-        return fastpath_waiting_for_plan(p);
+        return fastpath_waiting_for_plan(p->fast);
 }
 
 bool pipeline_changed(Pipeline *p, pid_t tgid) {
-        return fastpath_changed(p, tgid);
+        return fastpath_changed(p->fast, tgid);
 }
 
 void pipeline_set_yield(Pipeline *p, void (*yield)(void *userdata), void *userdata) {
-        fastpath_set_yield(p, yield, userdata);
-        task_scanner_set_yield(p->observe.scanner, yield ? fastpath_hooks(p) : NULL);
+        fastpath_set_yield(p->fast, yield, userdata);
+        task_scanner_set_yield(p->observe.scanner, yield ? fastpath_hooks(p->fast) : NULL);
 }
 
 const YieldHooks *pipeline_yield_hooks(Pipeline *p) {
-        return fastpath_hooks(p);
+        return fastpath_hooks(p->fast);
 }
 
 static size_t drain(Pipeline *p, int (*reader)(ProcEvents *e, TaskEvent *events, size_t max, size_t *ret_n));
@@ -371,7 +426,7 @@ void pipeline_drain_events(Pipeline *p) {
 }
 
 size_t pipeline_drain_lazy_events(Pipeline *p) {
-        fastpath_take_forks(p);
+        fastpath_take_forks(p->fast);
         return drain(p, proc_events_read_lazy);
 }
 
@@ -416,7 +471,7 @@ static void take_observed(Pipeline *p, const TaskEvent *ev, FastPathTake step) {
 static void take(Pipeline *p, const TaskEvent *ev, size_t n, FastPathTake step) {
         for (size_t i = 0; i < n; i++) {
                 take_observed(p, &ev[i], step);
-                fastpath_take(p, &ev[i], step);
+                fastpath_take(p->fast, &ev[i], step);
                 if (ev[i].type == TASK_EVENT_ACK || !p->observe.keep_events || step == FASTPATH_TAKE_FRESH)
                         continue;
                 if (p->observe.n_seen < PIPELINE_EVENTS_KEPT_MAX)
@@ -503,7 +558,7 @@ static int sample(Pipeline *p, bool full, bool defer) {
         /* The exits queued until now count for this scan. */
         pipeline_drain_events(p);
         lives_next_era(p->observe.lives);
-        fastpath_scan_begin(p, defer);
+        fastpath_scan_begin(p->fast, defer);
         now = pipeline_now_usec();
         /* Everything is read at the start, after lost events, and every
          * rescan_interval (what changes without the thread running, such
@@ -700,9 +755,9 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
 }
 
 int pipeline_use_plan(Pipeline *p, const Plan *plan) {
-        return fastpath_use_plan(p, plan);
+        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force);
 }
 
 int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret) {
-        return fastpath_place(p, rc, ret_stats, ret);
+        return fastpath_place(p->fast, rc, ret_stats, ret);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The pipeline's state between its stages: what observe found (topology,
- * kernel, tasks, events) and what decide keeps (configuration, policies,
- * classifier), and the step that turns them into a Plan. topod's loop and
- * topoctl's watching verbs drive it; it holds no policy of its own.
+/* The pipeline's state between its stages, a sub-struct each: what observe
+ * found (topology, kernel, tasks, events), what decide keeps
+ * (configuration, policies, classifier), the groups' measured concurrency,
+ * and the fast path's (fastpath.h); and the steps that turn them into a
+ * Plan. topod's loop and topoctl's watching verbs drive it; it holds no
+ * policy of its own.
  *
  * Library code: it does not print. Problems with topod.conf or policy files
  * go into the Diagnostics given; a failure that stops the pipeline comes
@@ -183,8 +185,8 @@ int pipeline_sample(Pipeline *p, bool full);
  * and the pass leaves them where the fast path put them, as it does what
  * changed during it (pipeline_changed()). The next scan reads those still
  * there. For a pass during an exec storm: most of them have gone by the
- * next, and reading each new process is most of such a pass's scan
- * (measured in the test guest: 1.5 s of CPU for 127 probes). */
+ * next, and reading each new process would be most of such a pass's
+ * scan. */
 int pipeline_sample_deferring(Pipeline *p, bool full);
 
 /* What [match] sees of a task. */
