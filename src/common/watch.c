@@ -34,7 +34,7 @@ int watch_and_plan(const char *program, const PipelineOptions *o, unsigned sampl
                         return k;
                 }
                 if (i < samples) {
-                        next += p->config->sample_interval_usec;
+                        next += p->decide.config->sample_interval_usec;
                         pipeline_wait_until(p, next);
                 }
         }

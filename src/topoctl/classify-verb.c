@@ -55,14 +55,14 @@ typedef struct Row {
 
 static bool row_at(const Context *c, size_t i, Row *ret) {
         const Pipeline *pl = c->p;
-        const TaskFacts *t = &pl->snap->tasks[i];
-        const ThreadClass *tc = classifier_find(pl->classifier, t->tid);
+        const TaskFacts *t = &pl->observe.snap->tasks[i];
+        const ThreadClass *tc = classifier_find(pl->decide.classifier, t->tid);
 
         if (!wanted(c, t) || !tc)
                 return false;
         ret->t = t;
         ret->tc = tc;
-        classifier_evidence(pl->classifier, tc, &ret->ev);
+        classifier_evidence(pl->decide.classifier, tc, &ret->ev);
         ret->policy = pipeline_select(pl, t, tc->class);
         return true;
 }
@@ -70,7 +70,7 @@ static bool row_at(const Context *c, size_t i, Row *ret) {
 static int print_json(const Context *c) {
         _cleanup_(json_freep) Json *j = json_new(stdout, true);
         const Pipeline *pl = c->p;
-        const ClassifyParams *p = &pl->classifier->params;
+        const ClassifyParams *p = &pl->decide.classifier->params;
 
         if (!j)
                 return -ENOMEM;
@@ -79,7 +79,7 @@ static int print_json(const Context *c) {
         json_kv_uint(j, "dwell_usec", p->dwell_usec);
         json_key(j, "threads");
         json_array_begin(j);
-        for (size_t i = 0; i < pl->snap->n_tasks; i++) {
+        for (size_t i = 0; i < pl->observe.snap->n_tasks; i++) {
                 Row r;
 
                 if (!row_at(c, i, &r))
@@ -102,7 +102,7 @@ static int print_json(const Context *c) {
                         json_null(j);
                 json_kv_string(j, "cgroup", t->process->cgroup);
                 json_kv_string(j, "class", policy_class_to_string(tc->class));
-                json_kv_uint(j, "class_since_usec", pl->classifier->now_usec - tc->class_since_usec);
+                json_kv_uint(j, "class_since_usec", pl->decide.classifier->now_usec - tc->class_since_usec);
                 json_kv_string(j, "candidate", policy_class_to_string(tc->candidate));
                 json_key(j, "evidence");
                 classify_evidence_print_json(j, &ev, p);
@@ -110,7 +110,7 @@ static int print_json(const Context *c) {
                 if (pol < 0)
                         json_null(j);
                 else {
-                        const Policy *pp = pl->policies->policies[pol];
+                        const Policy *pp = pl->decide.policies->policies[pol];
 
                         json_object_begin(j);
                         json_kv_string(j, "name", pp->name);
@@ -124,8 +124,8 @@ static int print_json(const Context *c) {
         if (c->args->events) {
                 json_key(j, "events");
                 json_array_begin(j);
-                for (size_t i = 0; i < pl->n_seen; i++) {
-                        const TaskEvent *e = &pl->seen[i];
+                for (size_t i = 0; i < pl->observe.n_seen; i++) {
+                        const TaskEvent *e = &pl->observe.seen[i];
 
                         if (!event_wanted(c, e))
                                 continue;
@@ -142,8 +142,8 @@ static int print_json(const Context *c) {
                         json_object_end(j);
                 }
                 json_array_end(j);
-                json_kv_uint(j, "events_not_kept", pl->events_not_kept);
-                json_kv_bool(j, "proc_connector", pl->events != NULL);
+                json_kv_uint(j, "events_not_kept", pl->observe.events_not_kept);
+                json_kv_bool(j, "proc_connector", pl->observe.events != NULL);
         }
         json_object_end(j);
         return 0;
@@ -151,10 +151,10 @@ static int print_json(const Context *c) {
 
 static int print_text(const Context *c) {
         const Pipeline *pl = c->p;
-        const ClassifyParams *p = &pl->classifier->params;
+        const ClassifyParams *p = &pl->decide.classifier->params;
 
         printf("%7s %7s %-16s %-10s %-24s %s\n", "TID", "TGID", "COMM", "CLASS", "POLICY", "EVIDENCE");
-        for (size_t i = 0; i < pl->snap->n_tasks; i++) {
+        for (size_t i = 0; i < pl->observe.snap->n_tasks; i++) {
                 _cleanup_free_ char *line = NULL;
                 Row r;
 
@@ -166,18 +166,18 @@ static int print_text(const Context *c) {
 
                 (void) classify_evidence_format(&r.ev, p, &line);
                 printf("%7d %7d %-16.16s %-10s %-24.24s %s%s%s\n", (int) t->tid, (int) t->tgid, t->comm,
-                       policy_class_to_string(tc->class), pol >= 0 ? pl->policies->policies[pol]->name : "-",
+                       policy_class_to_string(tc->class), pol >= 0 ? pl->decide.policies->policies[pol]->name : "-",
                        tc->candidate != tc->class ? "pending " : "",
                        tc->candidate != tc->class ? policy_class_to_string(tc->candidate) : "", line ?: "");
         }
         if (c->args->events) {
-                printf("\nevents%s:\n", pl->events ? "" : " (proc connector unavailable)");
-                for (size_t i = 0; i < pl->n_seen; i++)
-                        if (event_wanted(c, &pl->seen[i]))
-                                printf("  %-5s pid %d tgid %d%s%s\n", task_event_type_to_string(pl->seen[i].type),
-                                       (int) pl->seen[i].pid, (int) pl->seen[i].tgid,
-                                       pl->seen[i].type == TASK_EVENT_COMM ? " comm " : "",
-                                       pl->seen[i].type == TASK_EVENT_COMM ? pl->seen[i].comm : "");
+                printf("\nevents%s:\n", pl->observe.events ? "" : " (proc connector unavailable)");
+                for (size_t i = 0; i < pl->observe.n_seen; i++)
+                        if (event_wanted(c, &pl->observe.seen[i]))
+                                printf("  %-5s pid %d tgid %d%s%s\n", task_event_type_to_string(pl->observe.seen[i].type),
+                                       (int) pl->observe.seen[i].pid, (int) pl->observe.seen[i].tgid,
+                                       pl->observe.seen[i].type == TASK_EVENT_COMM ? " comm " : "",
+                                       pl->observe.seen[i].type == TASK_EVENT_COMM ? pl->observe.seen[i].comm : "");
         }
         return 0;
 }
@@ -209,12 +209,12 @@ int topoctl_classify(const ClassifyVerbArgs *a) {
                 fprintf(stderr, "topoctl: %s\n", reason ?: strerror(-k));
                 return EXIT_FAILURE;
         }
-        if (a->events && !p->events)
-                fprintf(stderr, "topoctl: proc connector unavailable (%s): events not shown\n", errno_name(p->events_error));
+        if (a->events && !p->observe.events)
+                fprintf(stderr, "topoctl: proc connector unavailable (%s): events not shown\n", errno_name(p->observe.events_error));
         c.p = p;
 
-        params = &p->classifier->params;
-        interval = a->interval_usec ? a->interval_usec : p->config->sample_interval_usec;
+        params = &p->decide.classifier->params;
+        interval = a->interval_usec ? a->interval_usec : p->decide.config->sample_interval_usec;
         if (interval == 0)
                 interval = 1000000;
         samples = a->samples;

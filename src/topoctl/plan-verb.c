@@ -31,7 +31,7 @@ int topoctl_plan(const PlanVerbArgs *a) {
                         return EXIT_FAILURE;
                 json_object_begin(j);
                 json_key(j, "plan");
-                (void) plan_print_json(j, plan, p->policies);
+                (void) plan_print_json(j, plan, p->decide.policies);
                 json_key(j, "differences");
                 json_array_begin(j);
                 (void) plan_diff(p, plan, j, NULL, &counts);

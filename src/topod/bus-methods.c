@@ -45,14 +45,14 @@ static int get_cookie(pid_t tid, uint64_t *ret, void *userdata) {
  * reused pid)? A pid that does not exist counts as known: the answer is
  * then "no such process". */
 static bool explain_current(const Daemon *d, pid_t pid) {
-        const TaskFacts *t = d->p->snap ? task_snapshot_find(d->p->snap, pid) : NULL;
+        const TaskFacts *t = d->p->observe.snap ? task_snapshot_find(d->p->observe.snap, pid) : NULL;
         _cleanup_free_ char *text = NULL;
         char rel[40];
         size_t len;
         ProcStat st;
 
         snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
-        if (root_read_file(d->p->root, rel, 4096, &text, &len) < 0 || procfs_parse_stat(text, len, &st) < 0)
+        if (root_read_file(d->p->observe.root, rel, 4096, &text, &len) < 0 || procfs_parse_stat(text, len, &st) < 0)
                 return true;
         return t && t->start_time == st.start_time;
 }

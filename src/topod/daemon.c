@@ -69,20 +69,20 @@ static bool machine_idle(Daemon *d, uint64_t now) {
         SysLoad cur;
         bool idle;
 
-        if (!d->p->events || sysload_read(d->p->root, &cur) < 0)
+        if (!d->p->observe.events || sysload_read(d->p->observe.root, &cur) < 0)
                 return false;
         own_usage(&own, &own_sw);
-        span_ticks = d->p->config->sample_interval_usec * (uint64_t) (hz > 0 ? hz : 100) / 1000000u;
+        span_ticks = d->p->decide.config->sample_interval_usec * (uint64_t) (hz > 0 ? hz : 100) / 1000000u;
         slack = 1 + span_ticks / 100;
-        max_switches = MAX((uint64_t) d->p->classifier->params.latency_wakeups_min *
-                                   d->p->config->sample_interval_usec / 1000000u,
+        max_switches = MAX((uint64_t) d->p->decide.classifier->params.latency_wakeups_min *
+                                   d->p->decide.config->sample_interval_usec / 1000000u,
                            (uint64_t) 1);
         /* An idle machine is rescanned five times less often: what a full
          * scan finds that the events and the gate miss (a change made
          * without running) is rare, and an idle scan of every thread is
          * most of an idle topod's CPU. */
         idle = d->gate.have_load && d->pass.count > 0 &&
-               now - d->gate.last_scan_usec < DAEMON_IDLE_RESCAN_FACTOR * d->p->config->rescan_interval_usec &&
+               now - d->gate.last_scan_usec < DAEMON_IDLE_RESCAN_FACTOR * d->p->decide.config->rescan_interval_usec &&
                sysload_idle(&d->gate.load, &cur, own - d->gate.own_usec, slack, hz) &&
                sysload_quiet(&d->gate.load, &cur, own_sw - d->gate.own_switches, max_switches);
         d->gate.load = cur;
@@ -99,7 +99,7 @@ static bool machine_idle(Daemon *d, uint64_t now) {
 static bool storm_on(const Daemon *d, uint64_t now) {
         uint64_t elapsed = MAX(now - MIN(d->gate.fresh_since_usec, now), (uint64_t) 1);
 
-        return d->p->place && d->gate.fresh_since_tick > 0 && d->gate.fresh_since_tick * 1000000u >= DAEMON_STORM_RATE * elapsed;
+        return d->p->fast->place && d->gate.fresh_since_tick > 0 && d->gate.fresh_since_tick * 1000000u >= DAEMON_STORM_RATE * elapsed;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -123,7 +123,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (!changed && machine_idle(d, now))
                 d->gate.idle_skips++;
-        else if (!changed && storm && now - MIN(d->gate.last_scan_end_usec, now) < DAEMON_STORM_DEFER_MAX * d->p->config->sample_interval_usec)
+        else if (!changed && storm && now - MIN(d->gate.last_scan_end_usec, now) < DAEMON_STORM_DEFER_MAX * d->p->decide.config->sample_interval_usec)
                 /* Processes are being started by the dozen and the fast
                  * path places them: a scan of every thread would hold the
                  * loop (and their placement) up, and learn little of
@@ -140,17 +140,17 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                  * from here: a storm pass of seconds would use them up. */
                 d->gate.last_scan_end_usec = pipeline_now_usec();
                 /* the next gate starts after our own pass */
-                if (sysload_read(d->p->root, &d->gate.load) >= 0)
+                if (sysload_read(d->p->observe.root, &d->gate.load) >= 0)
                         own_usage(&d->gate.own_usec, &d->gate.own_switches);
         }
         /* A pass longer than the interval (an exec storm under
          * emulation: seconds) is followed by a full interval, not at once by
          * another: passes back to back, each too soon to see the storm
          * (its count reset at the last), read every new process. */
-        next = usec + d->p->config->sample_interval_usec;
+        next = usec + d->p->decide.config->sample_interval_usec;
         now = pipeline_now_usec();
         if (next <= now)
-                next = now + d->p->config->sample_interval_usec;
+                next = now + d->p->decide.config->sample_interval_usec;
         (void) sd_event_source_set_time(s, next);
         return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }
@@ -303,7 +303,7 @@ static void sandbox(const Daemon *d) {
                 [CONFIG_SECCOMP_LOG] = SANDBOX_LOG,
                 [CONFIG_SECCOMP_ENFORCE] = SANDBOX_ENFORCE,
         };
-        SandboxLevel level = levels[d->p->config->seccomp];
+        SandboxLevel level = levels[d->p->decide.config->seccomp];
         _cleanup_free_ char *why = NULL;
         int k;
 
@@ -352,13 +352,13 @@ static int open_pipeline(Daemon *d) {
                 log_error(d, "%s", reason ?: strerror(-k));
                 return k;
         }
-        log_set_config_level(&d->log, (int) d->p->config->log_level);
+        log_set_config_level(&d->log, (int) d->p->decide.config->log_level);
         log_limits(d);
         /* Kernel threads: read by the full scans only (tasks.h). */
-        task_scanner_set_lazy_kernel_threads(d->p->scanner, true);
-        if (!d->p->events)
+        task_scanner_set_lazy_kernel_threads(d->p->observe.scanner, true);
+        if (!d->p->observe.events)
                 log_warning(d, "proc connector unavailable (%s): new tasks are found by scanning every %" PRIu64 " ms",
-                      strerror(-d->p->events_error), d->p->config->sample_interval_usec / 1000);
+                      strerror(-d->p->observe.events_error), d->p->decide.config->sample_interval_usec / 1000);
         return 0;
 }
 
@@ -387,19 +387,19 @@ static int sources_add(Daemon *d) {
         d->gate.fresh_since_usec = d->started_usec;
         if (sd_watchdog_enabled(false, &d->watchdog_usec) <= 0)
                 d->watchdog_usec = 0;
-        if (d->p->events && proc_events_lazy_fd(d->p->events) < 0 &&
-            (k = sd_event_add_io(s->event, NULL, proc_events_fd(d->p->events), EPOLLIN, on_events, d)) < 0) {
+        if (d->p->observe.events && proc_events_lazy_fd(d->p->observe.events) < 0 &&
+            (k = sd_event_add_io(s->event, NULL, proc_events_fd(d->p->observe.events), EPOLLIN, on_events, d)) < 0) {
                 log_error(d, "cannot watch the proc connector: %s", strerror(-k));
                 return k;
         }
 
-        if (d->p->events && proc_events_lazy_fd(d->p->events) >= 0) {
+        if (d->p->observe.events && proc_events_lazy_fd(d->p->observe.events) >= 0) {
                 /* Forks and exits are read at once, then every
                  * DAEMON_LAZY_EVENTS_USEC while they keep coming (the
                  * socket holds 16 MiB of them meanwhile): what only forks
                  * waits that long at most to be placed, and exits that
                  * long to count. */
-                if ((k = sd_event_add_io(s->event, &s->lazy_events, proc_events_lazy_fd(d->p->events), EPOLLIN,
+                if ((k = sd_event_add_io(s->event, &s->lazy_events, proc_events_lazy_fd(d->p->observe.events), EPOLLIN,
                                          on_lazy_events, d)) < 0 ||
                     (k = sd_event_add_time_relative(s->event, &s->lazy_tick, CLOCK_MONOTONIC, DAEMON_LAZY_EVENTS_USEC,
                                                     DAEMON_LAZY_EVENTS_ACCURACY_USEC, on_lazy_tick, d)) < 0 ||
@@ -423,7 +423,7 @@ static void sources_done(DaemonSources *s) {
 static void daemon_stop(Daemon *d) {
         /* No calls while restoring: they would see a half-restored machine. */
         d->serve.bus = bus_server_free(d->serve.bus);
-        if (d->p->config->restore_on_exit)
+        if (d->p->decide.config->restore_on_exit)
                 (void) restore_all(d, "stopping", NULL);
         else
                 log_notice(d, "restore_on_exit = no: changes stay; 'topoctl reset' puts them back");

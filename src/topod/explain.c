@@ -65,12 +65,12 @@ static void answer_done(ThreadAnswer *a) {
 
 /* i: a valid index (a candidate's, or placed_by once set) */
 static const Policy *pol(const ExplainContext *x, int i) {
-        return x->p->policies->policies[i];
+        return x->p->decide.policies->policies[i];
 }
 
 /* i: -1 or an index (the kernel plan's) */
 static const char *pol_name(const ExplainContext *x, int i) {
-        return i >= 0 && (size_t) i < x->p->policies->n ? x->p->policies->policies[i]->name : NULL;
+        return i >= 0 && (size_t) i < x->p->decide.policies->n ? x->p->decide.policies->policies[i]->name : NULL;
 }
 
 static unsigned pol_line(const Policy *p) {
@@ -98,18 +98,18 @@ static char *strf(const char *fmt, ...);
 /* Why policy i (enabled) is not in force: its [when], and where the load
  * band is what keeps it out, the band's state. */
 static char *not_in_force_why(const ExplainContext *x, size_t i) {
-        const Policy *p = x->p->policies->policies[i];
-        const PolicyLoadBand *b = &x->p->bands[i];
+        const Policy *p = x->p->decide.policies->policies[i];
+        const PolicyLoadBand *b = &x->p->decide.bands[i];
         PolicyMachine m;
 
-        check_machine_from(x->p->topology, x->p->caps, x->p->kernel_version, &m);
+        check_machine_from(x->p->observe.topology, x->p->observe.caps, x->p->observe.kernel_version, &m);
         if (!p->when.has_load || !policy_when_holds_but_load(&p->when, &m))
                 return strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line);
         if (!b->started)
                 return strf("[when] load = %u-%u%% (%s:%u): the load has not been read", p->when.load_low,
                             p->when.load_high, p->file, p->when_line);
         return strf("[when] load = %u-%u%% (%s:%u): the load is %u%%%s", p->when.load_low, p->when.load_high, p->file,
-                    p->when_line, x->p->load_percent,
+                    p->when_line, x->p->decide.load_percent,
                     b->pending ? ", inside the band: it enters force once it has stayed there the [load] dwell" : "");
 }
 
@@ -137,7 +137,7 @@ static const char *class_list(unsigned classes, char buf[static 64]) {
 /* Walk the policies in precedence order, as the planner does, and say of
  * each one that matches (or would, but for the class) what became of it. */
 static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
-        const PolicySet *ps = x->p->policies;
+        const PolicySet *ps = x->p->decide.policies;
         PolicyTask task;
 
         pipeline_policy_task(x->p, a->t, a->class, &task);
@@ -164,10 +164,10 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
                                      strf("wants class %s (%s:%u); the thread is %s%s", class_list(p->match.classes, classes),
                                           p->file, p->match.class_line, policy_class_to_string(a->class),
                                           !p->enabled ? "; and it is disabled"
-                                          : !x->p->in_force[i] ? "; and its [when] does not hold now" : ""));
+                                          : !x->p->decide.in_force[i] ? "; and its [when] does not hold now" : ""));
                 } else if (!p->enabled)
                         k = add_cand(a, (int) i, VERDICT_DISABLED, strf("disabled (%s:%u)", p->file, p->enabled_line));
-                else if (!x->p->in_force[i])
+                else if (!x->p->decide.in_force[i])
                         k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE, not_in_force_why(x, i));
                 else if (!p->place.present)
                         k = add_cand(a, (int) i, VERDICT_NO_PLACE,
@@ -202,18 +202,18 @@ static const char *verdict_to_string(Verdict v) {
 
 /* Where the kernel has the thread, and the cpus that cgroup may use. */
 static void read_cgroup(const ExplainContext *x, ThreadAnswer *a) {
-        const char *mount = x->p->caps->cgroup2_mount;
+        const char *mount = x->p->observe.caps->cgroup2_mount;
         _cleanup_free_ char *text = NULL, *rel = NULL;
         char path[64];
 
         snprintf(path, sizeof(path), "proc/%d/task/%d/cgroup", (int) a->t->tgid, (int) a->t->tid);
-        if (root_read_file(x->p->root, path, 64 * 1024, &text, NULL) < 0 || proc_cgroup_parse(text, &a->cgroup) < 0)
+        if (root_read_file(x->p->observe.root, path, 64 * 1024, &text, NULL) < 0 || proc_cgroup_parse(text, &a->cgroup) < 0)
                 return;
         if (!mount)
                 return;
         if (asprintf(&rel, "%s%s/cpuset.cpus.effective", mount + (mount[0] == '/'), streq(a->cgroup, "/") ? "" : a->cgroup) < 0)
                 return;
-        if (root_read_line(x->p->root, rel, &a->cpus_effective) >= 0 && bitmap_parse_list(a->cpus_effective, &a->cpus) < 0)
+        if (root_read_line(x->p->observe.root, rel, &a->cpus_effective) >= 0 && bitmap_parse_list(a->cpus_effective, &a->cpus) < 0)
                 a->cpus = NULL;
 }
 
@@ -248,10 +248,10 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, 
 
         a->t = t;
         a->placed_by = -1;
-        a->tc = classifier_find(x->p->classifier, t->tid);
+        a->tc = classifier_find(x->p->decide.classifier, t->tid);
         a->class = a->tc ? a->tc->class : POLICY_CLASS_OTHER;
         if (a->tc) {
-                classifier_evidence(x->p->classifier, a->tc, &a->ev);
+                classifier_evidence(x->p->decide.classifier, a->tc, &a->ev);
                 a->has_ev = true;
         }
         a->pt = plan ? plan_find_task(plan, t->tid) : NULL;
@@ -266,8 +266,8 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, 
         }
         read_cgroup(x, a);
         a->cookie_error = -ENODATA;
-        if (!x->p->caps->core_sched.available)
-                a->cookie_error = x->p->caps->core_sched.error ?: -EOPNOTSUPP;
+        if (!x->p->observe.caps->core_sched.available)
+                a->cookie_error = x->p->observe.caps->core_sched.error ?: -EOPNOTSUPP;
         else if (x->get_cookie)
                 a->cookie_error = x->get_cookie(t->tid, &a->cookie, x->userdata);
         if (a->pt && a->pt->group >= 0 &&
@@ -283,8 +283,8 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, 
         else if (a->placed_by < 0) {
                 unsigned in_force = 0;
 
-                for (size_t i = 0; i < x->p->policies->n; i++)
-                        in_force += x->p->in_force[i] && x->p->policies->policies[i]->place.present;
+                for (size_t i = 0; i < x->p->decide.policies->n; i++)
+                        in_force += x->p->decide.in_force[i] && x->p->decide.policies->policies[i]->place.present;
                 a->unmanaged = a->n_cands > 0
                                        ? strf("not managed because no policy in force places it (see the policies below)")
                                        : strf("not managed because none of the %u policies in force with a [place] "
@@ -353,7 +353,7 @@ static void print_domains_json(Json *j, const char *key, const Topology *topo, c
 }
 
 static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
-        const ClassifyParams *cp = &x->p->classifier->params;
+        const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
 
         fprintf(f, "Thread %d (%s)\n", (int) a->t->tid, a->t->comm);
@@ -381,7 +381,7 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         else
                 fprintf(f, "; kernel: %s\n",
                         a->cookie_error == -ENODATA ? "not asked"
-                        : !x->p->caps->core_sched.available ? x->p->caps->core_sched.reason ?: "no core scheduling"
+                        : !x->p->observe.caps->core_sched.available ? x->p->observe.caps->core_sched.reason ?: "no core scheduling"
                                                             : strerror(-a->cookie_error));
         fprintf(f, "  cgroup:   %s", a->cgroup ?: "(unknown)");
         if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))
@@ -389,13 +389,13 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         fputc('\n', f);
         if (a->cpus_effective) {
                 fprintf(f, "  cpus:     %s", a->cpus_effective);
-                print_domains_text(f, x->p->topology, a->cpus);
+                print_domains_text(f, x->p->observe.topology, a->cpus);
                 fputc('\n', f);
         }
 }
 
 static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Json *j) {
-        const Topology *topo = x->p->topology;
+        const Topology *topo = x->p->observe.topology;
 
         json_object_begin(j);
         json_kv_int(j, "tid", a->t->tid);
@@ -405,7 +405,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
         json_kv_string(j, "class", a->t->kernel_thread ? NULL : policy_class_to_string(a->class));
         json_key(j, "evidence");
         if (a->has_ev)
-                classify_evidence_print_json(j, &a->ev, &x->p->classifier->params);
+                classify_evidence_print_json(j, &a->ev, &x->p->decide.classifier->params);
         else
                 json_null(j);
         json_key(j, "policy");
@@ -509,7 +509,7 @@ static void print_kernel_json(const ExplainContext *x, Json *j) {
 }
 
 int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
-        const TaskSnapshot *snap = x->p->snap;
+        const TaskSnapshot *snap = x->p->observe.snap;
         _cleanup_free_ ThreadAnswer *answers = NULL;
         const TaskFacts *asked;
         size_t n = 0, total = 0;

@@ -12,7 +12,7 @@
 
 /* The cookie worker's interlocks, from the capabilities as last read. */
 void set_interlocks(Daemon *d) {
-        CookieInterlocks il = { .smt_off = !d->p->caps->smt_active, .sched_ext_active = d->p->caps->sched_ext_active };
+        CookieInterlocks il = { .smt_off = !d->p->observe.caps->smt_active, .sched_ext_active = d->p->observe.caps->sched_ext_active };
 
         if (d->writers.cookies)
                 cookie_applier_set_interlocks(d->writers.cookies, &il);
@@ -25,7 +25,7 @@ void set_interlocks(Daemon *d) {
  * of its keep-alive cookie: with the last cookie gone, the kernel switches
  * core scheduling off, which is the point beside sched_ext. */
 static void interlocks_changed(Daemon *d) {
-        const KernelCaps *c = d->p->caps;
+        const KernelCaps *c = d->p->observe.caps;
 
         set_interlocks(d);
         if (c->sched_ext_active) {
@@ -65,7 +65,7 @@ static void interlocks_changed(Daemon *d) {
 /* What forbids cookies, read again (two files); acted on when it changed.
  * Whether it did. */
 bool refresh_interlocks(Daemon *d) {
-        if (kernelcaps_refresh_interlocks(d->p->caps, d->p->root, NULL) <= 0)
+        if (kernelcaps_refresh_interlocks(d->p->observe.caps, d->p->observe.root, NULL) <= 0)
                 return false;
         interlocks_changed(d);
         return true;
@@ -75,23 +75,23 @@ bool refresh_interlocks(Daemon *d) {
  * SMT as last read; each one that entered or left force is said. Whether
  * any did: the plan in use was made without it. */
 static bool refresh_in_force(Daemon *d) {
-        const PolicySet *ps = d->p->policies;
+        const PolicySet *ps = d->p->decide.policies;
         _cleanup_free_ bool *was = malloc(MAX(ps->n, (size_t) 1) * sizeof(bool));
         char load[32] = "unreadable";
 
         if (!was)
                 return false;
-        memcpy(was, d->p->in_force, ps->n * sizeof(bool));
+        memcpy(was, d->p->decide.in_force, ps->n * sizeof(bool));
         if (pipeline_refresh_in_force(d->p, true) == 0)
                 return false;
-        if (d->p->have_load)
-                snprintf(load, sizeof(load), "%u%%", d->p->load_percent);
+        if (d->p->decide.have_load)
+                snprintf(load, sizeof(load), "%u%%", d->p->decide.load_percent);
         for (size_t i = 0; i < ps->n; i++)
-                if (was[i] != d->p->in_force[i])
+                if (was[i] != d->p->decide.in_force[i])
                         log_notice(d, "policy %s (%s) %s force: [when] %s now (load %s, SMT %s, %u CPUs)",
-                                   ps->policies[i]->name, ps->policies[i]->file, d->p->in_force[i] ? "enters" : "leaves",
-                                   d->p->in_force[i] ? "holds" : "does not hold", load,
-                                   d->p->caps->smt_active ? "on" : "off", d->p->topology->n_pus);
+                                   ps->policies[i]->name, ps->policies[i]->file, d->p->decide.in_force[i] ? "enters" : "leaves",
+                                   d->p->decide.in_force[i] ? "holds" : "does not hold", load,
+                                   d->p->observe.caps->smt_active ? "on" : "off", d->p->observe.topology->n_pus);
         plan_reply_forget(d);
         return true;
 }
@@ -110,7 +110,7 @@ bool refresh_machine(Daemon *d) {
                                "with the CPUs before; tried again at the next tick",
                             strerror(-k));
         else if (k > 0) {
-                log_notice(d, "the CPUs online changed: topology read again, %u CPUs", d->p->topology->n_pus);
+                log_notice(d, "the CPUs online changed: topology read again, %u CPUs", d->p->observe.topology->n_pus);
                 plan_reply_forget(d);
                 changed = true;
         }
@@ -121,7 +121,7 @@ bool refresh_machine(Daemon *d) {
  * does instead: an operator reading the log should not have to guess why
  * no cookie or cgroup ever appears. */
 void log_limits(const Daemon *d) {
-        const KernelCaps *c = d->p->caps;
+        const KernelCaps *c = d->p->observe.caps;
         static const struct {
                 const char *name;
                 size_t offset;

@@ -32,15 +32,15 @@ static int oneshot_apply(const OneshotArgs *a, const Pipeline *p, const Plan *pl
         bool found = false;
         int k;
 
-        if ((k = state_dir_open_journal(a->state_dir, p->root, &jr, &found, &lock)) < 0)
+        if ((k = state_dir_open_journal(a->state_dir, p->observe.root, &jr, &found, &lock)) < 0)
                 return EXIT_FAILURE;
-        if (p->caps->core_sched.available && (k = cookie_applier_new(p->root, NULL, &ca)) >= 0) {
-                CookieInterlocks il = { .smt_off = !p->caps->smt_active,
-                                        .sched_ext_active = p->caps->sched_ext_active };
+        if (p->observe.caps->core_sched.available && (k = cookie_applier_new(p->observe.root, NULL, &ca)) >= 0) {
+                CookieInterlocks il = { .smt_off = !p->observe.caps->smt_active,
+                                        .sched_ext_active = p->observe.caps->sched_ext_active };
                 cookie_applier_set_interlocks(ca, &il);
         }
         {
-                Reconciler rc = { .root = p->root, .caps = p->caps, .journal = jr, .cookies = ca };
+                Reconciler rc = { .root = p->observe.root, .caps = p->observe.caps, .journal = jr, .cookies = ca };
 
                 if ((k = reconcile_apply(&rc, plan, &r)) < 0) {
                         fprintf(stderr, "topod: apply failed: %s\n", strerror(-k));
@@ -61,13 +61,13 @@ static int oneshot_print_json(const OneshotArgs *a, const Pipeline *p, const Pla
         json_object_begin(j);
         json_kv_uint(j, "samples", a->samples);
         json_key(j, "topology");
-        if ((k = topology_print_json(j, p->topology)) >= 0) {
+        if ((k = topology_print_json(j, p->observe.topology)) >= 0) {
                 json_key(j, "kernel");
-                k = kernelcaps_print_json(j, p->caps, root_path(p->root));
+                k = kernelcaps_print_json(j, p->observe.caps, root_path(p->observe.root));
         }
         if (k >= 0) {
                 json_key(j, "plan");
-                k = plan_print_json(j, plan, p->policies);
+                k = plan_print_json(j, plan, p->decide.policies);
         }
         json_object_end(j);
         return k;
@@ -76,10 +76,10 @@ static int oneshot_print_json(const OneshotArgs *a, const Pipeline *p, const Pla
 static int oneshot_print_text(const OneshotArgs *a, const Pipeline *p, const Plan *plan) {
         int k;
 
-        k = topology_print_text(stdout, p->topology);
+        k = topology_print_text(stdout, p->observe.topology);
         if (k >= 0) {
                 fputc('\n', stdout);
-                k = kernelcaps_print_text(stdout, p->caps, root_path(p->root));
+                k = kernelcaps_print_text(stdout, p->observe.caps, root_path(p->observe.root));
         }
         if (k >= 0) {
                 fputc('\n', stdout);
@@ -87,7 +87,7 @@ static int oneshot_print_text(const OneshotArgs *a, const Pipeline *p, const Pla
                         fputs("(no samples watched: classes come from explicit rules only; "
                               "use --samples N to let the classifier watch)\n",
                               stdout);
-                k = plan_print_text(stdout, plan, p->policies);
+                k = plan_print_text(stdout, plan, p->decide.policies);
         }
         return k;
 }

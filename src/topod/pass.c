@@ -19,7 +19,7 @@ static const char *const pass_cause_names[_PASS_CAUSE_MAX] = {
 Reconciler reconciler(const Daemon *d) {
         const DaemonWriters *w = &d->writers;
 
-        return (Reconciler) { .root = d->p->root, .caps = d->p->caps, .journal = w->journal, .cookies = w->cookies,
+        return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
                               .held = w->held, .pidref = &w->pidref };
 }
 
@@ -52,7 +52,7 @@ static void pass_use_plan(Daemon *d, Plan **plan, uint64_t start, uint64_t scann
          * another pass and its scan. Counted for the storm rate when they
          * came, not again. */
         d->pass.running = false;
-        if (!d->paused && d->p->place) {
+        if (!d->paused && d->p->fast->place) {
                 uint64_t seen = d->gate.fresh_since_tick;
 
                 if (fast_place(d))
@@ -96,7 +96,7 @@ static void pass_report(Daemon *d, PassCause cause, ReconcileReport *r, const Ta
                d->pass.last_yielded_usec, d->pass.last_deferred, ss->threads_reread, ss->threads_reused,
                ss->by_events ? "by events" : "listing /proc", ss->gone, ss->dead, d->writers.journal ? d->writers.journal->n_tasks : (size_t) 0);
         (void) sd_notifyf(false, "STATUS=%zu policies, %zu tasks managed in %zu groups; last pass: %u changed, %u failed",
-                          d->p->policies->n, d->pass.plan->n_tasks, d->pass.plan->n_groups, r->counts[RECONCILE_DONE],
+                          d->p->decide.policies->n, d->pass.plan->n_tasks, d->pass.plan->n_groups, r->counts[RECONCILE_DONE],
                           r->counts[RECONCILE_FAILED]);
         reconcile_report_free(d->pass.report);
         d->pass.report = TAKE_PTR(r);
@@ -137,7 +137,7 @@ static int pass_run(Daemon *d, PassCause cause) {
                 return k;
         }
         scanned = pipeline_now_usec();
-        task_scanner_stats(d->p->scanner, &ss);
+        task_scanner_stats(d->p->observe.scanner, &ss);
         d->pass.last_deferred = ss.deferred;
         /* What forbids cookies can change while topod runs (a sched_ext
          * scheduler loaded, SMT switched off), and with it the CPUs online
@@ -202,11 +202,11 @@ int pass(Daemon *d, PassCause cause) {
  * to wait for, kernel-wide settings, a failure. */
 bool fast_place(Daemon *d) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        PipelineFreshStats st = {};
+        FastPathStats st = {};
         Reconciler rc;
         int k;
 
-        if (d->paused || !d->p->place)
+        if (d->paused || !d->p->fast->place)
                 return true;
         rc = reconciler(d);
         k = pipeline_place_fresh(d->p, &rc, &st, &r);

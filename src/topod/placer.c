@@ -145,7 +145,7 @@ static void *placer_main(void *userdata) {
                  * lock held: what the placer read meanwhile is placed at
                  * the pass's first yield). One system call a wake-up,
                  * not a poll() and a read. */
-                int k = proc_events_wait_urgent(d->p->events, ev, ELEMENTSOF(ev), &n);
+                int k = proc_events_wait_urgent(d->p->observe.events, ev, ELEMENTSOF(ev), &n);
                 bool rest;
 
                 if (k == -EINTR)
@@ -179,7 +179,7 @@ static void *placer_main(void *userdata) {
 
 /* The execs from the loop, as without a placer. */
 static int placer_fallback(Daemon *d) {
-        int k = sd_event_add_io(d->sources.event, NULL, proc_events_fd(d->p->events), EPOLLIN, on_events, d);
+        int k = sd_event_add_io(d->sources.event, NULL, proc_events_fd(d->p->observe.events), EPOLLIN, on_events, d);
 
         if (k < 0)
                 log_error(d, "cannot watch the proc connector: %s; new processes wait for the next pass", strerror(-k));
@@ -218,7 +218,7 @@ int placer_start(Daemon *d) {
         struct sigaction sa = { .sa_handler = on_placer_signal }; /* no SA_RESTART: the wait returns EINTR */
         int k;
 
-        if (!d->p->events || proc_events_lazy_fd(d->p->events) < 0)
+        if (!d->p->observe.events || proc_events_lazy_fd(d->p->observe.events) < 0)
                 return 0;
         d->placer.soon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (d->placer.soon < 0 || sigaction(DAEMON_PLACER_SIGNAL, &sa, NULL) < 0)

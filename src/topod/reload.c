@@ -45,13 +45,13 @@ int reload(Daemon *d, char **ret_messages) {
                 (void) pipeline_use_plan(d->p, NULL);
                 d->pass.plan = plan_free(d->pass.plan);
                 d->paused = false;
-                log_set_config_level(&d->log, (int) d->p->config->log_level);
+                log_set_config_level(&d->log, (int) d->p->decide.config->log_level);
                 pk = pass(d, PASS_RELOAD);
                 if (pk < 0)
-                        log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->policies->n,
+                        log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->decide.policies->n,
                                   strerror(-pk));
                 else
-                        log_info(d, "reloaded: %zu policies", d->p->policies->n);
+                        log_info(d, "reloaded: %zu policies", d->p->decide.policies->n);
                 d->reloads.last = pk < 0 ? strdup("ok, but the pass after it failed") : strdup("ok");
         }
         f = open_memstream(&text, &len);
@@ -62,9 +62,9 @@ int reload(Daemon *d, char **ret_messages) {
                                 k == -EINVAL ? "errors above" : strerror(-k));
                 else if (pk < 0)
                         fprintf(f, "reloaded: %zu policies, but the pass after it failed (%s); the next pass retries\n",
-                                d->p->policies->n, strerror(-pk));
+                                d->p->decide.policies->n, strerror(-pk));
                 else
-                        fprintf(f, "reloaded: %zu policies\n", d->p->policies->n);
+                        fprintf(f, "reloaded: %zu policies\n", d->p->decide.policies->n);
                 fclose(f);
         }
         (void) sd_notify(false, "READY=1");

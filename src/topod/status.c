@@ -25,18 +25,18 @@ void status_print_text(const Daemon *d, FILE *f) {
         {
                 size_t shown = 0, in_force = 0;
 
-                for (size_t i = 0; i < d->p->policies->n; i++)
-                        if (d->p->in_force[i] && in_force++ < DAEMON_STATUS_POLICIES_MAX) {
-                                fprintf(f, "%s %s", sep, d->p->policies->policies[i]->name);
+                for (size_t i = 0; i < d->p->decide.policies->n; i++)
+                        if (d->p->decide.in_force[i] && in_force++ < DAEMON_STATUS_POLICIES_MAX) {
+                                fprintf(f, "%s %s", sep, d->p->decide.policies->policies[i]->name);
                                 sep = ",";
                                 shown++;
                         }
                 if (in_force > shown)
                         fprintf(f, " and %zu more", in_force - shown);
         }
-        fprintf(f, "%s (%zu loaded; --json lists them all)\n", *sep ? "" : " none", d->p->policies->n);
-        if (d->p->have_load)
-                fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->load_percent);
+        fprintf(f, "%s (%zu loaded; --json lists them all)\n", *sep ? "" : " none", d->p->decide.policies->n);
+        if (d->p->decide.have_load)
+                fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->decide.load_percent);
         else
                 fputs("load: unknown (/proc/loadavg unreadable): [when] load = bands stay as they were\n", f);
         if (d->pass.plan)
@@ -61,9 +61,9 @@ void status_print_text(const Daemon *d, FILE *f) {
         fprintf(f, "reloads: %u (%u refused)%s%s\n", d->reloads.count, d->reloads.refused, d->reloads.last ? "; last: " : "",
                 d->reloads.last ?: "");
         fprintf(f, "new tasks: %s\n",
-                d->p->events ? "proc connector events" : "found by scanning every sample interval (no proc connector)");
+                d->p->observe.events ? "proc connector events" : "found by scanning every sample interval (no proc connector)");
         fputc('\n', f);
-        (void) kernelcaps_print_text(f, d->p->caps, root_path(d->p->root));
+        (void) kernelcaps_print_text(f, d->p->observe.caps, root_path(d->p->observe.root));
 }
 
 void status_print_json(const Daemon *d, Json *j) {
@@ -76,19 +76,19 @@ void status_print_json(const Daemon *d, Json *j) {
         json_kv_string(j, "state", d->paused ? "paused" : d->ready ? "running" : "starting");
         json_key(j, "policies");
         json_array_begin(j);
-        for (size_t i = 0; i < d->p->policies->n; i++) {
-                const Policy *p = d->p->policies->policies[i];
+        for (size_t i = 0; i < d->p->decide.policies->n; i++) {
+                const Policy *p = d->p->decide.policies->policies[i];
 
                 json_object_begin(j);
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
-                json_kv_bool(j, "in_force", d->p->in_force[i]);
+                json_kv_bool(j, "in_force", d->p->decide.in_force[i]);
                 json_object_end(j);
         }
         json_array_end(j);
         json_key(j, "load_percent");
-        if (d->p->have_load)
-                json_uint(j, d->p->load_percent);
+        if (d->p->decide.have_load)
+                json_uint(j, d->p->decide.load_percent);
         else
                 json_null(j);
         json_kv_uint(j, "tasks_managed", d->pass.plan ? d->pass.plan->n_tasks : 0);
@@ -116,9 +116,9 @@ void status_print_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "reloads", d->reloads.count);
         json_kv_uint(j, "reloads_refused", d->reloads.refused);
         json_kv_string(j, "last_reload", d->reloads.last);
-        json_kv_bool(j, "proc_connector", d->p->events != NULL);
+        json_kv_bool(j, "proc_connector", d->p->observe.events != NULL);
         json_key(j, "kernel");
-        (void) kernelcaps_print_json(j, d->p->caps, root_path(d->p->root));
+        (void) kernelcaps_print_json(j, d->p->observe.caps, root_path(d->p->observe.root));
         json_object_end(j);
 }
 
@@ -135,7 +135,7 @@ void status_print_plan(const Daemon *d, bool json, FILE *f) {
                 json_object_begin(j);
                 json_kv_bool(j, "paused", d->paused);
                 json_key(j, "plan");
-                (void) plan_print_json(j, d->pass.plan, d->p->policies);
+                (void) plan_print_json(j, d->pass.plan, d->p->decide.policies);
                 json_key(j, "differences");
                 json_array_begin(j);
                 (void) plan_diff(d->p, d->paused ? NULL : d->pass.plan, j, NULL, &counts);
@@ -150,7 +150,7 @@ void status_print_plan(const Daemon *d, bool json, FILE *f) {
                 json_object_end(j);
                 return;
         }
-        (void) plan_print_text(f, d->pass.plan, d->p->policies);
+        (void) plan_print_text(f, d->pass.plan, d->p->decide.policies);
         if (d->paused) {
                 fputs("\npaused by 'topoctl reset': nothing is applied ('topoctl reload' resumes)\n", f);
                 return;

@@ -23,16 +23,16 @@ int daemon_writers_open(Daemon *d) {
         bool found = false;
         int k;
 
-        if ((k = state_dir_open_journal(d->args->state_dir, d->p->root, &w->journal, &found, &w->lock)) < 0 ||
-            (k = state_dir_path(d->args->state_dir, d->p->root, &w->state_dir)) < 0)
+        if ((k = state_dir_open_journal(d->args->state_dir, d->p->observe.root, &w->journal, &found, &w->lock)) < 0 ||
+            (k = state_dir_path(d->args->state_dir, d->p->observe.root, &w->state_dir)) < 0)
                 return k;
         /* The journal inside is 0600; the directory is open so that anyone
          * can reach the socket (calls are checked one by one). */
         (void) chmod(w->state_dir, 0755);
         (void) cgroup_held_new(&w->held); /* without: opened per move */
-        w->pidref.pidfs_idents = d->p->caps->pidfs.available;
+        w->pidref.pidfs_idents = d->p->observe.caps->pidfs.available;
         /* With SMT off too: the interlock holds it back until SMT is on. */
-        if (kernelcaps_core_sched_built(d->p->caps) && cookie_applier_new(d->p->root, NULL, &w->cookies) >= 0)
+        if (kernelcaps_core_sched_built(d->p->observe.caps) && cookie_applier_new(d->p->observe.root, NULL, &w->cookies) >= 0)
                 set_interlocks(d);
         if (found)
                 /* A journal left by a crash: put the machine back first, so

@@ -402,17 +402,17 @@ static void world_new_events(World *w, bool events) {
         o = (PipelineOptions) { .root = root_dir, .policies = w->policies, .events = events };
         if (pipeline_new(&o, d, &w->p, &reason) < 0)
                 TEST_FAIL("pipeline_new: %s", reason ?: "?");
-        ASSERT_EQ(w->p->policies->n, 3);
-        ASSERT_TRUE(w->p->caps->cgroup2.available);
+        ASSERT_EQ(w->p->decide.policies->n, 3);
+        ASSERT_TRUE(w->p->observe.caps->cgroup2.available);
         /* Core scheduling as on an SMT host with it (the probe asked the
          * real kernel, which may not have it). */
-        w->p->caps->core_sched.available = true;
-        w->p->caps->smt_active = true;
-        w->p->caps->sched_ext_active = false;
+        w->p->observe.caps->core_sched.available = true;
+        w->p->observe.caps->smt_active = true;
+        w->p->observe.caps->sched_ext_active = false;
 
         ASSERT_OK(journal_new(w->journal_dir, &w->journal));
-        ASSERT_OK(cookie_applier_new(w->p->root, &fake_cookie_ops, &w->cookies));
-        w->rc = (Reconciler) { .root = w->p->root, .caps = w->p->caps, .journal = w->journal, .cookies = w->cookies,
+        ASSERT_OK(cookie_applier_new(w->p->observe.root, &fake_cookie_ops, &w->cookies));
+        w->rc = (Reconciler) { .root = w->p->observe.root, .caps = w->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
                                .cgroup_ops = &fake_cgroup_ops, .pidref = &no_pidfds };
 }
 
@@ -425,7 +425,7 @@ static void world_use_pidfs(World *w) {
         w->cookie_ops = fake_cookie_ops;
         w->cookie_ops.pidref = &pidfs_ops;
         cookie_applier_free(w->cookies);
-        ASSERT_OK(cookie_applier_new(w->p->root, &w->cookie_ops, &w->cookies));
+        ASSERT_OK(cookie_applier_new(w->p->observe.root, &w->cookie_ops, &w->cookies));
         w->rc.cookies = w->cookies;
         w->rc.pidref = &pidfs_ops;
 }
@@ -503,7 +503,7 @@ static void exec_process(World *w, pid_t pid, const char *comm) {
 static void test_pidfs_identities(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         const JournalTask *jt;
-        PipelineFreshStats st;
+        FastPathStats st;
         Plan *plan1, *plan2;
         uint64_t c;
         World w;
@@ -553,15 +553,15 @@ static void test_pidfs_identities(void) {
 }
 
 static void event(World *w, pid_t pid) {
-        ASSERT_LT(w->p->n_fresh, PIPELINE_FRESH_MAX);
-        w->p->fresh[w->p->n_fresh++] = pid;
+        ASSERT_LT(w->p->fast->n_fresh, FASTPATH_FRESH_MAX);
+        w->p->fast->fresh[w->p->fast->n_fresh++] = pid;
 }
 
 static void test_place_then_pass(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         _cleanup_(journal_freep) Journal *disk = NULL;
         Plan *plan1, *plan2;
-        PipelineFreshStats st;
+        FastPathStats st;
         const ReconcileItem *it;
         JournalError e;
         World w;
@@ -651,7 +651,7 @@ static void test_place_then_pass(void) {
                 ASSERT_NOT_NULL(journal_get_task(w.journal, 1000, 6000));
                 /* 1001 is a shell now: no policy gives it a cookie. */
                 fake_process(1001, "sh", "/topod.slice/svc-node0");
-                task_scanner_invalidate(w.p->scanner, 1001); /* as its COMM event */
+                task_scanner_invalidate(w.p->observe.scanner, 1001); /* as its COMM event */
                 gets = fc.self_gets;
                 plan3 = pass(&w, &r4);
                 ASSERT_NULL(journal_get_task(w.journal, 1000, 6000));
@@ -691,7 +691,7 @@ typedef struct Interleave {
         World *w;
         const TaskSnapshot *before;
         unsigned calls, acted;
-        PipelineFreshStats st;
+        FastPathStats st;
 } Interleave;
 
 static void note_changed(World *w, pid_t pid) {
@@ -699,13 +699,13 @@ static void note_changed(World *w, pid_t pid) {
 
         /* as pipeline_drain_events() does for an EXEC (test_changed_by_events
          * checks that it does) */
-        if (p->n_changed == p->changed_cap) {
-                p->changed_cap = p->changed_cap ? 2 * p->changed_cap : 16;
-                p->changed = realloc(p->changed, p->changed_cap * sizeof(pid_t));
-                ASSERT_NOT_NULL(p->changed);
+        if (p->fast->n_changed == p->fast->changed_cap) {
+                p->fast->changed_cap = p->fast->changed_cap ? 2 * p->fast->changed_cap : 16;
+                p->fast->changed = realloc(p->fast->changed, p->fast->changed_cap * sizeof(pid_t));
+                ASSERT_NOT_NULL(p->fast->changed);
         }
-        p->changed[p->n_changed++] = pid;
-        task_scanner_invalidate(p->scanner, pid);
+        p->fast->changed[p->fast->n_changed++] = pid;
+        task_scanner_invalidate(p->observe.scanner, pid);
         event(w, pid);
 }
 
@@ -716,7 +716,7 @@ static void interleave_yield(void *userdata) {
 
         il->calls++;
         /* The first yield after the scan: the plan has the old facts. */
-        if (il->acted || il->w->p->snap == il->before)
+        if (il->acted || il->w->p->observe.snap == il->before)
                 return;
         il->acted = il->calls;
         fake_process(300, "svc-x", "/user.slice");
@@ -749,7 +749,7 @@ static void test_pass_lets_fast_path_in(void) {
         ASSERT_EQ(cookie_of(201), svc);
 
         il.w = &w;
-        il.before = w.p->snap;
+        il.before = w.p->observe.snap;
         pipeline_set_yield(w.p, interleave_yield, &il);
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_NOT_NULL(w.rc.yield);
@@ -819,7 +819,7 @@ static int exec_at_first_yield(Interleave *il, pid_t pid, const char *comm, bool
         fake_process(pid, comm, "/user.slice");
         note_changed(il->w, pid);
         if (mark)
-                ASSERT_OK(task_scanner_mark(il->w->p->scanner, pid)); /* as the drain does */
+                ASSERT_OK(task_scanner_mark(il->w->p->observe.scanner, pid)); /* as the drain does */
         rc.yield = NULL;
         return pipeline_place_fresh(il->w->p, &rc, &il->st, &r);
 }
@@ -846,7 +846,7 @@ static void test_storm_pass_defers(void) {
         const uint64_t plain_b = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1003u); /* fp_ino() */
         const uint64_t batch_b_ino = PIDREF_IDENT_PIDFS | (1000000u + 5000u + 1000u);
         Plan *plan1, *plan2 = NULL, *plan3 = NULL;
-        PipelineFreshStats st;
+        FastPathStats st;
         const ReconcileItem *it;
         TaskScanStats ss;
         Interleave il = {};
@@ -874,22 +874,22 @@ static void test_storm_pass_defers(void) {
 
         /* By events, as the daemon scans: the known processes first (the
          * first yield before the new ones are looked at). */
-        task_scanner_trust_events(w.p->scanner, true);
-        ASSERT_OK(task_scanner_mark(w.p->scanner, 1000));
-        ASSERT_OK(task_scanner_mark(w.p->scanner, 1001));
-        ASSERT_OK(task_scanner_mark(w.p->scanner, 1003));
+        task_scanner_trust_events(w.p->observe.scanner, true);
+        ASSERT_OK(task_scanner_mark(w.p->observe.scanner, 1000));
+        ASSERT_OK(task_scanner_mark(w.p->observe.scanner, 1001));
+        ASSERT_OK(task_scanner_mark(w.p->observe.scanner, 1003));
         pipeline_set_yield(w.p, storm_yield, &il);
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
         pipeline_set_yield(w.p, NULL, NULL);
         ASSERT_GT(il.calls, 0);
-        task_scanner_stats(w.p->scanner, &ss);
+        task_scanner_stats(w.p->observe.scanner, &ss);
         ASSERT_TRUE(ss.by_events);
         ASSERT_EQ(ss.deferred, 3);
-        ASSERT_NULL(task_snapshot_find(w.p->snap, 1000));
-        ASSERT_NULL(task_snapshot_find(w.p->snap, 1001));
+        ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1000));
+        ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1001));
         ASSERT_TRUE(pipeline_changed(w.p, 1002));
-        ASSERT_EQ(w.p->n_defer_next, 1);
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
+        ASSERT_EQ(w.p->fast->n_defer_next, 1);
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 200));
         ASSERT_TRUE(pipeline_changed(w.p, 1000));
         ASSERT_TRUE(pipeline_changed(w.p, 1001));
         ASSERT_FALSE(pipeline_changed(w.p, 200));
@@ -914,10 +914,10 @@ static void test_storm_pass_defers(void) {
         /* The placed list started again: the next storm pass reads them,
          * and agrees. */
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        task_scanner_stats(w.p->scanner, &ss);
+        task_scanner_stats(w.p->observe.scanner, &ss);
         ASSERT_EQ(ss.deferred, 1); /* 1002, placed during the last scan */
-        ASSERT_NULL(task_snapshot_find(w.p->snap, 1002));
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 1000));
+        ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1002));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 1000));
         ASSERT_FALSE(pipeline_changed(w.p, 1000));
         ASSERT_OK(pipeline_plan(w.p, &plan3));
         ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
@@ -963,22 +963,22 @@ static void test_storm_pass_defers_exited(void) {
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 200));
         fake_process(1005, "unmatched", "/user.slice");
-        task_scanner_trust_events(w.p->scanner, true);
+        task_scanner_trust_events(w.p->observe.scanner, true);
         pipeline_take_urgent_events(w.p, ev, ELEMENTSOF(ev), 0);
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        task_scanner_stats(w.p->scanner, &ss);
+        task_scanner_stats(w.p->observe.scanner, &ss);
         ASSERT_TRUE(ss.by_events);
         ASSERT_EQ(ss.deferred, 1);
-        ASSERT_NULL(task_snapshot_find(w.p->snap, 1005));
+        ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1005));
         ASSERT_TRUE(pipeline_changed(w.p, 1005));
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 200));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 200));
         /* The next reads it. */
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        task_scanner_stats(w.p->scanner, &ss);
+        task_scanner_stats(w.p->observe.scanner, &ss);
         ASSERT_EQ(ss.deferred, 0);
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 1005));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 1005));
         ASSERT_FALSE(pipeline_changed(w.p, 1005));
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
@@ -1006,7 +1006,7 @@ static void waiting_yield(void *userdata) {
 static void test_waiting_for_group(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
         Plan *plan1, *plan2;
-        PipelineFreshStats st;
+        FastPathStats st;
         Interleave il = {};
         World w;
 
@@ -1063,7 +1063,7 @@ static void test_pidfs_cookie_names(void) {
         const uint64_t ino_1010 = PIDREF_IDENT_PIDFS | (1000000u + 6010u);
         const uint64_t ino_1011 = PIDREF_IDENT_PIDFS | (1000000u + 6011u);
         const ReconcileItem *it;
-        PipelineFreshStats st;
+        FastPathStats st;
         unsigned opens;
         uint64_t c1000, c1010;
         Plan *plan1, *plan2;
@@ -1139,7 +1139,7 @@ static void test_pidfs_cookie_names(void) {
 static void test_waiting_read_by_scan(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
         Plan *plan1, *plan2, *plan3;
-        PipelineFreshStats st;
+        FastPathStats st;
         Interleave il = {};
         World w;
 
@@ -1231,8 +1231,8 @@ static void test_prune_dead_unpinned(void) {
 
         world_new(&w);
         world_use_pidfs(&w);
-        ASSERT_OK(lives_new(&w.p->lives));
-        task_scanner_set_lives(w.p->scanner, w.p->lives);
+        ASSERT_OK(lives_new(&w.p->observe.lives));
+        task_scanner_set_lives(w.p->observe.scanner, w.p->observe.lives);
         w.rc.yield = pipeline_yield_hooks(w.p);
         plan1 = pass(&w, &r1);
         /* What a pass pins when nothing has changed: its own. */
@@ -1263,15 +1263,15 @@ static void test_prune_dead_unpinned(void) {
         task_event(&w, TASK_EVENT_FORK, 5200, 5200);
         task_event(&w, TASK_EVENT_EXIT, 5200, 5200);
         task_event(&w, TASK_EVENT_FORK, 5200, 5200);
-        ASSERT_TRUE(lives_dead(w.p->lives, 5000));
-        ASSERT_FALSE(lives_dead(w.p->lives, 5100));
-        ASSERT_FALSE(lives_dead(w.p->lives, 5200));
+        ASSERT_TRUE(lives_dead(w.p->observe.lives, 5000));
+        ASSERT_FALSE(lives_dead(w.p->observe.lives, 5100));
+        ASSERT_FALSE(lives_dead(w.p->observe.lives, 5200));
 
         opens = n_pidfd_opens;
         plan2 = pass(&w, &r2);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         for (pid_t pid = 5000; pid < 5040; pid++) {
-                ASSERT_NULL(task_snapshot_find(w.p->snap, pid)); /* the scan did not read it */
+                ASSERT_NULL(task_snapshot_find(w.p->observe.snap, pid)); /* the scan did not read it */
                 ASSERT_NULL(journal_get_task(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid)));
                 ASSERT_NULL(journal_get_task(w.journal, pid, 5000u + (unsigned) pid));
                 ASSERT_FALSE(journal_has_cookie(w.journal, pid, PIDREF_IDENT_PIDFS | (1000000u + 5000u + (unsigned) pid)));
@@ -1280,8 +1280,8 @@ static void test_prune_dead_unpinned(void) {
         /* Looked at: alive, named by their start time from now on. */
         ASSERT_NOT_NULL(journal_get_task(w.journal, 5100, 10100));
         ASSERT_NOT_NULL(journal_get_task(w.journal, 5200, 10200));
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 5100));
-        ASSERT_NOT_NULL(task_snapshot_find(w.p->snap, 5200));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 5100));
+        ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 5200));
         /* Pins: the pass's own and the two looked at, none for the dead. */
         ASSERT_EQ(n_pidfd_opens - opens, quiet + 2);
 
@@ -1302,8 +1302,8 @@ static void test_dead_hook(void) {
         World w;
 
         world_new(&w);
-        ASSERT_OK(lives_new(&w.p->lives));
-        task_scanner_set_lives(w.p->scanner, w.p->lives);
+        ASSERT_OK(lives_new(&w.p->observe.lives));
+        task_scanner_set_lives(w.p->observe.scanner, w.p->observe.lives);
         plan1 = pass(&w, &r1);
         h = pipeline_yield_hooks(w.p);
         task_event(&w, TASK_EVENT_FORK, 5300, 5300);
@@ -1325,7 +1325,7 @@ static void test_dead_hook(void) {
         ASSERT_FALSE(yield_known_dead(h, 5301));
         task_event(&w, TASK_EVENT_FORK, 5302, 5302);
         task_event(&w, TASK_EVENT_EXIT, 5302, 5302);
-        ASSERT_FALSE(lives_dead(w.p->lives, 5302)); /* not counted until the socket is read empty */
+        ASSERT_FALSE(lives_dead(w.p->observe.lives, 5302)); /* not counted until the socket is read empty */
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         world_free(&w);
@@ -1469,13 +1469,13 @@ static uint64_t mono_ns(void) {
 static void test_forks_wait_a_read(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         TaskEvent ev[3] = {};
-        PipelineFreshStats st;
+        FastPathStats st;
         Plan *plan1;
         World w;
 
         world_new(&w);
         plan1 = pass(&w, &r1);
-        w.p->forks_lazy = true;
+        w.p->fast->forks_lazy = true;
         fake_process(1000, "batch-b", "/user.slice");
         fake_process(1001, "svc-c", "/user.slice");
         fake_process(1002, "plain-b", "/user.slice");
@@ -1483,7 +1483,7 @@ static void test_forks_wait_a_read(void) {
                 ev[i] = (TaskEvent) { .type = TASK_EVENT_FORK, .pid = 1000 + (pid_t) i, .tgid = 1000 + (pid_t) i,
                                       .parent_pid = 300, .parent_tgid = 300, .timestamp_ns = mono_ns() };
         pipeline_take_urgent_events(w.p, ev, ELEMENTSOF(ev), 0);
-        ASSERT_EQ(w.p->n_fresh, 0);
+        ASSERT_EQ(w.p->fast->n_fresh, 0);
         ASSERT_TRUE(pipeline_forks_waiting(w.p));
 
         /* 1001 execs: the placer places it; 1002 exits. */
@@ -1496,8 +1496,8 @@ static void test_forks_wait_a_read(void) {
         /* The next read: 1000 alone, then nothing waits. */
         (void) pipeline_drain_lazy_events(w.p);
         ASSERT_FALSE(pipeline_forks_waiting(w.p));
-        ASSERT_EQ(w.p->n_fresh, 1);
-        ASSERT_EQ(w.p->fresh[0], 1000);
+        ASSERT_EQ(w.p->fast->n_fresh, 1);
+        ASSERT_EQ(w.p->fast->fresh[0], 1000);
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 1);
         ASSERT_EQ(st.seen, 1);
         ASSERT_EQ(st.placed, 1);
@@ -1505,12 +1505,12 @@ static void test_forks_wait_a_read(void) {
         ASSERT_STREQ(process_cgroup(1002), "/user.slice");
 
         /* Without the split, a fork is the fast path's at once. */
-        w.p->forks_lazy = false;
+        w.p->fast->forks_lazy = false;
         fake_process(1003, "plain-c", "/user.slice");
         ev[0] = (TaskEvent) { .type = TASK_EVENT_FORK, .pid = 1003, .tgid = 1003, .parent_pid = 300,
                               .parent_tgid = 300, .timestamp_ns = mono_ns() };
         pipeline_take_urgent_events(w.p, ev, 1, 0);
-        ASSERT_EQ(w.p->n_fresh, 1);
+        ASSERT_EQ(w.p->fast->n_fresh, 1);
         ASSERT_FALSE(pipeline_forks_waiting(w.p));
 
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
@@ -1524,7 +1524,7 @@ static void test_forks_wait_a_read(void) {
 static void test_storm_keeps_cookie_source(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
         Plan *plan1, *plan2 = NULL;
-        PipelineFreshStats st;
+        FastPathStats st;
         uint64_t svc;
         World w;
 
@@ -1568,7 +1568,7 @@ static void test_storm_keeps_cookie_source(void) {
  * cookie uses the move's handle (one pidfd, one stat read). */
 static void test_cookie_uses_move_pin(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
-        PipelineFreshStats st;
+        FastPathStats st;
         unsigned opens;
         Plan *plan1;
         World w;
@@ -1590,8 +1590,8 @@ static void test_cookie_uses_move_pin(void) {
         {
                 bool binned = false;
 
-                for (size_t i = 0; i < w.p->fds.n; i++)
-                        binned = binned || w.p->fds.fd[i] == last_pidfd;
+                for (size_t i = 0; i < w.p->fast->fds.n; i++)
+                        binned = binned || w.p->fast->fds.fd[i] == last_pidfd;
                 ASSERT_TRUE(binned);
         }
         ASSERT_OK(pipeline_sample(w.p, false));
@@ -1610,7 +1610,7 @@ static unsigned open_fds(void) {
         return n;
 }
 
-/* The fast path's used descriptors are held until PIPELINE_FDS_CLOSE_AT,
+/* The fast path's used descriptors are held until FASTPATH_FDS_CLOSE_AT,
  * then closed together; a sample closes what is left. None is lost. */
 static void test_fds_closed_together(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
@@ -1621,12 +1621,12 @@ static void test_fds_closed_together(void) {
 
         plan1 = world_pidfs_passed(&w, &r1);
         ASSERT_OK(pipeline_sample(w.p, false));
-        ASSERT_EQ(w.p->fds.n, 0);
+        ASSERT_EQ(w.p->fast->fds.n, 0);
         base = open_fds();
         for (pid_t pid = 1600; pid < 1650; pid++) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-                PipelineFreshStats st;
-                size_t before = w.p->fds.n;
+                FastPathStats st;
+                size_t before = w.p->fast->fds.n;
 
                 fake_process(pid, "batch-b", "/user.slice");
                 event(&w, pid);
@@ -1634,21 +1634,21 @@ static void test_fds_closed_together(void) {
                 ASSERT_EQ(st.placed, 1);
                 ASSERT_STREQ(process_cgroup(pid), "/topod.slice/batch-llc0");
                 /* What is open is what the bin holds: nothing leaks. */
-                ASSERT_EQ(open_fds(), base + (unsigned) w.p->fds.n);
-                ASSERT_LT(w.p->fds.n, PIPELINE_FDS_CLOSE_AT);
-                if (w.p->fds.n < before)
+                ASSERT_EQ(open_fds(), base + (unsigned) w.p->fast->fds.n);
+                ASSERT_LT(w.p->fast->fds.n, FASTPATH_FDS_CLOSE_AT);
+                if (w.p->fast->fds.n < before)
                         emptied++;
                 most = MAX(most, before);
                 fake_process_exit(pid);
-                place_note_exit(w.p->place, pid, pid);
+                place_note_exit(w.p->fast->place, pid, pid);
         }
         /* Held over several placements, closed in a few sweeps. */
-        ASSERT_GE(most, PIPELINE_FDS_CLOSE_AT / 2);
+        ASSERT_GE(most, FASTPATH_FDS_CLOSE_AT / 2);
         ASSERT_GE(emptied, 2);
         ASSERT_LE(emptied, 50 / 8);
-        ASSERT_GT(w.p->fds.n, 0);
+        ASSERT_GT(w.p->fast->fds.n, 0);
         ASSERT_OK(pipeline_sample(w.p, false));
-        ASSERT_EQ(w.p->fds.n, 0);
+        ASSERT_EQ(w.p->fast->fds.n, 0);
         ASSERT_EQ(open_fds(), base);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
@@ -1677,17 +1677,17 @@ static void test_cookie_checks_move(void) {
         size_t held;
 
         plan1 = world_pidfs_passed(&w, &r1);
-        held = w.p->fds.n;
+        held = w.p->fast->fds.n;
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-                PipelineFreshStats st;
+                FastPathStats st;
                 unsigned checks, gets, fds;
                 pid_t pid = cases[c].pid;
 
                 if (c > 0 && !cases[c - 1].exits && !cases[c - 1].exits_after) {
                         /* The last one exits (its EXIT event): room in its group. */
                         fake_process_exit(cases[c - 1].pid);
-                        place_note_exit(w.p->place, cases[c - 1].pid, cases[c - 1].pid);
+                        place_note_exit(w.p->fast->place, cases[c - 1].pid, cases[c - 1].pid);
                 }
                 fake_process(pid, "batch-b", "/user.slice");
                 event(&w, pid);
@@ -1699,8 +1699,8 @@ static void test_cookie_checks_move(void) {
                 fds = open_fds();
                 ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r), 1);
                 /* comm's, the pin's: held to be closed together later */
-                ASSERT_EQ(open_fds(), fds + (w.p->fds.n - held));
-                held = w.p->fds.n;
+                ASSERT_EQ(open_fds(), fds + (w.p->fast->fds.n - held));
+                held = w.p->fast->fds.n;
                 dump(r);
                 exit_at_create = exit_after_create = refuse_create = 0;
                 ASSERT_EQ(n_alive_checks - checks, cases[c].exits ? 0u : 1u);
@@ -1734,7 +1734,7 @@ static void test_cookie_checks_move(void) {
                  * cookie is (a pid taken meanwhile would get the group's
                  * cookie: checked before it is passed on). */
                 _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-                PipelineFreshStats st;
+                FastPathStats st;
                 unsigned checks = n_alive_checks;
 
                 fake_process(1510, "svc-x", "/user.slice");
@@ -1755,8 +1755,8 @@ static void test_cookie_checks_move(void) {
  * a reading sooner (a pass right after another) keeps the base and the
  * figure. */
 static unsigned concurrency_of(const Pipeline *p) {
-        ASSERT_EQ(p->n_usage, 1);
-        return p->usage[0].concurrency_permille;
+        ASSERT_EQ(p->measure.n_usage, 1);
+        return p->measure.usage[0].concurrency_permille;
 }
 
 /* [when] load = bands: the load from the fake /proc/loadavg over the
@@ -1780,9 +1780,9 @@ static void test_load_bands(void) {
         fake_write(root_dir, "proc/loadavg", "4.00 3.00 2.00 5/300 999\n"); /* 25% of 16 CPUs */
         ASSERT_OK(pipeline_reload(w.p, d));
         ASSERT_EQ(d->n_errors, 0);
-        ASSERT_EQ(w.p->policies->n, 5);
-        for (size_t i = 0; i < w.p->policies->n; i++) {
-                const char *name = w.p->policies->policies[i]->name;
+        ASSERT_EQ(w.p->decide.policies->n, 5);
+        for (size_t i = 0; i < w.p->decide.policies->n; i++) {
+                const char *name = w.p->decide.policies->policies[i]->name;
 
                 if (streq(name, "light"))
                         light = i;
@@ -1794,10 +1794,10 @@ static void test_load_bands(void) {
         ASSERT_LT(light, 5);
         ASSERT_LT(heavy, 5);
         ASSERT_LT(batch, 5);
-        ASSERT_TRUE(w.p->have_load);
-        ASSERT_EQ(w.p->load_percent, 25u);
-        ASSERT_TRUE(w.p->in_force[light]);
-        ASSERT_FALSE(w.p->in_force[heavy]);
+        ASSERT_TRUE(w.p->decide.have_load);
+        ASSERT_EQ(w.p->decide.load_percent, 25u);
+        ASSERT_TRUE(w.p->decide.in_force[light]);
+        ASSERT_FALSE(w.p->decide.in_force[heavy]);
         fake_process(500, "heavy-a", "/user.slice");
         fake_process(501, "light-a", "/user.slice");
         plan = pass(&w, &r1);
@@ -1805,16 +1805,16 @@ static void test_load_bands(void) {
         ASSERT_STREQ(process_cgroup(501), "/topod.slice/light");
 
         /* No dwell; hysteresis 5 points. 43%: light is held, heavy not yet. */
-        w.p->config->load_dwell_usec = 0;
+        w.p->decide.config->load_dwell_usec = 0;
         fake_write(root_dir, "proc/loadavg", "6.88 3.00 2.00 5/300 999\n");
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
-        ASSERT_EQ(w.p->load_percent, 43u);
-        ASSERT_TRUE(w.p->in_force[light]);
+        ASSERT_EQ(w.p->decide.load_percent, 43u);
+        ASSERT_TRUE(w.p->decide.in_force[light]);
         /* 52%: light left (beyond 45), heavy entered. */
         fake_write(root_dir, "proc/loadavg", "8.32 3.00 2.00 5/300 999\n");
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 2u);
-        ASSERT_FALSE(w.p->in_force[light]);
-        ASSERT_TRUE(w.p->in_force[heavy]);
+        ASSERT_FALSE(w.p->decide.in_force[light]);
+        ASSERT_TRUE(w.p->decide.in_force[heavy]);
         (void) pipeline_use_plan(w.p, NULL);
         plan_free(plan);
         plan = pass(&w, &r2);
@@ -1832,10 +1832,10 @@ static void test_load_bands(void) {
         }
 
         /* With the dwell, a change waits for it. */
-        w.p->config->load_dwell_usec = 3600 * USEC_PER_SEC;
+        w.p->decide.config->load_dwell_usec = 3600 * USEC_PER_SEC;
         fake_write(root_dir, "proc/loadavg", "1.00 3.00 2.00 5/300 999\n");
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
-        ASSERT_TRUE(w.p->in_force[heavy]);
+        ASSERT_TRUE(w.p->decide.in_force[heavy]);
 
         /* The load unreadable: the bands stay as they were. */
         {
@@ -1845,10 +1845,10 @@ static void test_load_bands(void) {
                 ASSERT_EQ(unlink(path), 0);
         }
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 0u);
-        ASSERT_FALSE(w.p->have_load);
-        ASSERT_FALSE(w.p->in_force[light]);
-        ASSERT_TRUE(w.p->in_force[heavy]);
-        ASSERT_TRUE(w.p->in_force[batch]); /* no [when] */
+        ASSERT_FALSE(w.p->decide.have_load);
+        ASSERT_FALSE(w.p->decide.in_force[light]);
+        ASSERT_TRUE(w.p->decide.in_force[heavy]);
+        ASSERT_TRUE(w.p->decide.in_force[batch]); /* no [when] */
 
         /* A reload keeps the bands of the policies it keeps (heavy, held
          * without a reading); a new band holds nothing before its first
@@ -1861,14 +1861,14 @@ static void test_load_bands(void) {
                    "[place]\ngroup = light\ncookie = none\n");
         (void) pipeline_use_plan(w.p, NULL);
         ASSERT_OK(pipeline_reload(w.p, d));
-        ASSERT_EQ(w.p->policies->n, 6);
-        for (size_t i = 0; i < w.p->policies->n; i++) {
-                const char *name = w.p->policies->policies[i]->name;
+        ASSERT_EQ(w.p->decide.policies->n, 6);
+        for (size_t i = 0; i < w.p->decide.policies->n; i++) {
+                const char *name = w.p->decide.policies->policies[i]->name;
 
                 if (streq(name, "heavy"))
-                        ASSERT_TRUE(w.p->in_force[i]);
+                        ASSERT_TRUE(w.p->decide.in_force[i]);
                 else if (streq(name, "medium") || streq(name, "light"))
-                        ASSERT_FALSE(w.p->in_force[i]);
+                        ASSERT_FALSE(w.p->decide.in_force[i]);
         }
         fake_write(root_dir, "proc/loadavg", "1.00 3.00 2.00 5/300 999\n");
         ASSERT_EQ(pipeline_refresh_in_force(w.p, true), 2u); /* medium and light at their first reading */
@@ -1885,17 +1885,17 @@ static void test_topology_refresh(void) {
 
         world_new(&w);
         plan = pass(&w, &r1);
-        ASSERT_EQ(w.p->topology->n_pus, 16u);
+        ASSERT_EQ(w.p->observe.topology->n_pus, 16u);
         ASSERT_EQ(pipeline_refresh_topology(w.p), 0);
         fake_write(root_dir, "sys/devices/system/cpu/online", "0,2,4,6,8,10,12,14\n");
         ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
-        ASSERT_EQ(w.p->topology->n_pus, 8u);
-        ASSERT_NOT_NULL(w.p->place);
-        ASSERT_PTR_EQ(w.p->plan, plan);
+        ASSERT_EQ(w.p->observe.topology->n_pus, 8u);
+        ASSERT_NOT_NULL(w.p->fast->place);
+        ASSERT_PTR_EQ(w.p->fast->plan, plan);
         ASSERT_EQ(pipeline_refresh_topology(w.p), 0);
         fake_write(root_dir, "sys/devices/system/cpu/online", "0-15\n");
         ASSERT_EQ(pipeline_refresh_topology(w.p), 1);
-        ASSERT_EQ(w.p->topology->n_pus, 16u);
+        ASSERT_EQ(w.p->observe.topology->n_pus, 16u);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan);
         world_free(&w);
@@ -1930,7 +1930,7 @@ static void test_measure(void) {
         a0 = pipeline_now_usec();
         ASSERT_OK(pipeline_measure(w.p, plan));
         a1 = pipeline_now_usec();
-        ASSERT_EQ(w.p->n_usage, 0); /* one reading: no figure yet */
+        ASSERT_EQ(w.p->measure.n_usage, 0); /* one reading: no figure yet */
         nanosleep(&pause, NULL);
         fake_write(root_dir, stat, "usage_usec 1600000\n"); /* 0.6 s of one CPU */
         b0 = pipeline_now_usec();
@@ -1948,7 +1948,7 @@ static void test_measure(void) {
         fake_write(root_dir, stat, "usage_usec 9000000\n");
         ASSERT_OK(pipeline_measure(w.p, plan));
         ASSERT_EQ(concurrency_of(w.p), c);
-        ASSERT_EQ(w.p->readings[0], 1600000);
+        ASSERT_EQ(w.p->measure.readings[0], 1600000);
         nanosleep(&pause, NULL);
         fake_write(root_dir, stat, "usage_usec 2800000\n"); /* 1.2 s more over 0.6 s: two CPUs */
         b0 = pipeline_now_usec();
@@ -1970,7 +1970,7 @@ static void test_measure(void) {
 static void test_urgent_rest_after(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL;
         TaskEvent ev[2];
-        PipelineFreshStats st;
+        FastPathStats st;
         Plan *plan1;
         World w;
 
@@ -1981,14 +1981,14 @@ static void test_urgent_rest_after(void) {
         ev[0] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1600, .tgid = 1600, .timestamp_ns = mono_ns() };
         ev[1] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1601, .tgid = 1601, .timestamp_ns = mono_ns() };
         ASSERT_TRUE(pipeline_take_urgent_events(w.p, ev, 2, 0));
-        ASSERT_EQ(w.p->n_fresh, 2);
+        ASSERT_EQ(w.p->fast->n_fresh, 2);
         ASSERT_FALSE(pipeline_changed(w.p, 1600));
         ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
         ASSERT_EQ(st.placed, 1);
         pipeline_take_urgent_rest(w.p, ev, 2);
         ASSERT_TRUE(pipeline_changed(w.p, 1600));
         ASSERT_TRUE(pipeline_changed(w.p, 1601));
-        ASSERT_EQ(w.p->n_fresh, 0); /* not again */
+        ASSERT_EQ(w.p->fast->n_fresh, 0); /* not again */
 
         /* A rename with them: all at once, nothing left. */
         fake_process(1602, "plain-r", "/user.slice");
@@ -1996,7 +1996,7 @@ static void test_urgent_rest_after(void) {
         ev[1] = (TaskEvent) { .type = TASK_EVENT_COMM, .pid = 1602, .tgid = 1602, .timestamp_ns = mono_ns() };
         ASSERT_FALSE(pipeline_take_urgent_events(w.p, ev, 2, 0));
         ASSERT_TRUE(pipeline_changed(w.p, 1602));
-        ASSERT_EQ(w.p->n_fresh, 1);
+        ASSERT_EQ(w.p->fast->n_fresh, 1);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         world_free(&w);
@@ -2012,9 +2012,9 @@ static void test_changed_by_events(void) {
         int status, go[2];
 
         world_new_events(&w, true);
-        if (!w.p->events) {
+        if (!w.p->observe.events) {
                 printf("SKIP: no proc connector here (%s): pipeline_changed() by real events not checked\n",
-                       strerror(-w.p->events_error));
+                       strerror(-w.p->observe.events_error));
                 world_free(&w);
                 return;
         }
@@ -2102,7 +2102,7 @@ static void test_exited_main_thread(void) {
 /* No plan in use (paused, reloaded): nothing is remembered or placed. */
 static void test_no_plan(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        PipelineFreshStats st;
+        FastPathStats st;
         World w;
 
         world_new(&w);
@@ -2370,7 +2370,7 @@ static void test_timing(void) {
         enum { N = 1000 };
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
         Plan *plan;
-        PipelineFreshStats st;
+        FastPathStats st;
         uint64_t t0, none_us, one_us, batch_us, plain_us;
         World w;
 

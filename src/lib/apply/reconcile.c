@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "reconcile.h"
+#include "reconcile-internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,8 +28,7 @@ ReconcileReport *reconcile_report_free(ReconcileReport *r) {
         return NULL;
 }
 
-_printf_(5, 6) static int add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason, const char *fmt,
-                              ...) {
+int reconcile_add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason, const char *fmt, ...) {
         ReconcileItem *it;
         va_list ap;
         char *what;
@@ -76,7 +75,7 @@ static ReconcileStatus from_feat(FeatOutcome o) {
         }
 }
 
-static ReconcileStatus from_cgroup(CgroupOutcome o) {
+ReconcileStatus reconcile_from_cgroup(CgroupOutcome o) {
         switch (o) {
         case CGROUP_DONE:
                 return RECONCILE_DONE;
@@ -91,7 +90,7 @@ static ReconcileStatus from_cgroup(CgroupOutcome o) {
         }
 }
 
-static ReconcileStatus from_cookie(CookieOutcome o) {
+ReconcileStatus reconcile_from_cookie(CookieOutcome o) {
         switch (o) {
         case COOKIE_DONE:
                 return RECONCILE_DONE;
@@ -106,7 +105,7 @@ static ReconcileStatus from_cookie(CookieOutcome o) {
         }
 }
 
-static int add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
+int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
         int k;
 
         for (size_t i = 0; i < cr->n; i++) {
@@ -114,16 +113,17 @@ static int add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
 
                 if (c->kind == CGROUP_ITEM_EFFECTIVE)
                         /* A read-back changes nothing: a match is "already so". */
-                        k = add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : from_cgroup(c->outcome), c->error,
-                                c->reason, "cgroup %s: %s %s (read back)", c->path, cgroup_item_kind_to_string(c->kind),
-                                c->value ?: "");
+                        k = reconcile_add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : reconcile_from_cgroup(c->outcome),
+                                          c->error, c->reason, "cgroup %s: %s %s (read back)", c->path,
+                                          cgroup_item_kind_to_string(c->kind), c->value ?: "");
                 else if (c->kind == CGROUP_ITEM_MOVE)
-                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup: move process %d (tid %d) %sto %s%s%s",
-                                (int) c->tgid, (int) c->pid, c->back ? "back " : "", c->path, c->from ? " from " : "",
-                                c->from ?: "");
+                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason,
+                                          "cgroup: move process %d (tid %d) %sto %s%s%s", (int) c->tgid, (int) c->pid,
+                                          c->back ? "back " : "", c->path, c->from ? " from " : "", c->from ?: "");
                 else
-                        k = add(r, from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s", c->path,
-                                cgroup_item_kind_to_string(c->kind), c->value ? " " : "", c->value ?: "");
+                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s",
+                                          c->path, cgroup_item_kind_to_string(c->kind), c->value ? " " : "",
+                                          c->value ?: "");
                 if (k < 0)
                         return k;
         }
@@ -142,7 +142,8 @@ static int apply_kernel_settings(const Reconciler *rc, const Plan *plan, Reconci
                 FeatResult res = {};
 
                 (void) feat_apply_setting(rc->root, rc->feat_ops, rc->caps, rc->journal, &plan->kernel->settings[i], &res);
-                if ((k = add(r, from_feat(res.outcome), res.error, res.reason, "setting %s %s", res.name, res.value)) < 0)
+                if ((k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "setting %s %s", res.name,
+                                       res.value)) < 0)
                         return k;
         }
         if (!rc->journal || !rc->caps->debugfs_mount)
@@ -152,8 +153,8 @@ static int apply_kernel_settings(const Reconciler *rc, const Plan *plan, Reconci
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++)
-                if ((k = add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "released %s %s",
-                             feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
+                if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "released %s %s",
+                                       feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                         return k;
         return 0;
 }
@@ -167,12 +168,12 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
                 FeatResult res = {};
 
                 if (!dbg || !rc->caps->features_readable) {
-                        k = add(r, RECONCILE_SKIPPED, rc->caps->sched_features.error, rc->caps->sched_features.reason,
-                                "feature %s %s", f->name, f->on ? "on" : "off");
+                        k = reconcile_add(r, RECONCILE_SKIPPED, rc->caps->sched_features.error,
+                                          rc->caps->sched_features.reason, "feature %s %s", f->name, f->on ? "on" : "off");
                 } else {
                         (void) feat_set(rc->root, rc->feat_ops, dbg, rc->journal, f->name, f->on, &res);
-                        k = add(r, from_feat(res.outcome), res.error, res.reason, "feature %s %s", f->name,
-                                f->on ? "on" : "off");
+                        k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "feature %s %s", f->name,
+                                          f->on ? "on" : "off");
                 }
                 if (k < 0)
                         return k;
@@ -181,11 +182,13 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
                 FeatResult res = {};
 
                 (void) feat_set_cgroup_mode(rc->root, rc->feat_ops, dbg, rc->journal, plan->mode, &res);
-                if ((k = add(r, from_feat(res.outcome), res.error, res.reason, "cgroup_mode %s", plan->mode)) < 0)
+                if ((k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "cgroup_mode %s",
+                                       plan->mode)) < 0)
                         return k;
         } else if (plan->mode && plan->mode_emulated) {
-                if ((k = add(r, RECONCILE_SKIPPED, 0, "no sched/cgroup_mode on this kernel: emulated by cpu.weight",
-                             "cgroup_mode %s", plan->mode)) < 0)
+                if ((k = reconcile_add(r, RECONCILE_SKIPPED, 0,
+                                       "no sched/cgroup_mode on this kernel: emulated by cpu.weight", "cgroup_mode %s",
+                                       plan->mode)) < 0)
                         return k;
         }
         return apply_kernel_settings(rc, plan, r);
@@ -270,10 +273,10 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
                 return 0;
         k = cookie_clear(rc->cookies, tasks, m, results);
         if (k < 0)
-                return add(r, RECONCILE_FAILED, k, NULL, "cookies cleared: %zu tasks", m);
+                return reconcile_add(r, RECONCILE_FAILED, k, NULL, "cookies cleared: %zu tasks", m);
         for (size_t i = 0; i < m; i++) {
-                if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie cleared: tid %d",
-                             (int) tasks[i].tid)) < 0)
+                if ((k = reconcile_add(r, reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
+                                       "cookie cleared: tid %d", (int) tasks[i].tid)) < 0)
                         return k;
                 /* Cleared or gone: forgotten. Refused (SMT off: the
                  * kernel takes no call) or failed: still set, kept. */
@@ -284,97 +287,138 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
         return 0;
 }
 
+/* One pass's cookie groups as apply_cookies() goes through them. */
+typedef struct CookieRun {
+        CookieTask *tasks;      /* the group's members, */
+        CookieResult *results;  /* and what came of each */
+        uint64_t *claimed;      /* the groups' cookies so far, 0 unknown */
+        size_t n_claimed;
+        bool changed;           /* the pass changed a cookie */
+        bool stopped;           /* the journal could not be written: no more groups */
+} CookieRun;
+
+/* The members of cookie group g to give its cookie, in run->tasks: those
+ * that changed since the scan are reported skipped. How many. */
+static int cookie_group_members(const Reconciler *rc, const Plan *plan, size_t g, CookieRun *run, ReconcileReport *r,
+                                size_t *ret_n) {
+        size_t n = 0;
+        int k;
+
+        for (size_t i = 0; i < plan->n_tasks; i++) {
+                if (plan->tasks[i].cookie_group != (int) g)
+                        continue;
+                /* Exec'd or renamed since the scan: the fast path has
+                 * it, or the next pass. */
+                if (yield_changed(rc->yield, plan->tasks[i].tgid)) {
+                        if ((k = reconcile_add(r, RECONCILE_SKIPPED, 0, YIELD_CHANGED_REASON, "cookie group %zu: tid %d",
+                                               g, (int) plan->tasks[i].tid)) < 0)
+                                return k;
+                        continue;
+                }
+                run->tasks[n++] = (CookieTask) { plan->tasks[i].tid, plan->tasks[i].start_time };
+        }
+        *ret_n = n;
+        return 0;
+}
+
+/* Already one cookie, and not another group's? A group's member may hold
+ * another's: a process forked by one of its members before its own policy
+ * had a group, a child whose policy is not its parent's (cookies are
+ * inherited). Then the group gets a cookie of its own. */
+static bool cookie_group_shares_one(const Reconciler *rc, const CookieRun *run, size_t n, uint64_t *ret_first) {
+        bool same = true;
+        uint64_t first = 0;
+
+        for (size_t i = 0; i < n && same; i++) {
+                uint64_t c = 0;
+
+                same = cookie_get(rc->cookies, run->tasks[i].tid, &c) >= 0 && c != 0 && (i == 0 || c == first);
+                if (i == 0)
+                        first = c;
+        }
+        for (size_t i = 0; i < run->n_claimed && same; i++)
+                same = run->claimed[i] != first;
+        *ret_first = first;
+        return same;
+}
+
+/* Cookie group g: its members' originals journaled, then one cookie for
+ * them all (kept where they share one already). */
+static int apply_cookie_group(const Reconciler *rc, const Plan *plan, size_t g, CookieRun *run, ReconcileReport *r) {
+        size_t n = 0;
+        uint64_t first = 0;
+        bool same;
+        int k;
+
+        /* Not after the pass changed a cookie: a process placed
+         * meanwhile could join (from the plan in force) a cookie
+         * the pass just gave to another group. */
+        if (!run->changed)
+                yield_now(rc->yield);
+        if ((k = cookie_group_members(rc, plan, g, run, r, &n)) < 0)
+                return k;
+        if (n == 0)
+                return 0;
+        same = cookie_group_shares_one(rc, run, n, &first);
+        for (size_t i = 0; i < n && rc->journal; i++) {
+                if ((k = journal_record_cookie(rc->journal, run->tasks[i].tid, run->tasks[i].start_time)) < 0)
+                        return k;
+        }
+        if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0) {
+                run->stopped = true;
+                return reconcile_add(r, RECONCILE_FAILED, k, "the journal could not be written: nothing changed",
+                                     "cookie group %zu", g);
+        }
+        if (same) {
+                run->claimed[run->n_claimed++] = first;
+                for (size_t i = 0; i < n; i++)
+                        if ((k = reconcile_add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
+                                               (int) run->tasks[i].tid)) < 0)
+                                return k;
+                return 0;
+        }
+        k = cookie_assign(rc->cookies, run->tasks, n, run->results);
+        if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
+                return k;
+        run->changed = run->changed || k > 0;
+        /* Its new cookie, claimed as the others. */
+        for (size_t i = 0; i < n; i++)
+                if (run->results[i].outcome == COOKIE_DONE && run->results[i].cookie != 0) {
+                        run->claimed[run->n_claimed++] = run->results[i].cookie;
+                        break;
+                }
+        for (size_t i = 0; i < n; i++)
+                if ((k = reconcile_add(r, reconcile_from_cookie(run->results[i].outcome), run->results[i].error, NULL,
+                                       "cookie group %zu: tid %d", g, (int) run->results[i].tid)) < 0)
+                        return k;
+        return 0;
+}
+
 static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = NULL;
         _cleanup_free_ CookieResult *results = NULL;
-        _cleanup_free_ uint64_t *claimed = NULL; /* the groups' cookies so far, 0 unknown */
-        bool cookie_changed = false;
-        size_t n_claimed = 0;
+        _cleanup_free_ uint64_t *claimed = NULL;
+        CookieRun run;
         int k;
 
         if (plan->n_cookie_groups == 0 && (!rc->journal || rc->journal->n_cookies == 0))
                 return 0;
         if (!rc->cookies)
-                return add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookies");
+                return reconcile_add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookies");
         tasks = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieTask));
         results = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieResult));
         claimed = calloc(MAX(plan->n_cookie_groups, (size_t) 1), sizeof(uint64_t));
         if (!tasks || !results || !claimed)
                 return -ENOMEM;
+        run = (CookieRun) { .tasks = tasks, .results = results, .claimed = claimed };
         /* Before the groups record their members: an entry of the fast
          * path's under another name would be a second one. */
         if (rc->journal && (k = name_fast_cookies(rc, plan)) < 0)
                 return k;
 
-        for (size_t g = 0; g < plan->n_cookie_groups; g++) {
-                size_t n = 0;
-                bool same = true;
-                uint64_t first = 0;
-
-                /* Not after the pass changed a cookie: a process placed
-                 * meanwhile could join (from the plan in force) a cookie
-                 * the pass just gave to another group. */
-                if (!cookie_changed)
-                        yield_now(rc->yield);
-                for (size_t i = 0; i < plan->n_tasks; i++) {
-                        if (plan->tasks[i].cookie_group != (int) g)
-                                continue;
-                        /* Exec'd or renamed since the scan: the fast path has
-                         * it, or the next pass. */
-                        if (yield_changed(rc->yield, plan->tasks[i].tgid)) {
-                                if ((k = add(r, RECONCILE_SKIPPED, 0, YIELD_CHANGED_REASON, "cookie group %zu: tid %d", g,
-                                             (int) plan->tasks[i].tid)) < 0)
-                                        return k;
-                                continue;
-                        }
-                        tasks[n++] = (CookieTask) { plan->tasks[i].tid, plan->tasks[i].start_time };
-                }
-                if (n == 0)
-                        continue;
-                /* Already one cookie, and not another group's? A group's
-                 * member may hold another's: a process forked by one of
-                 * its members before its own policy had a group, a child
-                 * whose policy is not its parent's (cookies are inherited).
-                 * Then the group gets a cookie of its own. */
-                for (size_t i = 0; i < n && same; i++) {
-                        uint64_t c = 0;
-
-                        same = cookie_get(rc->cookies, tasks[i].tid, &c) >= 0 && c != 0 && (i == 0 || c == first);
-                        if (i == 0)
-                                first = c;
-                }
-                for (size_t i = 0; i < n_claimed && same; i++)
-                        same = claimed[i] != first;
-                for (size_t i = 0; i < n && rc->journal; i++) {
-                        if ((k = journal_record_cookie(rc->journal, tasks[i].tid, tasks[i].start_time)) < 0)
-                                return k;
-                }
-                if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
-                        return add(r, RECONCILE_FAILED, k, "the journal could not be written: nothing changed",
-                                   "cookie group %zu", g);
-                if (same) {
-                        claimed[n_claimed++] = first;
-                        for (size_t i = 0; i < n; i++)
-                                if ((k = add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
-                                             (int) tasks[i].tid)) < 0)
-                                        return k;
-                        continue;
-                }
-                k = cookie_assign(rc->cookies, tasks, n, results);
-                if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
+        for (size_t g = 0; g < plan->n_cookie_groups; g++)
+                if ((k = apply_cookie_group(rc, plan, g, &run, r)) < 0 || run.stopped)
                         return k;
-                cookie_changed = cookie_changed || k > 0;
-                /* Its new cookie, claimed as the others. */
-                for (size_t i = 0; i < n; i++)
-                        if (results[i].outcome == COOKIE_DONE && results[i].cookie != 0) {
-                                claimed[n_claimed++] = results[i].cookie;
-                                break;
-                        }
-                for (size_t i = 0; i < n; i++)
-                        if ((k = add(r, from_cookie(results[i].outcome), results[i].error, NULL, "cookie group %zu: tid %d",
-                                     g, (int) results[i].tid)) < 0)
-                                return k;
-        }
 
         /* Tasks topod gave a cookie that the plan no longer groups: cleared
          * in one job (one wake-up of the worker, not one per task: after an
@@ -386,13 +430,13 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
 
 /* The cgroup writer's view of rc: with the held cgroup.procs files for
  * moves into topod's groups, without for restores. */
-static CgroupEnv cgroup_env(const Reconciler *rc, bool held) {
+CgroupEnv reconcile_cgroup_env(const Reconciler *rc, bool held) {
         return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                              .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
                              .held = held ? rc->held : NULL, .yield = rc->yield, .bin = rc->fds };
 }
 
-static int new_report(ReconcileReport **ret) {
+int reconcile_new_report(ReconcileReport **ret) {
         *ret = calloc(1, sizeof(ReconcileReport));
         return *ret ? 0 : -ENOMEM;
 }
@@ -402,11 +446,11 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
         _cleanup_(cgroup_report_freep) CgroupReport *cr = NULL;
         int k;
 
-        if ((k = new_report(&r)) < 0)
+        if ((k = reconcile_new_report(&r)) < 0)
                 return k;
         /* What the plan already knows cannot be done here. */
         for (char **n = plan->notes; n && *n; n++)
-                if ((k = add(r, RECONCILE_SKIPPED, 0, *n, "plan")) < 0)
+                if ((k = reconcile_add(r, RECONCILE_SKIPPED, 0, *n, "plan")) < 0)
                         return k;
         /* Kernel-wide first: they do not depend on tasks. */
         if ((k = apply_kernel(rc, plan, r)) < 0)
@@ -414,311 +458,35 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
         /* cgroup2 without the cpu and cpuset controllers (a hybrid host)
          * still groups and moves tasks: the writer skips the rest. */
         if (rc->caps->cgroup2_mount) {
-                CgroupEnv env = cgroup_env(rc, true);
+                CgroupEnv env = reconcile_cgroup_env(rc, true);
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
                 k = cgroup_apply(&env, plan, rc->journal, cr);
                 if (k < 0 && k != -ENOENT)
-                        (void) add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
+                        (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
                 /* Originals of processes that have exited are moot: the
                  * journal keeps the living only (committed below). */
                 (void) cgroup_journal_prune(&env, plan, rc->journal);
                 /* Those it no longer places: back where they came from
                  * (cgroups not topod's: no files held for them). */
                 {
-                        CgroupEnv out = cgroup_env(rc, false);
+                        CgroupEnv out = reconcile_cgroup_env(rc, false);
 
                         if ((k = cgroup_release_unplanned(&out, plan, rc->journal, cr)) == -ENOMEM)
                                 return k;
                 }
-                if ((k = add_cgroup_report(r, cr)) < 0)
+                if ((k = reconcile_add_cgroup_report(r, cr)) < 0)
                         return k;
-        } else if (plan->n_groups > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
-                                                  "cgroup tree")) < 0)
+        } else if (plan->n_groups > 0 && (k = reconcile_add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error,
+                                                            rc->caps->cgroup2.reason, "cgroup tree")) < 0)
                 return k;
         if ((k = apply_cookies(rc, plan, r)) < 0)
                 return k;
         if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
-                (void) add(r, RECONCILE_FAILED, k, NULL, "journal commit");
+                (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "journal commit");
         *ret = TAKE_PTR(r);
         return 0;
-}
-
-/* ---- the fast path -------------------------------------------------------- */
-
-static int place_report_cookie(ReconcileReport *r, const ReconcilePlacement *it, const CookieResult *res) {
-        if (it->cookie == PLACE_COOKIE_NEW)
-                return add(r, from_cookie(res->outcome), res->error, NULL, "cookie (process): tid %d", (int) it->tgid);
-        if (it->cookie_group >= 0)
-                return add(r, from_cookie(res->outcome), res->error, NULL, "cookie group %d: tid %d", it->cookie_group,
-                           (int) it->tgid);
-        return add(r, from_cookie(res->outcome), res->error, NULL, "cookie group (new, policy %d): tid %d", it->policy,
-                   (int) it->tgid);
-}
-
-/* The cookies of a batch whose originals are committed. done[i]: handled. */
-static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t n, const bool *recorded, bool *done,
-                         const PidRef *const *pins, ReconcileReport *r) {
-        _cleanup_free_ CookieTask *tasks = calloc(MAX(n, (size_t) 1), sizeof(CookieTask));
-        _cleanup_free_ CookieResult *results = calloc(MAX(n, (size_t) 1), sizeof(CookieResult));
-        _cleanup_free_ size_t *which = calloc(MAX(n, (size_t) 1), sizeof(size_t));
-        int k;
-
-        if (!tasks || !results || !which)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                size_t m = 0;
-
-                if (done[i] || items[i].cookie == PLACE_COOKIE_KEEP)
-                        continue;
-                /* NEW: this process alone. JOIN: every JOIN of its policy in
-                 * the batch at once, so they end up sharing one cookie. */
-                for (size_t j = i; j < n; j++)
-                        if (!done[j] && items[j].cookie == items[i].cookie &&
-                            (j == i || (items[i].cookie == PLACE_COOKIE_JOIN && items[j].policy == items[i].policy))) {
-                                /* A move done was checked alive right after it,
-                                 * or (CgroupMove.check_later) is checked after
-                                 * this act, which tells for both. The cookie's
-                                 * value is nobody's business here: no read of
-                                 * it after the act. */
-                                tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
-                                                          .pinned = pins[j],
-                                                          .pinned_checked = pins[j] &&
-                                                                            items[j].moved == RECONCILE_DONE,
-                                                          .no_value = true };
-                                which[m++] = j;
-                                done[j] = true;
-                        }
-                /* What a call refused as a whole (E2BIG, EINVAL) leaves:
-                 * nothing done, and nothing said of any thread. */
-                for (size_t t = 0; t < m; t++)
-                        results[t] = (CookieResult) { .tid = tasks[t].tid, .outcome = COOKIE_FAILED, .error = -EIO };
-                k = -ENODATA;
-                if (items[i].cookie == PLACE_COOKIE_JOIN)
-                        for (size_t s = 0; s < items[i].n_sources && (k == -ESRCH || k == -ENODATA); s++)
-                                k = cookie_join(rc->cookies, &items[i].sources[s], tasks, m, results);
-                if (k == -ESRCH || k == -ENODATA)
-                        /* NEW, or no member left with a cookie to share. */
-                        k = cookie_assign(rc->cookies, tasks, m, results);
-                if (k == -ENOMEM)
-                        return k;
-                for (size_t t = 0; t < m; t++) {
-                        ReconcilePlacement *it = &items[which[t]];
-
-                        it->cookied = from_cookie(results[t].outcome);
-                        if ((k = place_report_cookie(r, it, &results[t])) < 0)
-                                return k;
-                        /* Recorded for a thread that did not get it: moot. */
-                        if (recorded[which[t]] && results[t].outcome != COOKIE_DONE &&
-                            results[t].outcome != COOKIE_ALREADY && rc->journal)
-                                (void) journal_forget_cookie(rc->journal, it->tgid, it->start_time);
-                }
-        }
-        return 0;
-}
-
-/* A batch's per-item arrays (reconcile_place()). */
-typedef struct PlaceScratch {
-        CgroupMove *moves; /* its handles released by the caller: a move's serves its cookie too */
-        size_t *move_of;
-        bool *recorded, *done;
-        const PidRef **pins;
-} PlaceScratch;
-
-/* On the stack up to this many items (what a placer's wake-up brings),
- * else allocated: a placement is then none of these allocations. */
-#define RECONCILE_PLACE_STACK 8u
-
-static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
-                       const PlaceScratch *sc, ReconcileReport **ret) {
-        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_(cgroup_report_clear) CgroupReport crs = {};
-        CgroupReport *cr = &crs;
-        CgroupMove *moves = sc->moves;
-        size_t *move_of = sc->move_of;
-        bool *recorded = sc->recorded, *done = sc->done;
-        const PidRef **pins = sc->pins;
-        bool cgroups = rc->caps->cgroup2_mount != NULL;
-        CgroupEnv env = cgroup_env(rc, true);
-        size_t n_moves = 0;
-        int k, prepared = 0, committed = 0;
-
-        if ((k = new_report(&r)) < 0)
-                return k;
-        r->failures_only = true;
-
-        for (size_t i = 0; i < n; i++) {
-                ReconcilePlacement *it = &items[i];
-
-                it->moved = RECONCILE_SKIPPED;
-                it->cookied = it->cookie == PLACE_COOKIE_KEEP ? RECONCILE_ALREADY : RECONCILE_SKIPPED;
-                if (it->group < 0 || (size_t) it->group >= plan->n_groups) {
-                        it->moved = RECONCILE_FAILED;
-                        if ((k = add(r, RECONCILE_FAILED, -EINVAL, "no such group in the plan",
-                                     "cgroup: move process %d", (int) it->tgid)) < 0)
-                                return k;
-                        continue;
-                }
-                /* A cookie's journal entry and its later checks name the
-                 * process as the move does: by its pidfd's inode where
-                 * the cookie applier checks those (the pass names it by
-                 * its start time once it has read it: name_fast_cookies()),
-                 * else by its start time, which the move learns for them
-                 * (a read of /proc/PID/stat: three system calls more). */
-                moves[n_moves] = (CgroupMove) { .tgid = it->tgid, .start_time = it->start_time,
-                                                .group = plan->groups[it->group].path,
-                                                .by_start_time = it->cookie != PLACE_COOKIE_KEEP && rc->cookies &&
-                                                                 !cookie_applier_checks_pidfs(rc->cookies),
-                                                .keep_ref = it->cookie != PLACE_COOKIE_KEEP && rc->cookies,
-                                                /* A new cookie's check after its act tells for
-                                                 * the move too. Not a group's: a pid taken
-                                                 * meanwhile by another process would get the
-                                                 * group's cookie, which no pass would clear. */
-                                                .check_later = it->cookie == PLACE_COOKIE_NEW && rc->cookies,
-                                                .ref = PIDREF_NULL };
-                move_of[n_moves++] = i;
-        }
-
-        /* 1. Originals: where each process is, and the cookies about to change. */
-        if (cgroups) {
-                prepared = cgroup_move_prepare(&env, plan->cgroup_root, moves, n_moves, rc->journal, cr);
-                if (prepared == -ENOMEM) {
-                        (void) cgroup_move_finish(&env, moves, n_moves, rc->journal, prepared, cr);
-                        return prepared;
-                }
-                if (prepared < 0 && (k = add(r, RECONCILE_FAILED, prepared, NULL, "cgroup moves")) < 0)
-                        return k;
-        } else if (n_moves > 0 && (k = add(r, RECONCILE_SKIPPED, rc->caps->cgroup2.error, rc->caps->cgroup2.reason,
-                                           "cgroup moves")) < 0)
-                return k;
-        /* Who each process is: learned by the moves' handles where the
-         * caller did not know (start time 0). */
-        for (size_t m = 0; m < n_moves; m++)
-                if (items[move_of[m]].start_time == 0)
-                        items[move_of[m]].start_time = moves[m].start_time;
-        for (size_t i = 0; i < n && rc->cookies; i++) {
-                if (items[i].cookie == PLACE_COOKIE_KEEP)
-                        continue;
-                if (items[i].start_time == 0) {
-                        /* No move took a handle (gone before, or no cgroup2). */
-                        k = pidref_read_start_time(rc->root, -1, items[i].tgid, &items[i].start_time);
-                        if (k < 0) {
-                                items[i].cookied = k == -ESRCH ? RECONCILE_VANISHED : RECONCILE_FAILED;
-                                done[i] = true;
-                                if ((k = add(r, items[i].cookied, k == -ESRCH ? 0 : k, NULL, "cookie: tid %d",
-                                             (int) items[i].tgid)) < 0)
-                                        return k;
-                                continue;
-                        }
-                }
-                if (!rc->journal)
-                        continue;
-                k = journal_record_cookie(rc->journal, items[i].tgid, items[i].start_time);
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0) {
-                        items[i].cookied = RECONCILE_FAILED;
-                        done[i] = true;
-                        if ((k = add(r, RECONCILE_FAILED, k, "the original could not be journaled: not changed",
-                                     "cookie: tid %d", (int) items[i].tgid)) < 0)
-                                return k;
-                        continue;
-                }
-                recorded[i] = k > 0;
-        }
-
-        /* 2. One commit for the whole batch, before anything changes: the
-         *    new entries appended to the journal's log, not the whole journal
-         *    rewritten (its cost grows with every process topod placed). */
-        if (rc->journal && rc->journal->dirty && rc->journal->dir)
-                committed = journal_commit_append(rc->journal);
-
-        /* 3. The moves. */
-        if (cgroups) {
-                k = cgroup_move_finish(&env, moves, n_moves, rc->journal, prepared < 0 ? prepared : committed, cr);
-                if (k == -ENOMEM)
-                        return k;
-                for (size_t m = 0; m < n_moves; m++) {
-                        if (moves[m].item < cr->n)
-                                items[move_of[m]].moved = from_cgroup(cr->items[moves[m].item].outcome);
-                        /* Kept for its cookie: the same process, pinned a
-                         * moment ago (no second pin, no second stat), if it
-                         * was moved or there already. */
-                        if (moves[m].keep_ref && pidref_is_set(&moves[m].ref) &&
-                            (items[move_of[m]].moved == RECONCILE_DONE || items[move_of[m]].moved == RECONCILE_ALREADY))
-                                pins[move_of[m]] = &moves[m].ref;
-                }
-        }
-
-        /* 4. The cookies. */
-        for (size_t i = 0; i < n; i++) {
-                if (done[i] || items[i].cookie == PLACE_COOKIE_KEEP)
-                        continue;
-                if (committed < 0 || !rc->cookies) {
-                        items[i].cookied = committed < 0 ? RECONCILE_FAILED : RECONCILE_SKIPPED;
-                        done[i] = true;
-                        if (recorded[i])
-                                (void) journal_forget_cookie(rc->journal, items[i].tgid, items[i].start_time);
-                        k = committed < 0 ? add(r, RECONCILE_FAILED, committed,
-                                                "the journal could not be written: nothing changed", "cookie: tid %d",
-                                                (int) items[i].tgid)
-                                          : add(r, RECONCILE_SKIPPED, 0, "no cookie applier", "cookie: tid %d",
-                                                (int) items[i].tgid);
-                        if (k < 0)
-                                return k;
-                }
-        }
-        if (rc->cookies && (k = place_cookies(rc, items, n, recorded, done, pins, r)) < 0)
-                return k;
-
-        /* 5. The moves checked by their cookie's act: a cookie given was
-         *    checked alive after it, one whose thread had gone tells that;
-         *    any other (refused, failed) is checked now. */
-        if (cgroups) {
-                for (size_t m = 0; m < n_moves; m++) {
-                        ReconcilePlacement *it = &items[move_of[m]];
-                        int alive = it->cookied == RECONCILE_DONE ? 1 : it->cookied == RECONCILE_VANISHED ? 0 : -1;
-
-                        if (moves[m].unchecked)
-                                it->moved = from_cgroup(cgroup_move_settle(&env, &moves[m], alive, cr));
-                }
-                if ((k = add_cgroup_report(r, cr)) < 0)
-                        return k;
-        }
-        /* Entries forgotten above stay dirty until the next commit: on disk
-         * they are harmless (restoring them finds nothing to undo). */
-        *ret = TAKE_PTR(r);
-        return 0;
-}
-
-int reconcile_place(const Reconciler *rc, const Plan *plan, ReconcilePlacement *items, size_t n,
-                    ReconcileReport **ret) {
-        CgroupMove moves_s[RECONCILE_PLACE_STACK];
-        size_t move_of_s[RECONCILE_PLACE_STACK];
-        bool recorded_s[RECONCILE_PLACE_STACK] = {}, done_s[RECONCILE_PLACE_STACK] = {};
-        const PidRef *pins_s[RECONCILE_PLACE_STACK] = {};
-        _cleanup_free_ CgroupMove *moves_h = NULL;
-        _cleanup_free_ size_t *move_of_h = NULL;
-        _cleanup_free_ bool *recorded_h = NULL, *done_h = NULL;
-        _cleanup_free_ const PidRef **pins_h = NULL;
-        PlaceScratch sc = { moves_s, move_of_s, recorded_s, done_s, pins_s };
-        int k;
-
-        if (n > RECONCILE_PLACE_STACK) {
-                sc.moves = moves_h = calloc(n, sizeof(CgroupMove));
-                sc.move_of = move_of_h = calloc(n, sizeof(size_t));
-                sc.recorded = recorded_h = calloc(n, sizeof(bool));
-                sc.done = done_h = calloc(n, sizeof(bool));
-                sc.pins = pins_h = calloc(n, sizeof(PidRef *));
-                if (!moves_h || !move_of_h || !recorded_h || !done_h || !pins_h)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++)
-                sc.moves[i] = (CgroupMove) { .ref = PIDREF_NULL };
-        k = place_batch(rc, plan, items, n, &sc, ret);
-        cgroup_moves_release(sc.moves, n, rc->fds);
-        return k;
 }
 
 /* Threads in topod's cgroups that hold a cookie topod gave without the
@@ -757,7 +525,7 @@ static int inherited_cookies(const Reconciler *rc, const JournalCookie *all, siz
                 return 0;
         qsort(values, n_values, sizeof(uint64_t), compare_u64);
         qsort(named, n, sizeof(pid_t), compare_pid);
-        env = cgroup_env(rc, false);
+        env = reconcile_cgroup_env(rc, false);
         k = cgroup_created_threads(&env, rc->journal, &tids, &n_tids);
         if (k < 0)
                 return k;
@@ -815,12 +583,15 @@ static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieT
                                 ret_waiting[done + i] = clear_waits_for_smt(&results[i]);
                         /* Kept for later: skipped, not failed (whether
                          * the worker's interlock or the kernel said so). */
-                        if ((k = add(r, ret_waiting && ret_waiting[done + i] ? RECONCILE_SKIPPED
-                                                                             : from_cookie(results[i].outcome),
-                                     results[i].error,
-                                     ret_waiting && ret_waiting[done + i] ? "SMT is off: kept in the journal, "
-                                                                            "cleared once SMT is on" : NULL,
-                                     "%s: tid %d", what, (int) tasks[done + i].tid)) < 0)
+                        if ((k = reconcile_add(r,
+                                               ret_waiting && ret_waiting[done + i]
+                                                       ? RECONCILE_SKIPPED
+                                                       : reconcile_from_cookie(results[i].outcome),
+                                               results[i].error,
+                                               ret_waiting && ret_waiting[done + i] ? "SMT is off: kept in the journal, "
+                                                                                      "cleared once SMT is on"
+                                                                                    : NULL,
+                                               "%s: tid %d", what, (int) tasks[done + i].tid)) < 0)
                                 return k;
                 }
                 done += m;
@@ -839,8 +610,8 @@ static int clear_inherited(const Reconciler *rc, ReconcileReport *r, const Journ
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
-                           "cookies inherited in topod's cgroups");
+                return reconcile_add(r, RECONCILE_FAILED, k, "cannot look for the cookies threads inherited",
+                                     "cookies inherited in topod's cgroups");
         return clear_in_jobs(rc, r, inherited, m, "cookie cleared (inherited, not journaled)", NULL);
 }
 
@@ -892,7 +663,8 @@ int reconcile_clear_inherited_cookies(const Reconciler *rc, ReconcileReport **re
 
         if (!rc->journal)
                 return -EINVAL;
-        if ((k = new_report(&r)) < 0 || (k = clear_inherited(rc, r, rc->journal->cookies, rc->journal->n_cookies)) < 0)
+        if ((k = reconcile_new_report(&r)) < 0 ||
+            (k = clear_inherited(rc, r, rc->journal->cookies, rc->journal->n_cookies)) < 0)
                 return k;
         *ret = TAKE_PTR(r);
         return 0;
@@ -905,7 +677,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
         size_t n_fr = 0;
         int k;
 
-        if ((k = new_report(&r)) < 0)
+        if ((k = reconcile_new_report(&r)) < 0)
                 return k;
         if (!rc->journal)
                 return -EINVAL;
@@ -916,14 +688,14 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                 return k;
 
         if (rc->caps->cgroup2_mount) {
-                CgroupEnv env = cgroup_env(rc, false); /* back to cgroups not ours: none held */
+                CgroupEnv env = reconcile_cgroup_env(rc, false); /* back to cgroups not ours: none held */
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
                 k = cgroup_restore(&env, rc->journal, cr);
                 if (k < 0)
-                        (void) add(r, RECONCILE_FAILED, k, NULL, "cgroup restore");
-                if ((k = add_cgroup_report(r, cr)) < 0)
+                        (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup restore");
+                if ((k = reconcile_add_cgroup_report(r, cr)) < 0)
                         return k;
         }
 
@@ -932,15 +704,15 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                 if (k < 0)
                         return k;
                 for (size_t i = 0; i < n_fr; i++) {
-                        if ((k = add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
-                                     feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
+                        if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
+                                               feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                                 return k;
                         if (fr[i].outcome == FEAT_DONE || fr[i].outcome == FEAT_ALREADY)
                                 feat_forget(rc->journal, &fr[i]);
                 }
         }
         if (rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)
-                (void) add(r, RECONCILE_FAILED, k, NULL, "journal commit");
+                (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "journal commit");
         *ret = TAKE_PTR(r);
         return 0;
 }

@@ -91,7 +91,7 @@ int reconcile_restore(const Reconciler *r, ReconcileReport **ret);
  * by then their values, which tell the inherited ones, are gone. */
 int reconcile_clear_inherited_cookies(const Reconciler *r, ReconcileReport **ret);
 
-/* ── The fast path: new processes placed from the last plan ──
+/* ── The fast path: new processes placed from the last plan (reconcile-fast.c) ──
  *
  * One placement as decide/place.h picked it: the process (its main thread
  * by tgid and start time) into a leaf group of the last plan, which the

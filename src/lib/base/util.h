@@ -54,7 +54,7 @@ bool startswith(const char *s, const char *prefix);
  * consecutive numbers, where a close() each costs a system call each. The
  * fast path opens a process's comm, its pidfd and (before 6.13) its cgroup
  * file one after the other: consecutive numbers, most often, closed in one
- * call once a dozen placements' are held (PIPELINE_FDS_CLOSE_AT; and the
+ * call once a dozen placements' are held (FASTPATH_FDS_CLOSE_AT; and the
  * comm's close is not before the move). */
 #define FD_BIN_MAX 64u
 typedef struct FdBin {

@@ -11,7 +11,8 @@
  * The yield point is called only where the caller's state is whole: no
  * iterator into something the other thread may grow, the journal holding
  * every original of what was moved. Hooks NULL: never yields, nothing
- * changes meanwhile. */
+ * changes meanwhile. The pipeline's fast path provides them
+ * (pipeline/fastpath.h): observe and apply only call them. */
 
 #include <stdbool.h>
 #include <sys/types.h>

@@ -282,79 +282,68 @@ static int find_cursors(PlaceState *s) {
         return 0;
 }
 
-int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force, const Topology *t, PlaceState **ret) {
-        _cleanup_(place_state_freep) PlaceState *s = calloc(1, sizeof(PlaceState));
-        _cleanup_free_ KeyedGroup *keyed = NULL;
+/* One policy as a pick sees it: in force with [place] (active), or with
+ * [match] alone and setting nothing yet (kernel_only); the facts it
+ * matches on; its groups in the planner's domain order (keyed: scratch for
+ * as many as the plan has groups). */
+static int policy_from_plan(PlaceState *s, size_t i, const bool *in_force, KeyedGroup *keyed) {
+        const Plan *plan = s->plan;
+        const Policy *pol = s->policies->policies[i];
+        PlacePolicy *pp = &s->pol[i];
+        size_t n = 0;
         int k;
 
-        if (!s)
-                return -ENOMEM;
-        s->plan = plan;
-        s->policies = ps;
-        s->topology = t;
-        s->facts = PLACE_FACT_COMM;
-        s->pol = calloc(MAX(ps->n, (size_t) 1), sizeof(PlacePolicy));
-        s->n_pol = s->pol ? ps->n : 0;
-        s->load = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(unsigned));
-        s->capacity = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(unsigned));
-        s->sources = malloc(MAX(plan->n_cookie_groups, (size_t) 1) * sizeof(*s->sources));
-        keyed = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(KeyedGroup));
-        if (!s->pol || !s->load || !s->capacity || !s->sources || !keyed)
-                return -ENOMEM;
+        pp->cookie_group = -1;
+        pp->active = in_force[i] && pol->enabled && pol->place.present;
+        pp->kernel_only = in_force[i] && pol->enabled && !pol->place.present && pol->has_match &&
+                          !kernel_uses(plan, i);
+        if (!pp->active && !pp->kernel_only)
+                return 0;
+        for (unsigned f = 0; f < _POLICY_MATCH_FIELD_MAX; f++)
+                if (pol->match.fields[f].n > 0)
+                        pp->facts |= PLACE_FACT(f);
+        s->facts |= pp->facts;
+        if (!pp->active)
+                return 0;
+        if ((k = plan_count_domains(s->topology, pol, &pp->n_domains)) < 0)
+                return k;
 
-        for (size_t i = 0; i < ps->n; i++) {
-                const Policy *pol = ps->policies[i];
-                PlacePolicy *pp = &s->pol[i];
-                size_t n = 0;
+        for (size_t g = 0; g < plan->n_groups; g++) {
+                const PlanGroup *pg = &plan->groups[g];
 
-                pp->cookie_group = -1;
-                pp->active = in_force[i] && pol->enabled && pol->place.present;
-                pp->kernel_only = in_force[i] && pol->enabled && !pol->place.present && pol->has_match &&
-                                  !kernel_uses(plan, i);
-                if (!pp->active && !pp->kernel_only)
+                if (pg->policy != (int) i)
                         continue;
-                for (unsigned f = 0; f < _POLICY_MATCH_FIELD_MAX; f++)
-                        if (pol->match.fields[f].n > 0)
-                                pp->facts |= PLACE_FACT(f);
-                s->facts |= pp->facts;
-                if (!pp->active)
-                        continue;
-                if ((k = plan_count_domains(t, pol, &pp->n_domains)) < 0)
-                        return k;
-
-                for (size_t g = 0; g < plan->n_groups; g++) {
-                        const PlanGroup *pg = &plan->groups[g];
-
-                        if (pg->policy != (int) i)
-                                continue;
-                        keyed[n++] = (KeyedGroup) { domain_key(t, pg), (int) g };
-                        s->capacity[g] = pg->capacity;
-                }
-                if (n > 0) {
-                        qsort(keyed, n, sizeof(KeyedGroup), compare_keyed);
-                        pp->groups = malloc(n * sizeof(int));
-                        if (!pp->groups)
-                                return -ENOMEM;
-                        for (size_t g = 0; g < n; g++)
-                                pp->groups[g] = keyed[g].group;
-                        pp->n_groups = n;
-                }
+                keyed[n++] = (KeyedGroup) { domain_key(s->topology, pg), (int) g };
+                s->capacity[g] = pg->capacity;
         }
-        {
-                _cleanup_free_ bool *take = calloc(MAX(s->n_pol, (size_t) 1), sizeof(bool));
-
-                if (!take)
+        if (n > 0) {
+                qsort(keyed, n, sizeof(KeyedGroup), compare_keyed);
+                pp->groups = malloc(n * sizeof(int));
+                if (!pp->groups)
                         return -ENOMEM;
-                for (size_t i = 0; i < s->n_pol; i++)
-                        take[i] = s->pol[i].active || s->pol[i].kernel_only;
-                if ((k = policy_index_new(ps, take, &s->index)) < 0)
-                        return k;
+                for (size_t g = 0; g < n; g++)
+                        pp->groups[g] = keyed[g].group;
+                pp->n_groups = n;
         }
-        for (size_t g = 0; g < plan->n_groups; g++)
-                s->load[g] = plan->groups[g].n_tasks;
+        return 0;
+}
 
-        /* The plan's processes, each with the group of its first thread
-         * (the planner keeps a process's threads of one policy together). */
+/* The index of the policies a pick looks at (active or kernel_only). */
+static int index_policies(PlaceState *s) {
+        _cleanup_free_ bool *take = calloc(MAX(s->n_pol, (size_t) 1), sizeof(bool));
+
+        if (!take)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_pol; i++)
+                take[i] = s->pol[i].active || s->pol[i].kernel_only;
+        return policy_index_new(s->policies, take, &s->index);
+}
+
+/* The plan's processes, each with the group of its first thread (the
+ * planner keeps a process's threads of one policy together). */
+static int procs_from_plan(PlaceState *s) {
+        const Plan *plan = s->plan;
+
         s->procs = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(PlaceProc));
         if (!s->procs)
                 return -ENOMEM;
@@ -369,17 +358,20 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                         s->procs[s->n_procs++] = s->procs[i];
         s->procs_cap = MAX(plan->n_tasks, (size_t) 1);
         s->procs_limit = s->n_procs + PLACE_TRACKED_MAX;
+        return 0;
+}
 
-        k = find_cursors(s);
-        if (k < 0)
-                return k;
+/* Each policy's cookie group (cookie = group), and the members to take a
+ * group's cookie from. */
+static void sources_from_plan(PlaceState *s) {
+        const Plan *plan = s->plan;
 
         for (size_t c = 0; c < plan->n_cookie_groups; c++) {
                 const PlanCookieGroup *cg = &plan->cookie_groups[c];
 
                 for (size_t m = 0; m < PLACE_COOKIE_SOURCES_MAX; m++)
                         s->sources[c][m] = -1;
-                if (cg->tgid == 0 && cg->policy >= 0 && (size_t) cg->policy < ps->n &&
+                if (cg->tgid == 0 && cg->policy >= 0 && (size_t) cg->policy < s->policies->n &&
                     s->pol[cg->policy].cookie_group < 0)
                         s->pol[cg->policy].cookie_group = (int) c;
         }
@@ -400,6 +392,38 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
                         if (m < PLACE_COOKIE_SOURCES_MAX)
                                 src[m] = (int) i;
                 }
+}
+
+int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force, const Topology *t, PlaceState **ret) {
+        _cleanup_(place_state_freep) PlaceState *s = calloc(1, sizeof(PlaceState));
+        _cleanup_free_ KeyedGroup *keyed = NULL;
+        int k;
+
+        if (!s)
+                return -ENOMEM;
+        s->plan = plan;
+        s->policies = ps;
+        s->topology = t;
+        s->facts = PLACE_FACT_COMM;
+        s->pol = calloc(MAX(ps->n, (size_t) 1), sizeof(PlacePolicy));
+        s->n_pol = s->pol ? ps->n : 0;
+        s->load = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(unsigned));
+        s->capacity = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(unsigned));
+        s->sources = malloc(MAX(plan->n_cookie_groups, (size_t) 1) * sizeof(*s->sources));
+        keyed = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(KeyedGroup));
+        if (!s->pol || !s->load || !s->capacity || !s->sources || !keyed)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < ps->n; i++)
+                if ((k = policy_from_plan(s, i, in_force, keyed)) < 0)
+                        return k;
+        if ((k = index_policies(s)) < 0)
+                return k;
+        for (size_t g = 0; g < plan->n_groups; g++)
+                s->load[g] = plan->groups[g].n_tasks;
+        if ((k = procs_from_plan(s)) < 0 || (k = find_cursors(s)) < 0)
+                return k;
+        sources_from_plan(s);
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The pipeline's state between its stages: what observe found (topology,
- * kernel, tasks, events) and what decide keeps (configuration, policies,
- * classifier), and the step that turns them into a Plan. topod's loop and
- * topoctl's watching verbs drive it; it holds no policy of its own.
+/* The pipeline's state between its stages, a sub-struct each: what observe
+ * found (topology, kernel, tasks, events), what decide keeps
+ * (configuration, policies, classifier), the groups' measured concurrency,
+ * and the fast path's (fastpath.h); and the steps that turn them into a
+ * Plan. topod's loop and topoctl's watching verbs drive it; it holds no
+ * policy of its own.
  *
  * Library code: it does not print. Problems with topod.conf or policy files
  * go into the Diagnostics given; a failure that stops the pipeline comes
@@ -27,25 +29,13 @@
 #include "observe/tasks.h"
 #include "observe/topology.h"
 #include "observe/users.h"
+#include "pipeline/fastpath.h"
 
 #define PIPELINE_EVENTS_KEPT_MAX 4096u
 /* Events asked for per read (pipeline_take_urgent_events()): a read takes
  * up to 16 a system call, and returns fewer only when it found the socket
  * empty. */
 #define PIPELINE_EVENT_BATCH 64u
-/* New processes remembered for the fast path between two calls; more are
- * left to the normal pass. */
-#define PIPELINE_FRESH_MAX 1024u
-/* The fast path's used descriptors (comm's, the pin's, the cgroup file's)
- * are closed once this many are held, by close_range() over each run of
- * consecutive numbers, and at each sample: in an exec storm one system call
- * for a dozen placements, not one for each (on an emulated guest a system
- * call costs about what a whole placement of the reference does). */
-#define PIPELINE_FDS_CLOSE_AT (FD_BIN_MAX / 2)
-#define PIPELINE_LOOKED_SLOTS 256u
-/* Processes remembered as changed since the scan (pipeline_changed());
- * beyond that, every process counts as changed. */
-#define PIPELINE_CHANGED_MAX 65536u
 
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
@@ -55,28 +45,17 @@ typedef struct PipelineOptions {
         bool keep_events;     /* and keep the events seen, for printing */
 } PipelineOptions;
 
-/* A new process as its fork told it. */
-typedef struct PipelineFork {
-        pid_t tgid;
-        uint64_t at_ns; /* the fork's timestamp (CLOCK_MONOTONIC) */
-} PipelineFork;
-
-typedef struct Pipeline {
+/* What observe found, and what reads the machine: the machine itself, the
+ * tasks (the scanner and its last snapshot), the events, who died whole.
+ * Freed by pipeline_observe_done(). */
+typedef struct PipelineObserve {
         Root *root;
-        Config *config;
-        PolicySet *policies;
-        bool *in_force; /* per policy: enabled and [when] holds now */
-        PolicyLoadBand *bands; /* per policy: its [when] load band over time */
         Bitmap *online;        /* cpu/online when last acted on (pipeline_refresh_topology()) */
-        bool have_load;        /* the last reading of the load worked, */
-        unsigned load_percent; /* and said this (sysload_read_percent()) */
         Topology *topology;
         KernelCaps *caps;
         uint64_t kernel_version;
         UserTable *users;
-        PipelineOptions options; /* what it was opened with, for reloads (strings not owned) */
         TaskScanner *scanner;
-        Classifier *classifier;
         ProcEvents *events; /* NULL: polling only */
         Lives *lives;       /* which processes died whole, by the events (NULL without) */
         int events_error;   /* why not, when asked */
@@ -90,87 +69,40 @@ typedef struct Pipeline {
         TaskEvent *seen;
         size_t n_seen;
         unsigned events_not_kept;
+} PipelineObserve;
 
-        /* Measured concurrency of the groups (pipeline_measure()), for the
-         * concur mode emulated by weights: the last reading of each group's
-         * cpu.stat usage_usec, and the figure from the two last ones. */
+/* What decide keeps between plans: the configuration, the policies and
+ * which are in force now, the load their [when] sees, the classifier.
+ * Freed by pipeline_decide_done(). */
+typedef struct PipelineDecide {
+        Config *config;
+        PolicySet *policies;
+        bool *in_force;        /* per policy: enabled and [when] holds now */
+        PolicyLoadBand *bands; /* per policy: its [when] load band over time */
+        bool have_load;        /* the last reading of the load worked, */
+        unsigned load_percent; /* and said this (sysload_read_percent()) */
+        Classifier *classifier;
+} PipelineDecide;
+
+/* Measured concurrency of the groups (pipeline_measure()), for the concur
+ * mode emulated by weights: the last reading of each group's cpu.stat
+ * usage_usec, and the figure from the two last ones. Freed by
+ * pipeline_measure_done(). */
+typedef struct PipelineMeasure {
         char **reading_paths;  /* groups read last time (owned), */
         uint64_t *readings;    /* their usage_usec then, */
         size_t n_readings;
         uint64_t *readings_at; /* and when each was read (the middle of its read) */
         PlanUsage *usage;      /* the figures, for groups read twice (paths point into reading_paths) */
         size_t n_usage;
+} PipelineMeasure;
 
-        /* The fast path (pipeline_place_fresh()): the last plan, what it
-         * reads of it, and the processes that exec'd or were born since the
-         * last call. */
-        const Plan *plan;    /* the last plan applied (the caller's: see pipeline_use_plan()) */
-        PlaceState *place;   /* NULL: no fast path */
-        pid_t *fresh;
-        size_t n_fresh;
-        unsigned fresh_dropped;
-        /* Those whose policy had no group in the plan in force
-         * (PLACE_NEED_PASS) since the last scan began: placed again from
-         * the next plan (pipeline_use_plan()), not left for the scan of
-         * the pass after it. At most PIPELINE_FRESH_MAX; more wait for a
-         * scan. */
-        pid_t *waiting;
-        size_t n_waiting;
-        /* Those handed from waiting to the fast path by the last
-         * pipeline_use_plan(), sorted, until the next scan: the plan may
-         * have them (the scan read them), but the pass left them alone
-         * (changed since its scan began), so its plan's word that they
-         * are placed (PLACE_PLANNED) is not taken: the fast path places
-         * them (PlaceProcess.unapplied). */
-        pid_t *retried;
-        size_t n_retried;
-        /* New processes from their fork, where forks come on a socket of
-         * their own (read every 200 ms in a burst): looked at by the next
-         * lazy read, not this one, unless the fast path read them since
-         * their fork (their exec: the placer's). At most PIPELINE_FRESH_MAX;
-         * more wait for a scan. */
-        PipelineFork *forked;
-        size_t n_forked;
-        bool forks_lazy; /* forks come on the lazy socket (the kernel splits the events) */
-        /* When the fast path last read each process (by pid, a slot each:
-         * the newest wins): an event older than that read (the fork or exec
-         * an exec storm's lazier socket brings late) was seen by it. */
-        struct {
-                pid_t tgid;
-                uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
-        } looked[PIPELINE_LOOKED_SLOTS];
-        TaskQuick *quick;    /* read buffers, reused */
-        FdBin fds;           /* the fast path's descriptors, closed together
-                              * (base/util.h) once PIPELINE_FDS_CLOSE_AT are
-                              * held after a pipeline_place_fresh(), and by each
-                              * sample */
-        ReconcilePlacement *batch;
-        CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
-
-        /* A pass that lets the fast path in (pipeline_set_yield()): the
-         * hooks its scan and its apply call, and the processes that
-         * exec'd, renamed themselves or were born since the scan began. */
-        YieldHooks hooks;
-        void (*yield)(void *userdata);
-        void *yield_userdata;
-        pid_t *changed;
-        size_t n_changed, changed_cap, n_changed_sorted;
-        bool changed_lost;
-
-        /* The processes the fast path placed, or whose main thread
-         * exited, since the last scan began, which
-         * pipeline_sample_deferring() leaves to the next scan if new since
-         * the last, and those the last scan left (sorted; the pass leaves
-         * them alone). */
-        pid_t *defer_next;
-        size_t n_defer_next, defer_next_cap;
-        pid_t *deferred;
-        size_t n_deferred;
-        /* The fast path's last cookie source of each policy (PlaceState),
-         * carried from one plan to the next: a storm's plan may have no
-         * member of a group to join. n_kept 0: none. */
-        PlaceSource *kept_sources;
-        size_t n_kept;
+typedef struct Pipeline {
+        PipelineOptions options; /* what it was opened with, for reloads (strings not owned) */
+        PipelineObserve observe;
+        PipelineDecide decide;
+        PipelineMeasure measure;
+        FastPath *fast;
 } Pipeline;
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason);
@@ -253,8 +185,8 @@ int pipeline_sample(Pipeline *p, bool full);
  * and the pass leaves them where the fast path put them, as it does what
  * changed during it (pipeline_changed()). The next scan reads those still
  * there. For a pass during an exec storm: most of them have gone by the
- * next, and reading each new process is most of such a pass's scan
- * (measured in the test guest: 1.5 s of CPU for 127 probes). */
+ * next, and reading each new process would be most of such a pass's
+ * scan. */
 int pipeline_sample_deferring(Pipeline *p, bool full);
 
 /* What [match] sees of a task. */
@@ -276,53 +208,12 @@ int pipeline_measure(Pipeline *p, const Plan *applied);
  * a few ms apart, would make a figure of the timing's noise). */
 #define PIPELINE_MEASURE_MIN_USEC 500000u
 
-/* ── The fast path ──
- *
- * A process that exec'd (or a new process, FORK with pid == tgid; or one
- * the last scan saw that renamed itself, COMM of its main thread) is placed
- * at once from the last plan (decide/place.h), without a scan or a re-plan;
- * the next normal pass checks it and corrects what the fast path got wrong.
- * New threads (FORK with pid != tgid) need nothing: they start in their
- * process's cgroup and with the cookie of the thread that made them (the
- * events keep the groups' loads up to date, with the exits). Children of
- * kthreadd are kernel threads: not looked at.
- *
- * The daemon's order:
- *   pass:    pipeline_sample → pipeline_plan → reconcile_apply →
- *            pipeline_use_plan(p, plan) with the plan just applied (the
- *            daemon keeps it, as it does for explain, and calls
- *            pipeline_use_plan() again before it frees it: with the next
- *            applied plan, or NULL — e.g. while paused, when plans are
- *            not applied)
- *   events:  pipeline_drain_events → pipeline_place_fresh → arm the pass
- *            soon only when it returned < 0 or left something (left,
- *            kernel); else the periodic pass checks what it did (a pass
- *            per burst would cost far more CPU than the placements)
- * pipeline_drain_events remembers the processes (at most
- * PIPELINE_FRESH_MAX; more are the next pass's) only while a plan is in
- * use; it still marks them for the next scan as before. pipeline_sample
- * forgets them: its scan sees them. pipeline_reload stops using the plan
- * (its policy indices are the old set's): no fast path until the next
- * pass's pipeline_use_plan(). */
-
-typedef struct PipelineFreshStats {
-        unsigned seen;      /* processes looked at */
-        unsigned unmatched; /* no policy takes them, or gone, or kernel threads */
-        unsigned planned;   /* the last plan (or the fast path, earlier) places them already */
-        unsigned placed;    /* moved and cookied by the fast path (done or already so) */
-        unsigned vanished;  /* exited before it was moved or cookied: nothing left to do */
-        unsigned left;      /* for the normal pass: no group yet, class needed, failed,
-                             * or more than PIPELINE_FRESH_MAX */
-        unsigned waiting;   /* of left: no group yet, and remembered to be placed from
-                             * the next plan (pipeline_use_plan()) */
-        unsigned kernel;    /* matched by a policy without [place] that sets nothing yet:
-                             * kernel-wide settings may change (the normal pass's job) */
-} PipelineFreshStats;
+/* ── The fast path (fastpath.h: what it does, and the daemon's order) ── */
 
 /* Place new processes from this plan from now on: the plan the last
  * reconcile_apply() applied. Borrowed: it must stay valid and unchanged
  * until the next call (NULL: no fast path). The processes that waited for
- * a group since the scan began (PipelineFreshStats.waiting) are
+ * a group since the scan began (FastPathStats.waiting) are
  * remembered for the next pipeline_place_fresh(), which the caller makes
  * at once: a pass that makes a policy's first group places the processes
  * that came meanwhile, not the pass after it. Returns 0, or -ENOMEM when
@@ -331,8 +222,8 @@ typedef struct PipelineFreshStats {
 int pipeline_use_plan(Pipeline *p, const Plan *applied);
 
 /* Place the processes remembered since the last call. Cheap when none
- * matches: one read of stat each (more only where a policy asks), no
+ * matches: one read of comm each (more only where a policy asks), no
  * allocation. Returns 0 and *ret NULL when nothing was attempted, 1 and a
  * report of the moves and cookies when something was, or a negative errno
  * when applying could not start. ret_stats may be NULL. */
-int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, PipelineFreshStats *ret_stats, ReconcileReport **ret);
+int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret);

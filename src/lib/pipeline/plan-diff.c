@@ -54,9 +54,9 @@ static char *read_attr(const Pipeline *p, const char *cg, const char *attr) {
         _cleanup_free_ char *rel = NULL;
         char *v = NULL;
 
-        if (asprintf(&rel, "%s%s/%s", p->caps->cgroup2_mount, cg, attr) < 0)
+        if (asprintf(&rel, "%s%s/%s", p->observe.caps->cgroup2_mount, cg, attr) < 0)
                 return NULL;
-        if (root_read_line(p->root, rel, &v) < 0)
+        if (root_read_line(p->observe.root, rel, &v) < 0)
                 return NULL;
         return v;
 }
@@ -64,8 +64,8 @@ static char *read_attr(const Pipeline *p, const char *cg, const char *attr) {
 static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
         _cleanup_(feature_state_freep) FeatureState *fs = NULL;
 
-        if (p->caps->debugfs_mount)
-                (void) feat_read(p->root, p->caps->debugfs_mount, &fs);
+        if (p->observe.caps->debugfs_mount)
+                (void) feat_read(p->observe.root, p->observe.caps->debugfs_mount, &fs);
         for (size_t i = 0; i < plan->kernel->n_features; i++) {
                 const PolicyFeature *f = &plan->kernel->features[i];
                 int now = fs ? feature_state_get(fs, f->name) : -1;
@@ -77,8 +77,8 @@ static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
                 _cleanup_free_ char *active = NULL;
                 _cleanup_strv_free_ char **modes = NULL;
 
-                if (p->caps->debugfs_mount)
-                        (void) feat_read_cgroup_mode(p->root, p->caps->debugfs_mount, &modes, &active);
+                if (p->observe.caps->debugfs_mount)
+                        (void) feat_read_cgroup_mode(p->observe.root, p->observe.caps->debugfs_mount, &modes, &active);
                 item(d, "mode", plan->mode, active, "cgroup_mode");
         }
 }
@@ -113,7 +113,7 @@ static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
 
         for (size_t i = 0; i < plan->n_tasks; i++) {
                 const PlanTask *t = &plan->tasks[i];
-                const TaskFacts *f = task_snapshot_find(p->snap, t->tid);
+                const TaskFacts *f = task_snapshot_find(p->observe.snap, t->tid);
                 _cleanup_free_ char *cg = NULL;
 
                 if (!f || asprintf(&cg, "%s/%s", plan->cgroup_root, plan->groups[t->group].path) < 0)
@@ -128,7 +128,7 @@ static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
                         now = mfree(now);
                         read = t->tgid;
                         if (asprintf(&rel, "proc/%d/cgroup", (int) t->tgid) >= 0 &&
-                            root_read_file(p->root, rel, 64 * 1024, &text, &len) >= 0)
+                            root_read_file(p->observe.root, rel, 64 * 1024, &text, &len) >= 0)
                                 (void) procfs_parse_cgroup(text, len, &now);
                 }
                 item(d, "task", cg, now ?: f->process->cgroup, "tid %d (%s) cgroup", (int) t->tid, f->comm);
@@ -147,14 +147,14 @@ static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
                         if (plan->tasks[i].cookie_group != (int) g)
                                 continue;
 
-                        f = task_snapshot_find(p->snap, plan->tasks[i].tid);
+                        f = task_snapshot_find(p->observe.snap, plan->tasks[i].tid);
                         if (!f) {
                                 known = false;
                                 continue;
                         }
                         /* Now, as the scan asks (the last pass's apply
                          * came after its scan). */
-                        if (p->caps->core_sched.available)
+                        if (p->observe.caps->core_sched.available)
                                 e = tasks_get_cookie_host(f->tid, &c, NULL);
                         else {
                                 e = f->cookie_error;
@@ -177,12 +177,12 @@ static void diff_tasks(Diff *d, const Pipeline *p, const Plan *plan) {
 int plan_diff(const Pipeline *p, const Plan *plan, Json *j, FILE *out, PlanDiffCounts *ret) {
         Diff d = { .j = j, .out = out };
 
-        if (!plan || !p->snap) {
+        if (!plan || !p->observe.snap) {
                 *ret = d.counts;
                 return 0;
         }
         diff_kernel(&d, p, plan);
-        if (p->caps->cgroup2_mount)
+        if (p->observe.caps->cgroup2_mount)
                 diff_groups(&d, p, plan);
         diff_tasks(&d, p, plan);
         *ret = d.counts;
