@@ -9,6 +9,7 @@
 #include "apply/feat.h"
 #include "apply/journal.h"
 #include "apply/reconcile.h"
+#include "decide/plan.h"
 #include "base/sched-settings.h"
 #include "base/util.h"
 #include "fake-root.h"
@@ -605,6 +606,107 @@ static void test_reconcile(void) {
         fake_root_remove(TAKE_PTR(jdir));
 }
 
+/* The planner knows the kernel's own LLC aggregation: for a group pinned to
+ * an LLC topod decides, for a wider one the kernel (while on); a policy
+ * that switches it off says so, and a kernel without it is not mentioned. */
+static Plan *plan_of(const char *policy_text, const KernelCaps *caps, PolicySet **ret_set) {
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:2 [numa] l3:2 core:2 pu:2" };
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        IniSource in_src = { "50-p.ini", policy_text, strlen(policy_text) };
+        PlanTaskInput tasks[] = {
+                { .tid = 100, .tgid = 100, .start_time = 5, .match = { .class = POLICY_CLASS_OTHER, .comm = "pinned" } },
+                { .tid = 101, .tgid = 101, .start_time = 5, .match = { .class = POLICY_CLASS_OTHER, .comm = "wide" } },
+        };
+        bool in_force[2] = { true, true };
+        PolicySet *ps = NULL;
+        Plan *p = NULL;
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        config->hierarchy = CONFIG_HIERARCHY_FLAT;
+        ASSERT_OK(policy_set_parse(&in_src, 1, d, &ps));
+        {
+                PlanInputs in = { .topology = t, .caps = caps, .config = config, .policies = ps,
+                                  .in_force = in_force, .tasks = tasks, .n_tasks = ELEMENTSOF(tasks) };
+
+                ASSERT_OK(plan_build(&in, &p));
+        }
+        *ret_set = ps;
+        return p;
+}
+
+static const PlanGroup *group_of(const Plan *p, const char *path_prefix) {
+        for (size_t i = 0; i < p->n_groups; i++)
+                if (startswith(p->groups[i].path, path_prefix))
+                        return &p->groups[i];
+        TEST_FAIL("no group %s…", path_prefix);
+}
+
+static void test_plan_llc(void) {
+        static const char pinned_on[] = "[policy]\nname = p\n[match]\ncomm = pinned\n[place]\ngroup = pin\ncpus = llc\n";
+        static const char two[] = "[policy]\nname = p\n[match]\ncomm = pinned\n[place]\ngroup = pin\ncpus = llc\n"
+                                  "[kernel]\nllc_balancing/enabled = off\n";
+        char *d = tree_73();
+        _cleanup_(kernelcaps_freep) KernelCaps *c73 = probe(d), *c612 = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        _cleanup_(plan_freep) Plan *p = NULL;
+        _cleanup_free_ char *why = NULL, *text = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        fake_root_remove(d);
+        /* On, by the kernel: topod decides for the pinned group. */
+        p = plan_of(pinned_on, c73, &ps);
+        ASSERT_TRUE(p->llc_balancing.present);
+        ASSERT_TRUE(p->llc_balancing.on);
+        ASSERT_EQ(p->llc_balancing.policy, -1);
+        ASSERT_OK(plan_llc_decider(p, group_of(p, "pin-llc"), ps, &why));
+        ASSERT_STR_PREFIX(why, "topod decides: the group is pinned to LLC ");
+        ASSERT_STR_CONTAINS(why, "on, as the kernel has it");
+        why = mfree(why);
+        /* A wider group: the kernel decides. */
+        {
+                PlanGroup wide = { .kind = PLAN_DOMAIN_NODE, .domain = 0, .policy = 0 };
+
+                ASSERT_OK(plan_llc_decider(p, &wide, ps, &why));
+                ASSERT_STR_PREFIX(why, "the kernel decides: its cache-aware load balancing (on");
+                why = mfree(why);
+        }
+        f = open_memstream(&text, &len);
+        ASSERT_OK(plan_print_text(f, p, ps));
+        fclose(f);
+        ASSERT_STR_CONTAINS(text, "  llc: topod decides");
+        text = mfree(text);
+        p = plan_free(p);
+        ps = policy_set_free(ps);
+
+        /* Switched off by the policy: the plan says by whom. */
+        p = plan_of(two, c73, &ps);
+        ASSERT_FALSE(p->llc_balancing.on);
+        ASSERT_EQ(p->llc_balancing.policy, 0);
+        ASSERT_OK(plan_llc_decider(p, group_of(p, "pin-llc"), ps, &why));
+        ASSERT_STR_CONTAINS(why, "off by policy p");
+        why = mfree(why);
+        f = open_memstream(&text, &len);
+        ASSERT_OK(plan_print_text(f, p, ps));
+        fclose(f);
+        ASSERT_STR_CONTAINS(text, "setting: llc_balancing/enabled 0 (from p)");
+        text = mfree(text);
+        p = plan_free(p);
+        ps = policy_set_free(ps);
+
+        /* 6.12: nothing to say. */
+        d = tree_65();
+        c612 = probe(d);
+        fake_root_remove(d);
+        p = plan_of(pinned_on, c612, &ps);
+        ASSERT_FALSE(p->llc_balancing.present);
+        ASSERT_OK(plan_llc_decider(p, group_of(p, "pin-llc"), ps, &why));
+        ASSERT_NULL(why);
+}
+
 int main(void) {
         test_catalog();
         test_values();
@@ -614,5 +716,6 @@ int main(void) {
         test_apply_by_caps();
         test_release();
         test_reconcile();
+        test_plan_llc();
         return 0;
 }
