@@ -34,6 +34,7 @@ sys.path.insert(0, HERE)
 import vmlib  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "settings")
+EXAMPLES = os.path.join(HERE, "..", "..", "policies", "examples")
 CONF = "--config /etc/topod-test/topod.conf"
 POLICY = "/etc/topod-test/policies.d/10-llc-pinned.ini"
 D = "/sys/kernel/debug/sched"
@@ -57,14 +58,17 @@ CRASH = ("T=$(cat /tmp/topod.pid); kill -9 $T; "
 COMMANDS = [
     # 0: the originals, and a process the policy matches
     VALS + "vals; workload idle & echo $! > /tmp/w; sleep 1",
-    # 1: the check on this kernel
-    "topoctl check --strict /etc/topod-test/policies.d 2>&1; echo rc=$?",
+    # 1: the check on this kernel; then the documented examples
+    "topoctl check --strict /etc/topod-test/policies.d 2>&1; echo rc=$?; echo '--- examples'; "
+    "for e in shared-runqueue-light llc-pinned-no-aggregation; do "
+    "topoctl check --strict /etc/topod-test/examples/$e.ini 2>&1; echo \"$e rc=$?\"; done",
     # 2: the probe (no topod yet: exit 1, the probe printed)
     "topoctl status --json || [ $? -eq 1 ]",
     # 3: topod applies
     up(1),
     # 4: read back, the journal, what the log says, status from the daemon
-    VALS + "vals; " + JOURNAL + "; grep -E 'skipped|failed' /tmp/topod.log; echo '--- status'; topoctl status",
+    VALS + "vals; " + JOURNAL + "; grep -E 'skipped|failed' /tmp/topod.log; echo '--- status'; topoctl status; "
+    "echo '--- explain'; topoctl explain $(cat /tmp/w)",
     # 5: SIGTERM: back, the journal gone
     STOP + " && { " + VALS + "vals; " + JOURNAL + "; }",
     # 6: again, then kill -9 in the middle
@@ -102,7 +106,10 @@ def test(args):
         COMMANDS,
         binaries={"topod": args.topod, "topoctl": args.topoctl, "workload": args.workload},
         files={"/etc/topod-test/topod.conf": os.path.join(DATA, "topod.conf"),
-               POLICY: os.path.join(DATA, "10-llc-pinned.ini")},
+               POLICY: os.path.join(DATA, "10-llc-pinned.ini"),
+               "/etc/topod-test/examples/shared-runqueue-light.ini": os.path.join(EXAMPLES, "shared-runqueue-light.ini"),
+               "/etc/topod-test/examples/llc-pinned-no-aggregation.ini":
+                   os.path.join(EXAMPLES, "llc-pinned-no-aggregation.ini")},
         timeout=600, cmd_timeout=120)
     c = vmlib.Checks()
     orig = vals(r.stdout(0).strip())
@@ -117,7 +124,14 @@ def test(args):
         c.eq(orig.get("llc"), "1", "llc_balancing/enabled is on by default")
 
     # 1: check --strict
-    out = r.stdout(1)
+    out, ex = (r.stdout(1).split("--- examples", 1) + [""])[:2]
+    c.true("this kernel lists no sched feature SHARED_RUNQ" in ex and "shared-runqueue-light rc=1" in ex,
+           "check --strict: the shared-runqueue example fails here (no mainline kernel has SHARED_RUNQ)", ex)
+    if has_llc:
+        c.true("llc-pinned-no-aggregation rc=0" in ex, "check --strict: the llc_balancing example passes on 7.3", ex)
+    else:
+        c.true("llc_balancing/enabled cannot apply" in ex and "llc-pinned-no-aggregation rc=1" in ex,
+               "check --strict: the llc_balancing example fails on 6.12", ex)
     c.true(out.rstrip().endswith("rc=1"), "check --strict: exit 1 (a setting this kernel lacks)", out)
     c.true("numa_balancing/scan_delay_ms cannot apply" in out and "CONFIG_NUMA_BALANCING" in out,
            "check: numa_balancing/scan_delay_ms lacks CONFIG_NUMA_BALANCING here", out)
@@ -162,7 +176,16 @@ def test(args):
         c.true(not any("llc_balancing" in l for l in j), "6.12: nothing journaled for llc_balancing", "\n".join(j))
         c.true("setting llc_balancing/enabled 0: skipped: not on this kernel: the cache-aware load balancing is 7.3's"
                in log, "log: llc_balancing/enabled skipped as 7.3's", log[-2000:])
-    status = out.split("--- status", 1)[-1]
+    status, explain = (out.split("--- status", 1)[-1].split("--- explain", 1) + [""])[:2]
+    if has_llc:
+        c.true("llc:      topod decides: the group is pinned to LLC" in explain and "off by policy vm-llc-pinned" in explain,
+               "explain: topod decides the LLC (the kernel's aggregation off by the policy)", explain)
+        c.true("setting:     llc_balancing/enabled 0 (by vm-llc-pinned)" in explain, "explain: the setting in force",
+               explain)
+    else:
+        c.true("llc:" not in explain, "explain: no kernel LLC aggregation to speak of on 6.12", explain)
+        c.true("setting:     base_slice_ns 3000000 (by vm-llc-pinned)" in explain, "explain: the setting in force",
+               explain)
     c.true("sched-settings   yes" in status and "base_slice_ns" in status and "writable" in status,
            "status from the daemon lists the settings and which it can write", status)
     c.true((" 0 failed" in status), "status: the last pass failed nothing", status)
