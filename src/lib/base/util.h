@@ -37,6 +37,11 @@ int strjoin_buf_internal(char *buf, size_t size, const char *first, ...);
 /* v in decimal at buf, NUL-terminated; returns the length. */
 size_t format_u64(char buf[static 21], uint64_t v);
 
+/* Every '/'-separated component of p (relative: no leading '/') is
+ * neither empty, "." nor "..": a path that stays below the folder it is
+ * taken from. */
+bool path_components_safe(const char *p);
+
 /* Remove leading and trailing whitespace in place; returns s. */
 char *strstrip(char *s);
 
