@@ -88,15 +88,7 @@ bool cgroup_rel_path_valid(const char *p) {
         for (const char *c = p; *c; c++)
                 if ((unsigned char) *c < 0x20 || *c == 0x7f)
                         return false;
-        for (const char *c = p;;) {
-                size_t len = strcspn(c, "/");
-
-                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                if (!c[len])
-                        return true;
-                c += len + 1;
-        }
+        return path_components_safe(p);
 }
 
 bool cgroup_root_path_valid(const char *p) {

@@ -182,15 +182,7 @@ static bool cgroup_path_valid(const char *p) {
                 return false;
         if (n == 1)
                 return true;
-        for (const char *c = p + 1;;) {
-                size_t len = strcspn(c, "/");
-
-                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-                        return false;
-                if (!c[len])
-                        return true;
-                c += len + 1;
-        }
+        return path_components_safe(p + 1);
 }
 
 /* ---- construction ------------------------------------------------------- */

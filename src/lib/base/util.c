@@ -169,6 +169,18 @@ size_t format_u64(char buf[static 21], uint64_t v) {
         return n;
 }
 
+bool path_components_safe(const char *p) {
+        for (const char *c = p;;) {
+                size_t len = strcspn(c, "/");
+
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return false;
+                if (!c[len])
+                        return true;
+                c += len + 1;
+        }
+}
+
 char *strstrip(char *s) {
         char *e;
 

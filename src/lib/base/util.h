@@ -42,6 +42,11 @@ size_t format_u64(char buf[static 21], uint64_t v);
  * machines (a journal, a kernel's number), where anything else is wrong. */
 bool parse_u64_decimal(const char *s, uint64_t max, uint64_t *ret);
 
+/* Every '/'-separated component of p (relative: no leading '/') is
+ * neither empty, "." nor "..": a path that stays below the folder it is
+ * taken from. */
+bool path_components_safe(const char *p);
+
 /* Remove leading and trailing whitespace in place; returns s. */
 char *strstrip(char *s);
 

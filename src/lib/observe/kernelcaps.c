@@ -13,18 +13,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/sched-core.h"
 #include "base/util.h"
 #include "observe/events.h"
 
-#ifndef PR_SCHED_CORE
-#define PR_SCHED_CORE 62
-#endif
-#ifndef PR_SCHED_CORE_GET
-#define PR_SCHED_CORE_GET 0
-#endif
-#ifndef PR_SCHED_CORE_SCOPE_THREAD
-#define PR_SCHED_CORE_SCOPE_THREAD 0
-#endif
 
 /* Limits on what a (possibly fake) tree can make us hold. */
 #define CAPS_TOKENS_MAX 4096

@@ -6,16 +6,10 @@
 #include "observe/tasks-internal.h"
 
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#ifndef PR_SCHED_CORE
-#define PR_SCHED_CORE 62
-#endif
-#ifndef PR_SCHED_CORE_GET
-#define PR_SCHED_CORE_GET 0
-#endif
+#include "base/sched-core.h"
 
 int tasks_get_cookie_host(pid_t tid, uint64_t *ret_cookie, void *userdata) {
         unsigned long cookie = 0;

@@ -303,7 +303,8 @@ void fastpath_scan_begin(FastPath *f, bool defer) {
 }
 
 void fastpath_policies_changed(FastPath *f) {
-        f->n_kept = 0; /* indexes of the old set */
+        f->n_kept = 0;        /* indexes of the old set */
+        f->policies = NULL;   /* the old set is freed: never read again */
 }
 
 /* ── Placing ── */
@@ -311,7 +312,7 @@ void fastpath_policies_changed(FastPath *f) {
 int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force) {
         int k;
 
-        if (f->place) {
+        if (f->place && f->policies) {
                 /* The fast path's cookie sources, for the next plan's (a
                  * storm pass's plan may have no member of a group to join:
                  * without them the next process would start a cookie of
