@@ -25,6 +25,7 @@ is skipped as 7.3's (CONFIG_SCHED_CACHE), base_slice_ns is written.
 Exit 0 pass, 1 fail, 77 skip."""
 
 import argparse
+import json
 import os
 import sys
 
@@ -68,7 +69,7 @@ COMMANDS = [
     up(1),
     # 4: read back, the journal, what the log says, status from the daemon
     VALS + "vals; " + JOURNAL + "; grep -E 'skipped|failed' /tmp/topod.log; echo '--- status'; topoctl status; "
-    "echo '--- explain'; topoctl explain $(cat /tmp/w)",
+    "echo '--- explain'; topoctl explain $(cat /tmp/w); echo '--- plan'; topoctl plan --json",
     # 5: SIGTERM: back, the journal gone
     STOP + " && { " + VALS + "vals; " + JOURNAL + "; }",
     # 6: again, then kill -9 in the middle
@@ -177,6 +178,17 @@ def test(args):
         c.true("setting llc_balancing/enabled 0: skipped: not on this kernel: the cache-aware load balancing is 7.3's"
                in log, "log: llc_balancing/enabled skipped as 7.3's", log[-2000:])
     status, explain = (out.split("--- status", 1)[-1].split("--- explain", 1) + [""])[:2]
+    explain, plan_text = (explain.split("--- plan", 1) + [""])[:2]
+    try:
+        diffs = json.loads(plan_text).get("differences", [])
+    except ValueError:
+        diffs = []
+    settings_diff = {x.get("what"): x.get("state") for x in diffs if x.get("kind") == "setting"}
+    c.eq(settings_diff.get("base_slice_ns"), "same", "topoctl plan: base_slice_ns as planned")
+    if has_llc:
+        c.eq(settings_diff.get("llc_balancing/enabled"), "same", "topoctl plan: llc_balancing/enabled as planned")
+    c.true("numa_balancing/scan_delay_ms" not in settings_diff, "topoctl plan: an absent setting is no difference",
+           str(settings_diff))
     if has_llc:
         c.true("llc:      topod decides: the group is pinned to LLC" in explain and "off by policy vm-llc-pinned" in explain,
                "explain: topod decides the LLC (the kernel's aggregation off by the policy)", explain)

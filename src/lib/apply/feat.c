@@ -351,6 +351,18 @@ static int read_setting(const Root *root, const char *path, SchedSettingKind kin
         return sched_setting_text_parse(kind, text, ret_value, ret_choices);
 }
 
+int feat_read_setting(const Root *root, const char *debugfs_mount, const char *file, char *ret_value) {
+        const SchedSettingInfo *info = sched_setting_file_valid(file) ? sched_setting_by_file(file) : NULL;
+        _cleanup_free_ char *path = NULL;
+        int k;
+
+        if (!info)
+                return -EINVAL;
+        if ((k = sched_path(debugfs_mount, file, &path)) < 0)
+                return k;
+        return read_setting(root, path, info->kind, ret_value, NULL);
+}
+
 /* Why a read or write of a setting's file did not happen: the kinds that
  * are a skip (the kernel lacks it, lockdown refuses it: neither is the
  * policy's fault, and neither changes until a reboot) and the rest. */

@@ -131,6 +131,12 @@ int feat_set_cgroup_mode(const Root *root, const FeatOps *ops, const char *debug
 int feat_set_setting(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
                      const char *file, const char *value, FeatResult *result);
 
+/* Read a setting's file (file as in feat_set_setting()) into ret_value
+ * (SCHED_SETTING_VALUE_MAX bytes), as sched_setting_text_parse() gives it.
+ * Negative errno from reading, -EINVAL for a file the catalog does not
+ * know, -EBADMSG for text of another format. */
+int feat_read_setting(const Root *root, const char *debugfs_mount, const char *file, char *ret_value);
+
 /* A planned setting on this kernel: under the name the probe found it by
  * (caps), or skipped with why: absent (the catalog's reason, named by the
  * setting's name), or its file did not open for writing (lockdown). */
