@@ -352,6 +352,18 @@ static void print_domains_json(Json *j, const char *key, const Topology *topo, c
         json_array_end(j);
 }
 
+/* Which decides the LLC the thread runs on, topod or the kernel's own
+ * cache-aware load balancing (decide/plan-llc.c); NULL where the kernel has
+ * none or the thread is in no group of the plan. */
+static char *llc_decider(const ExplainContext *x, const ThreadAnswer *a) {
+        char *why = NULL;
+
+        if (x->plan && a->pt && a->pt->group >= 0 &&
+            plan_llc_decider(x->plan, &x->plan->groups[a->pt->group], x->p->decide.policies, &why) < 0)
+                return NULL;
+        return why;
+}
+
 static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
         const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
@@ -391,6 +403,12 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
                 fprintf(f, "  cpus:     %s", a->cpus_effective);
                 print_domains_text(f, x->p->observe.topology, a->cpus);
                 fputc('\n', f);
+        }
+        {
+                _cleanup_free_ char *llc = llc_decider(x, a);
+
+                if (llc)
+                        fprintf(f, "  llc:      %s\n", llc);
         }
 }
 
@@ -461,6 +479,11 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
         print_domains_json(j, "llcs", topo, a->cpus, true);
         print_domains_json(j, "nodes", topo, a->cpus, false);
         json_object_end(j);
+        {
+                _cleanup_free_ char *llc = llc_decider(x, a);
+
+                json_kv_string(j, "llc_decided", llc);
+        }
         json_object_end(j);
 }
 
@@ -479,6 +502,9 @@ static void print_kernel_text(const ExplainContext *x, FILE *f) {
         for (size_t i = 0; i < k->n_features; i++)
                 fprintf(f, "feature:     %s%s (by %s)\n", k->features[i].on ? "" : "NO_", k->features[i].name,
                         pol_name(x, k->feature_policy[i]) ?: "?");
+        for (size_t i = 0; i < k->n_settings; i++)
+                fprintf(f, "setting:     %s %s (by %s)\n", k->settings[i].info->name, k->settings[i].value,
+                        pol_name(x, k->setting_policy[i]) ?: "?");
 }
 
 static void print_kernel_json(const ExplainContext *x, Json *j) {
@@ -503,6 +529,16 @@ static void print_kernel_json(const ExplainContext *x, Json *j) {
                 json_kv_string(j, "name", k->features[i].name);
                 json_kv_bool(j, "on", k->features[i].on);
                 json_kv_string(j, "policy", pol_name(x, k->feature_policy[i]));
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_key(j, "settings");
+        json_array_begin(j);
+        for (size_t i = 0; k && i < k->n_settings; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "name", k->settings[i].info->name);
+                json_kv_string(j, "value", k->settings[i].value);
+                json_kv_string(j, "policy", pol_name(x, k->setting_policy[i]));
                 json_object_end(j);
         }
         json_array_end(j);

@@ -64,7 +64,22 @@ static void pass_use_plan(Daemon *d, Plan **plan, uint64_t start, uint64_t scann
 /* What the apply did (r, kept for status): its failures, each new count
  * of them once; the debug line; the unit's STATUS=; READY=1 after the
  * first pass. */
+/* The scheduler settings this pass skipped (absent here, refused by
+ * lockdown), said once: at the first pass and whenever their number
+ * changes (a reload that adds or drops one). */
+static size_t skipped_settings(const ReconcileReport *r) {
+        size_t n = 0;
+
+        for (size_t i = 0; r && i < r->n; i++)
+                n += r->items[i].status == RECONCILE_SKIPPED && startswith(r->items[i].what, "setting ");
+        return n;
+}
+
 static void pass_report(Daemon *d, PassCause cause, ReconcileReport *r, const TaskScanStats *ss) {
+        if (skipped_settings(r) > 0 && (d->pass.count == 1 || skipped_settings(r) != skipped_settings(d->pass.report)))
+                for (size_t i = 0; i < r->n; i++)
+                        if (r->items[i].status == RECONCILE_SKIPPED && startswith(r->items[i].what, "setting "))
+                                log_notice(d, "%s: skipped: %s", r->items[i].what, r->items[i].reason ?: "");
         for (size_t i = 0; i < r->n; i++)
                 if (r->items[i].status == RECONCILE_FAILED &&
                     (d->pass.count == 1 || r->counts[RECONCILE_FAILED] != d->pass.last_failed))

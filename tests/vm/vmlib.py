@@ -14,8 +14,18 @@ the guest's overall status comes back on the serial console as a marker line
 
 Exit codes of the test scripts (see main()): 0 pass, 1 fail, 77 skip.
 
+The tier runs on a matrix of kernels (KERNELS: 6.12 and 7.3); a test given
+``--kernel 7.3`` boots the 7.3 kernel and names its run directory
+``<test>@7.3``.  Without --kernel a script boots TOPOD_VM_KERNEL (or the
+newest cached kernel), as before the matrix.
+
 Environment:
-    TOPOD_VM_KERNEL   path to a bzImage; else the cache of tests/vm/build-kernel
+    TOPOD_VM_KERNEL_6_12, TOPOD_VM_KERNEL_7_3
+                      the bzImage for that kernel of the matrix
+    TOPOD_VM_KERNELS  bzImages separated by ':', each used for the matrix
+                      kernel its version falls to (read from its header)
+    TOPOD_VM_KERNEL   one bzImage, used the same way (and by a script run
+                      without --kernel); else the cache of tests/vm/build-kernel
     TOPOD_VM_LOGDIR   where run directories (console log, outputs) go
     TOPOD_VM_VERBOSE  1 = copy the guest console to stdout after each run
     TOPOD_VM_QEMU     qemu binary (default: qemu-system-x86_64 on PATH)
@@ -37,6 +47,7 @@ import re
 import shlex
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -48,6 +59,19 @@ FRAGMENT = os.path.join(HERE, "kernel-fragment.config")
 BUILD_KERNEL = os.path.join(HERE, "build-kernel")
 
 SKIP = 77
+
+# The kernel matrix: tests/vm/meson.build registers each test once per
+# kernel it applies to (name@VERSION). A kernel is taken for the newest
+# entry at or below its version: 7.3 and later for "7.3", anything older
+# for "6.12". What each carries that the other does not decides what the
+# tests expect to find (tests/vm/README.md, ../shared/vm/README.md).
+KERNELS = ("6.12", "7.3")
+KERNEL_MECHANISMS = {
+    "6.12": frozenset(),
+    # sched/cgroup_mode (the flattened-pick modes) and sched/llc_balancing/
+    # (CONFIG_SCHED_CACHE) are mainline since 7.3.
+    "7.3": frozenset({"cgroup_mode", "llc_balancing"}),
+}
 MARK_DONE = "TOPOD-VM-DONE"
 MARK_CMD = "TOPOD-VM-CMD"
 MARK_SETUP_FAIL = "TOPOD-VM-SETUP-FAIL"
@@ -118,26 +142,111 @@ def fragment_hash():
         return hashlib.sha256(f.read()).hexdigest()[:12]
 
 
-def cached_kernel():
-    """Newest bzImage-<linux-source version>-<fragment hash> in the cache."""
-    pattern = os.path.join(cache_dir(), "bzImage-*-" + fragment_hash())
+def cached_kernel(slot=None):
+    """Newest bzImage-<linux-source version>-<fragment hash> in the cache
+    (for slot: one whose version starts with it)."""
+    pattern = os.path.join(cache_dir(), "bzImage-%s*-%s" % (
+        (slot + ".") if slot else "", fragment_hash()))
     found = [p for p in glob.glob(pattern) if os.path.isfile(p)]
     if not found:
         return None, pattern
     return max(found, key=os.path.getmtime), pattern
 
 
-def find_kernel():
+def bzimage_version(path):
+    """The kernel release a bzImage carries ("7.3.4-topod"), read from its
+    setup header (boot protocol 2.00+: "HdrS" at 0x202, the offset of the
+    version string less 0x200 at 0x20e); None when it has none."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x8000)
+    except OSError:
+        return None
+    if len(head) < 0x210 or head[0x202:0x206] != b"HdrS":
+        return None
+    off = struct.unpack_from("<H", head, 0x20e)[0] + 0x200
+    if off == 0x200 or off >= len(head):
+        return None
+    text = head[off:off + 128].split(b"\0")[0].decode("ascii", "replace")
+    return text.split(" ")[0] or None
+
+
+def version_key(release):
+    """(major, minor) of "7.3.4-topod"; None for text that is no version."""
+    m = re.match(r"(\d+)\.(\d+)", release or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def slot_of(release):
+    """The matrix kernel a release falls to: the newest at or below it, the
+    oldest for a release older than all; None for no version."""
+    key = version_key(release)
+    if key is None:
+        return None
+    slot = KERNELS[0]
+    for k in KERNELS:
+        if version_key(k) <= key:
+            slot = k
+    return slot
+
+
+def slot_env(slot):
+    return "TOPOD_VM_KERNEL_" + slot.replace(".", "_")
+
+
+def _explicit_file(var, path):
+    if not os.path.isfile(path):
+        # An explicit setting that is wrong is a mistake, not a skip.
+        loud("topod VM test FAILED: %s does not name a file" % var, [
+            "%s=%s" % (var, path),
+            "Fix: point it at a bzImage built with CONFIG_SCHED_CORE=y,",
+            "     or unset it and run tests/vm/build-kernel."])
+        raise VMFailure("%s=%s: no such file" % (var, path))
+    return os.path.abspath(path)
+
+
+def _slot_kernel(slot):
+    var = slot_env(slot)
+    if os.environ.get(var):
+        return _explicit_file(var, os.environ[var])
+    # One kernel named alone wins over a list (.ci/run gives the list of
+    # ../shared/vm when none is set).
+    given = [("TOPOD_VM_KERNEL", os.environ["TOPOD_VM_KERNEL"])] if os.environ.get("TOPOD_VM_KERNEL") else []
+    given += [("TOPOD_VM_KERNELS", p) for p in os.environ.get("TOPOD_VM_KERNELS", "").split(":") if p]
+    for source, p in given:
+        path = _explicit_file(source, p)
+        if slot_of(bzimage_version(path)) == slot:
+            return path
+    path, pattern = cached_kernel(slot)
+    if path:
+        return path
+    seen = ["  %s: %s (%s)" % (source, p, bzimage_version(p) or "no version in its header")
+            for source, p in given]
+    raise Skip(("no %s guest kernel" % slot, [
+        "None of %s, TOPOD_VM_KERNELS or TOPOD_VM_KERNEL names a %s kernel%s" % (
+            var, slot, ":" if seen else ",")] + seen + [
+        "and there is no cached kernel matching",
+        "  " + pattern,
+        "(the hash is of tests/vm/kernel-fragment.config).",
+        "Fix, either:",
+        "  export %s=/path/to/bzImage   (x86_64, CONFIG_SCHED_CORE=y," % var,
+        "        9p/virtio built in; e.g. /work/shared/vm/bzImage-%s-topod)" % (
+            "7.3.4" if slot == "7.3" else "6.12.95"),
+        "  or run once:  %s --version %s   (%s)" % (BUILD_KERNEL, slot,
+            "~50 min on 2 cores" if slot == "7.3" else "~11 min on 2 cores"),
+    ]))
+
+
+def find_kernel(slot=None):
+    """The bzImage to boot: the matrix kernel slot's (default: the one this
+    script was given with --kernel), or, without one, TOPOD_VM_KERNEL or
+    the newest cached kernel."""
+    slot = slot or _kernel_arg
+    if slot:
+        return _slot_kernel(slot)
     env = os.environ.get("TOPOD_VM_KERNEL")
     if env:
-        if not os.path.isfile(env):
-            # An explicit setting that is wrong is a mistake, not a skip.
-            loud("topod VM test FAILED: TOPOD_VM_KERNEL does not name a file", [
-                "TOPOD_VM_KERNEL=" + env,
-                "Fix: point it at a bzImage built with CONFIG_SCHED_CORE=y,",
-                "     or unset it and run tests/vm/build-kernel."])
-            raise VMFailure("TOPOD_VM_KERNEL=%s: no such file" % env)
-        return os.path.abspath(env)
+        return _explicit_file("TOPOD_VM_KERNEL", env)
     path, pattern = cached_kernel()
     if path:
         return path
@@ -151,6 +260,22 @@ def find_kernel():
         "  or run once:  " + BUILD_KERNEL +
         "   (apt-get installs linux-source-6.12 etc.; ~11 min on 2 cores)",
     ]))
+
+
+def kernel_slot():
+    """The matrix kernel this run is for ("6.12", "7.3"), or None (a script
+    run by hand without --kernel)."""
+    return _kernel_arg
+
+
+def kernel_has(mechanism):
+    """Whether this run's matrix kernel carries a mechanism ("cgroup_mode",
+    "llc_balancing"): True or False, so that a test fails where the kernel
+    should have it and it is not found; None without --kernel (the test
+    then goes by what it finds)."""
+    if _kernel_arg is None:
+        return None
+    return mechanism in KERNEL_MECHANISMS[_kernel_arg]
 
 
 def find_qemu():
@@ -400,6 +525,7 @@ def default_logdir():
 
 
 _logdir_arg = None
+_kernel_arg = None
 
 
 def run_guest(commands, binaries=None, append_extra="", timeout=300,
@@ -427,6 +553,8 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
     files = dict(files or {})
     if name is None:
         name = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "vm"
+    if _kernel_arg:
+        name += "@" + _kernel_arg
 
     run_dir = os.path.abspath(os.path.join(default_logdir(), name))
     if os.path.isdir(run_dir):
@@ -503,7 +631,8 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
         ]
         with open(os.path.join(run_dir, "qemu-cmdline.txt"), "w") as f:
             f.write(" ".join(shlex.quote(a) for a in argv) + "\n")
-        info("kernel %s" % kernel)
+        info("kernel %s (%s%s)" % (kernel, bzimage_version(kernel) or "version unknown",
+                                    ", for the %s runs" % _kernel_arg if _kernel_arg else ""))
         info("initramfs %.1f MiB built in %.2fs; append '%s'" % (
             size / 1048576.0, t_build, append))
         t1 = time.monotonic()
@@ -669,14 +798,18 @@ class Checks:
 def add_common_args(parser):
     parser.add_argument("--logdir", help="run directories go here "
                         "(env TOPOD_VM_LOGDIR wins)")
+    parser.add_argument("--kernel", choices=KERNELS,
+                        help="the matrix kernel to boot (default: TOPOD_VM_KERNEL)")
     return parser
 
 
 def main(fn, args=None):
     """Run fn(args) -> 0/1 and exit with 0 pass / 1 fail / 77 skip."""
-    global _logdir_arg
+    global _logdir_arg, _kernel_arg
     if args is not None and getattr(args, "logdir", None):
         _logdir_arg = args.logdir
+    if args is not None and getattr(args, "kernel", None):
+        _kernel_arg = args.kernel
     try:
         rc = fn(args)
     except Skip as e:
@@ -697,8 +830,26 @@ def main(fn, args=None):
     sys.exit(1 if rc else 0)
 
 
+def _find_kernel_cli(slot):
+    """--find-kernel VERSION: print the bzImage the runs for that matrix
+    kernel boot; exit 77 (with why on stderr) when there is none."""
+    try:
+        print(find_kernel(slot))
+    except Skip as e:
+        title, lines = e.args[0]
+        sys.stderr.write("vmlib: %s\n" % title + "".join("  %s\n" % l for l in lines))
+        sys.exit(SKIP)
+    except VMFailure as e:
+        sys.stderr.write("vmlib: %s\n" % e)
+        sys.exit(1)
+    sys.exit(0)
+
+
 def _cli():
-    p = argparse.ArgumentParser(description="run commands in the topod test guest")
+    if len(sys.argv) == 3 and sys.argv[1] == "--find-kernel":
+        _find_kernel_cli(sys.argv[2])
+    p = argparse.ArgumentParser(description="run commands in the topod test guest "
+                                "(or: vmlib.py --find-kernel VERSION)")
     add_common_args(p)
     p.add_argument("--bin", action="append", default=[], metavar="NAME=PATH")
     p.add_argument("--append", default="", help="extra kernel command line")

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sched-settings.h"
 #include "base/util.h"
 #include "observe/kernelcaps.h"
 
@@ -42,15 +43,9 @@ bool feat_name_valid(const char *name) {
         return true;
 }
 
+/* A mode is a lower-case word, as a choice setting's is. */
 static bool mode_name_valid(const char *mode) {
-        size_t n = strlen(mode);
-
-        if (n == 0 || n >= FEAT_NAME_MAX)
-                return false;
-        for (const char *c = mode; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
-                        return false;
-        return true;
+        return sched_setting_value_valid(mode);
 }
 
 int feature_state_parse(const char *text, FeatureState **ret) {
@@ -148,6 +143,20 @@ const char *feat_outcome_to_string(FeatOutcome o) {
                 return "already";
         case FEAT_FAILED:
                 return "failed";
+        case FEAT_SKIPPED:
+                return "skipped";
+        }
+        return "unknown";
+}
+
+const char *feat_kind_to_string(FeatKind k) {
+        switch (k) {
+        case FEAT_KIND_FEATURE:
+                return "feature";
+        case FEAT_KIND_CGROUP_MODE:
+                return "cgroup_mode";
+        case FEAT_KIND_SETTING:
+                return "setting";
         }
         return "unknown";
 }
@@ -322,12 +331,136 @@ int feat_set_cgroup_mode(const Root *root, const FeatOps *ops, const char *debug
         return result_ok(result, FEAT_DONE);
 }
 
+/* ---- the other settings ------------------------------------------------- */
+
+static int result_skip(FeatResult *r, int error, const char *reason) {
+        result_fail(r, error, reason);
+        r->outcome = FEAT_SKIPPED;
+        return error;
+}
+
+/* The setting's value now (and, for a CHOICE, the words listed). */
+static int read_setting(const Root *root, const char *path, SchedSettingKind kind, char *ret_value,
+                        char ***ret_choices) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(root, path, FEAT_TEXT_MAX, &text, NULL);
+        if (k < 0)
+                return k;
+        return sched_setting_text_parse(kind, text, ret_value, ret_choices);
+}
+
+int feat_read_setting(const Root *root, const char *debugfs_mount, const char *file, char *ret_value) {
+        const SchedSettingInfo *info = sched_setting_file_valid(file) ? sched_setting_by_file(file) : NULL;
+        _cleanup_free_ char *path = NULL;
+        int k;
+
+        if (!info)
+                return -EINVAL;
+        if ((k = sched_path(debugfs_mount, file, &path)) < 0)
+                return k;
+        return read_setting(root, path, info->kind, ret_value, NULL);
+}
+
+/* Why a read or write of a setting's file did not happen: the kinds that
+ * are a skip (the kernel lacks it, lockdown refuses it: neither is the
+ * policy's fault, and neither changes until a reboot) and the rest. */
+static int setting_access_fail(FeatResult *r, int err) {
+        switch (-err) {
+        case ENOENT:
+                return result_skip(r, err, "absent: this kernel has no such file under sched/");
+        case EPERM:
+                return result_skip(r, err, "refused by the kernel (lockdown?): left as is");
+        case ENODATA:
+                return result_fail(r, err, "the kernel marks no active word: no original to record, not changed");
+        default:
+                return result_fail(r, err, access_reason(err, false));
+        }
+}
+
+int feat_set_setting(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
+                     const char *file, const char *value, FeatResult *result) {
+        _cleanup_strv_free_ char **choices = NULL;
+        _cleanup_free_ char *path = NULL;
+        const SchedSettingInfo *info;
+        char now[SCHED_SETTING_VALUE_MAX];
+        int k;
+
+        result_init(result, FEAT_KIND_SETTING, file, true);
+        snprintf(result->value, sizeof(result->value), "%s", value);
+        if (!ops)
+                ops = &feat_ops_kernel;
+        info = sched_setting_file_valid(file) ? sched_setting_by_file(file) : NULL;
+        if (!info)
+                return result_fail(result, -EINVAL, "not a scheduler setting topod knows");
+        if (sched_setting_value_parse(info->kind, value, now) < 0 || !streq(now, value))
+                return result_fail(result, -EINVAL, "not a value of this setting");
+        k = sched_path(debugfs_mount, file, &path);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return result_skip(result, k, "debugfs is not mounted");
+
+        k = read_setting(root, path, info->kind, now, &choices);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return setting_access_fail(result, k);
+        result->had_before = true;
+        snprintf(result->before, sizeof(result->before), "%s", now);
+        if (info->kind == SCHED_SETTING_CHOICE && !strv_contains(choices, value))
+                return result_fail(result, -EINVAL, "the kernel does not list this word");
+        if (streq(now, value))
+                return result_ok(result, FEAT_ALREADY);
+
+        if (journal) {
+                k = journal_before(journal, result, journal_record_setting(journal, file, now));
+                if (k < 0)
+                        return k;
+        }
+
+        k = ops->write(ops->userdata, root, path, value);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return setting_access_fail(result, k);
+
+        choices = strv_free(choices);
+        k = read_setting(root, path, info->kind, now, NULL);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return result_fail(result, k, "written, but the read-back failed");
+        if (!streq(now, value))
+                return result_fail(result, -EIO, "written, but the read-back shows another value");
+        return result_ok(result, FEAT_DONE);
+}
+
+int feat_apply_setting(const Root *root, const FeatOps *ops, const KernelCaps *caps, Journal *journal,
+                       const PolicySetting *setting, FeatResult *result) {
+        const KernelSetting *ks = kernelcaps_setting(caps, setting->info);
+
+        if (!ks || !ks->file || !caps->debugfs_mount) {
+                result_init(result, FEAT_KIND_SETTING, setting->info->name, true);
+                snprintf(result->value, sizeof(result->value), "%s", setting->value);
+                return result_skip(result, -ENOENT, caps->debugfs_mount ? setting->info->absent : "debugfs is not mounted");
+        }
+        if (!ks->writable) {
+                result_init(result, FEAT_KIND_SETTING, ks->file, true);
+                snprintf(result->value, sizeof(result->value), "%s", setting->value);
+                return result_skip(result, ks->error ?: -EPERM,
+                                   "refused: the file does not open for writing (lockdown?): left as is");
+        }
+        return feat_set_setting(root, ops, caps->debugfs_mount, journal, ks->file, setting->value, result);
+}
+
 /* ---- restore ------------------------------------------------------------ */
 
 int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount, const Journal *journal,
                  FeatResult **ret_results, size_t *ret_n) {
         _cleanup_free_ FeatResult *results = NULL;
-        size_t n = journal->n_features + (journal->cgroup_mode ? 1 : 0), i = 0;
+        size_t n = journal->n_features + (journal->cgroup_mode ? 1 : 0) + journal->n_settings, i = 0;
         int failed = 0, k;
 
         results = calloc(MAX(n, 1u), sizeof(FeatResult));
@@ -347,6 +480,88 @@ int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount
                 failed += k < 0;
                 i++;
         }
+        for (size_t x = 0; x < journal->n_settings; x++, i++) {
+                k = feat_set_setting(root, ops, debugfs_mount, NULL, journal->settings[x].file,
+                                     journal->settings[x].value, &results[i]);
+                if (k == -ENOMEM && results[i].error != -ENOMEM)
+                        return k;
+                failed += k < 0;
+        }
+        *ret_results = TAKE_PTR(results);
+        *ret_n = n;
+        return failed;
+}
+
+void feat_forget(Journal *journal, const FeatResult *result) {
+        switch (result->kind) {
+        case FEAT_KIND_FEATURE:
+                (void) journal_forget_feature(journal, result->name);
+                break;
+        case FEAT_KIND_CGROUP_MODE:
+                (void) journal_forget_cgroup_mode(journal);
+                break;
+        case FEAT_KIND_SETTING:
+                (void) journal_forget_setting(journal, result->name);
+                break;
+        }
+}
+
+static bool feature_planned(const PolicyKernelPlan *kernel, const char *name) {
+        for (size_t i = 0; i < kernel->n_features; i++)
+                if (streq(kernel->features[i].name, name))
+                        return true;
+        return false;
+}
+
+static bool setting_planned(const PolicyKernelPlan *kernel, const char *file) {
+        const SchedSettingInfo *info = sched_setting_by_file(file);
+
+        for (size_t i = 0; info && i < kernel->n_settings; i++)
+                if (kernel->settings[i].info == info)
+                        return true;
+        return false;
+}
+
+/* Count one entry put back (k: its setter's return). */
+static int release_one(const FeatResult *r, int k, size_t *n, int *failed) {
+        if (k == -ENOMEM && r->error != -ENOMEM)
+                return k;
+        *failed += k < 0;
+        (*n)++;
+        return 0;
+}
+
+int feat_release_unplanned(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
+                           const PolicyKernelPlan *kernel, const char *mode, FeatResult **ret_results, size_t *ret_n) {
+        size_t cap = journal->n_features + (journal->cgroup_mode ? 1 : 0) + journal->n_settings, n = 0;
+        _cleanup_free_ FeatResult *results = calloc(MAX(cap, 1u), sizeof(FeatResult));
+        int failed = 0, k;
+
+        if (!results)
+                return -ENOMEM;
+        /* Copied names: a forget frees the entry's. */
+        for (size_t i = 0; i < journal->n_features; i++)
+                if (!feature_planned(kernel, journal->features[i].name) &&
+                    (k = release_one(&results[n], feat_set(root, ops, debugfs_mount, NULL,
+                                                                     journal->features[i].name,
+                                                                     journal->features[i].on, &results[n]),
+                                     &n, &failed)) < 0)
+                        return k;
+        if (journal->cgroup_mode && !mode &&
+            (k = release_one(&results[n], feat_set_cgroup_mode(root, ops, debugfs_mount, NULL,
+                                                                         journal->cgroup_mode, &results[n]),
+                             &n, &failed)) < 0)
+                return k;
+        for (size_t i = 0; i < journal->n_settings; i++)
+                if (!setting_planned(kernel, journal->settings[i].file) &&
+                    (k = release_one(&results[n], feat_set_setting(root, ops, debugfs_mount, NULL,
+                                                                             journal->settings[i].file,
+                                                                             journal->settings[i].value, &results[n]),
+                                     &n, &failed)) < 0)
+                        return k;
+        for (size_t i = 0; i < n; i++)
+                if (results[i].outcome == FEAT_DONE || results[i].outcome == FEAT_ALREADY)
+                        feat_forget(journal, &results[i]);
         *ret_results = TAKE_PTR(results);
         *ret_n = n;
         return failed;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The kernel-wide settings: scheduler features (<debugfs>/sched/features)
- * and the flattened-pick cgroup mode (<debugfs>/sched/cgroup_mode, 7.3+).
+/* The kernel-wide settings: scheduler features (<debugfs>/sched/features),
+ * the flattened-pick cgroup mode (<debugfs>/sched/cgroup_mode, 7.3+), and
+ * the scheduler's other debugfs settings of base/sched-settings.h
+ * (<debugfs>/sched/base_slice_ns, sched/llc_balancing/enabled, …).
  *
- * Both files are written one word at a time ("TTWU_QUEUE", "NO_TTWU_QUEUE",
- * "concur") and read back after each write. What is already so is not
+ * Each file is written one word at a time ("TTWU_QUEUE", "NO_TTWU_QUEUE",
+ * "concur", "3000000") and read back after each write. What is already so is not
  * written. All paths go through the Root, under the debugfs mount that the
  * KernelCaps probe found ("/sys/kernel/debug" on a usual machine).
  *
@@ -19,6 +21,9 @@
 #include "apply/journal.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/sched-settings.h"
+#include "decide/policy.h"
+#include "observe/kernelcaps.h"
 
 #define FEAT_NAME_MAX 64u     /* a feature or mode name, including NUL */
 #define FEAT_COUNT_MAX 1024u  /* features one file may list */
@@ -57,23 +62,28 @@ extern const FeatOps feat_ops_kernel;
 typedef enum FeatKind {
         FEAT_KIND_FEATURE,
         FEAT_KIND_CGROUP_MODE,
+        FEAT_KIND_SETTING,
 } FeatKind;
 
 typedef enum FeatOutcome {
         FEAT_DONE,    /* written and read back */
         FEAT_ALREADY, /* was so: nothing written */
         FEAT_FAILED,  /* see error and reason */
+        FEAT_SKIPPED, /* a setting this kernel lacks, or one lockdown refuses: see
+                       * error and reason; nothing changed, and not a failure */
 } FeatOutcome;
 
 /* What happened to one setting. A report, filled in on success and on
  * failure alike; it owns no memory. */
 typedef struct FeatResult {
         FeatKind kind;
-        char name[FEAT_NAME_MAX]; /* the feature, or the mode asked for */
+        char name[FEAT_NAME_MAX]; /* the feature, the mode asked for, or the setting's file */
         bool on;                  /* feature: the value asked for */
         bool had_before;          /* before/was_on are known (the file was read) */
         bool was_on;              /* feature: the value found */
-        char before[FEAT_NAME_MAX]; /* cgroup_mode: the active mode found ("" if none) */
+        char before[FEAT_NAME_MAX]; /* cgroup_mode: the active mode found ("" if none);
+                                     * setting: the value found */
+        char value[FEAT_NAME_MAX];  /* setting: the value asked for */
         bool journaled;           /* an original was recorded and committed for this change */
         FeatOutcome outcome;
         int error;                /* negative errno when failed, else 0 */
@@ -81,6 +91,8 @@ typedef struct FeatResult {
 } FeatResult;
 
 const char *feat_outcome_to_string(FeatOutcome o);
+/* "feature", "cgroup_mode", "setting". */
+const char *feat_kind_to_string(FeatKind k);
 
 /* Read <debugfs_mount>/sched/features. Negative errno from reading (-ENOENT
  * absent, -EPERM lockdown, -EACCES not root), -EBADMSG for text in a format
@@ -107,10 +119,46 @@ int feat_read_cgroup_mode(const Root *root, const char *debugfs_mount, char ***r
 int feat_set_cgroup_mode(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
                          const char *mode, FeatResult *result);
 
-/* Put back every feature and the cgroup mode the journal recorded, reading
- * each back. Returns the number of items that failed (0: all restored; the
- * caller may then forget them or remove the journal) and the per-item
- * results in order (features as recorded, then the mode); negative errno
- * only when it could not run at all (-ENOMEM). */
+/* Set one of the settings of base/sched-settings.h as feat_set() does a
+ * feature: file is its path under sched/ as this kernel names it
+ * ("min_granularity_ns" on 6.5, "base_slice_ns" on 6.6), value its text
+ * (sched_setting_value_parse()). The current value is read, the original
+ * journaled, the value written and read back. Skipped (FEAT_SKIPPED, the
+ * negative errno returned): -ENOENT the kernel has no such file, -EPERM
+ * lockdown refuses the write. Failed: -EINVAL a file the catalog does not
+ * know, a bad value, or a word the kernel does not list; -EIO the read-back
+ * differs; the journal's error. */
+int feat_set_setting(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
+                     const char *file, const char *value, FeatResult *result);
+
+/* Read a setting's file (file as in feat_set_setting()) into ret_value
+ * (SCHED_SETTING_VALUE_MAX bytes), as sched_setting_text_parse() gives it.
+ * Negative errno from reading, -EINVAL for a file the catalog does not
+ * know, -EBADMSG for text of another format. */
+int feat_read_setting(const Root *root, const char *debugfs_mount, const char *file, char *ret_value);
+
+/* A planned setting on this kernel: under the name the probe found it by
+ * (caps), or skipped with why: absent (the catalog's reason, named by the
+ * setting's name), or its file did not open for writing (lockdown). */
+int feat_apply_setting(const Root *root, const FeatOps *ops, const KernelCaps *caps, Journal *journal,
+                       const PolicySetting *setting, FeatResult *result);
+
+/* Put back what the journal holds and the plan no longer sets (a policy
+ * that set it left force, or a reload dropped it): features not in
+ * kernel->features, the cgroup mode when mode is NULL, settings not in
+ * kernel->settings. Each put back is forgotten (not committed). Returns the
+ * number that failed and the results, as feat_restore(). */
+int feat_release_unplanned(const Root *root, const FeatOps *ops, const char *debugfs_mount, Journal *journal,
+                           const PolicyKernelPlan *kernel, const char *mode, FeatResult **ret_results, size_t *ret_n);
+
+/* Put back every feature, the cgroup mode and every setting the journal
+ * recorded, reading each back. Returns the number of items that failed (0:
+ * all restored; the caller may then forget them or remove the journal) and
+ * the per-item results in order (features as recorded, then the mode, then
+ * the settings); negative errno only when it could not run at all
+ * (-ENOMEM). */
 int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount, const Journal *journal,
                  FeatResult **ret_results, size_t *ret_n);
+
+/* Drop the journal entry a result of feat_restore() put back (its kind's). */
+void feat_forget(Journal *journal, const FeatResult *result);

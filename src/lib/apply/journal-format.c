@@ -119,7 +119,7 @@ static void put_thread(Text *t, const char *kind, pid_t tid, uint64_t start_time
 
 /* The entries from the given positions on (the whole journal: all zero),
  * in the file's order. Returns how many. */
-static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bool mode) {
+static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bool mode, bool settings) {
         size_t n = 0;
 
         for (size_t i = from[0]; i < j->n_features; i++, n++) {
@@ -132,6 +132,13 @@ static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bo
                 text_str(t, j->cgroup_mode);
                 text_put(t, "\n", 1);
                 n++;
+        }
+        for (size_t i = 0; settings && i < j->n_settings; i++, n++) {
+                text_str(t, "setting ");
+                text_str(t, j->settings[i].file);
+                text_put(t, " ", 1);
+                text_str(t, j->settings[i].value);
+                text_put(t, "\n", 1);
         }
         for (size_t i = from[1]; i < j->n_tasks; i++, n++) {
                 put_thread(t, "task ", j->tasks[i].tid, j->tasks[i].start_time);
@@ -176,14 +183,15 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
         Text t = {};
 
         text_str(&t, JOURNAL_HEADER " ");
-        text_u64(&t, journal_entries_version(j, all));
+        /* Settings (3) only here: the log never holds them. */
+        text_u64(&t, j->n_settings > 0 ? 3 : journal_entries_version(j, all));
         text_put(&t, "\n", 1);
         if (j->boot_id) {
                 text_str(&t, "boot ");
                 text_str(&t, j->boot_id);
                 text_put(&t, "\n", 1);
         }
-        (void) format_entries(&t, j, all, true);
+        (void) format_entries(&t, j, all, true, true);
         put_end(&t, journal_n_entries(j));
         buf = t.buf;
         if (t.oom)
@@ -210,7 +218,7 @@ int journal_format_log_block(const Journal *j, bool header, unsigned version, ch
                 text_u64(&t, j->file_size);
                 text_put(&t, "\n", 1);
         }
-        n = format_entries(&t, j, j->committed, !j->committed_mode);
+        n = format_entries(&t, j, j->committed, !j->committed_mode, false);
         put_end(&t, n);
         buf = t.buf;
         if (t.oom)
@@ -232,23 +240,6 @@ int journal_parse_error(JournalError *e, unsigned line, int err, const char *fmt
                 va_end(ap);
         }
         return err;
-}
-
-/* Decimal without sign or leading zeros, at most max. */
-static bool parse_u64(const char *s, uint64_t max, uint64_t *ret) {
-        uint64_t v = 0;
-
-        if (!*s || (s[0] == '0' && s[1]))
-                return false;
-        for (const char *c = s; *c; c++) {
-                if (*c < '0' || *c > '9')
-                        return false;
-                if (v > (max - (uint64_t) (*c - '0')) / 10)
-                        return false;
-                v = v * 10 + (uint64_t) (*c - '0');
-        }
-        *ret = v;
-        return true;
 }
 
 static int hexval(char c) {
@@ -324,7 +315,7 @@ static int next_line(const char *text, size_t end, size_t *pos, char *line, char
 static int parse_tid(const char *s, pid_t *ret) {
         uint64_t v;
 
-        if (!parse_u64(s, INT32_MAX, &v) || v == 0)
+        if (!parse_u64_decimal(s, INT32_MAX, &v) || v == 0)
                 return -1;
         *ret = (pid_t) v;
         return 0;
@@ -335,12 +326,12 @@ static bool parse_ident(const char *s, uint64_t *ret) {
         uint64_t v;
 
         if (startswith(s, "pidfs:")) {
-                if (!parse_u64(s + strlen("pidfs:"), PIDREF_IDENT_PIDFS - 1, &v) || v == 0)
+                if (!parse_u64_decimal(s + strlen("pidfs:"), PIDREF_IDENT_PIDFS - 1, &v) || v == 0)
                         return false;
                 *ret = PIDREF_IDENT_PIDFS | v;
                 return true;
         }
-        return parse_u64(s, PIDREF_IDENT_PIDFS - 1, ret);
+        return parse_u64_decimal(s, PIDREF_IDENT_PIDFS - 1, ret);
 }
 
 static const char *record_what(int k) {
@@ -362,6 +353,10 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
                 if (n != 2)
                         return journal_parse_error(e, lineno, -EBADMSG, "expected \"cgroup_mode MODE\"");
                 k = journal_record_cgroup_mode(j, tok[1]);
+        } else if (streq(kind, "setting")) {
+                if (n != 3)
+                        return journal_parse_error(e, lineno, -EBADMSG, "expected \"setting FILE VALUE\"");
+                k = journal_record_setting(j, tok[1], tok[2]);
         } else if (streq(kind, "task") || streq(kind, "cookie")) {
                 bool task = streq(kind, "task");
 
@@ -402,7 +397,7 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
 static int parse_header(char **tok, int ntok, JournalError *e) {
         uint64_t v;
 
-        if (ntok != 2 || !streq(tok[0], JOURNAL_HEADER) || !parse_u64(tok[1], UINT32_MAX, &v))
+        if (ntok != 2 || !streq(tok[0], JOURNAL_HEADER) || !parse_u64_decimal(tok[1], UINT32_MAX, &v))
                 return journal_parse_error(e, 1, -EBADMSG, "not a topod journal (no \"%s N\" header)", JOURNAL_HEADER);
         if (v < 1 || v > JOURNAL_VERSION)
                 return journal_parse_error(e, 1, -EPROTONOSUPPORT,
@@ -415,7 +410,7 @@ static int parse_header(char **tok, int ntok, JournalError *e) {
 static int parse_end(const Journal *j, char **tok, int ntok, unsigned lineno, JournalError *e) {
         uint64_t count;
 
-        if (ntok != 2 || !parse_u64(tok[1], UINT64_MAX, &count))
+        if (ntok != 2 || !parse_u64_decimal(tok[1], UINT64_MAX, &count))
                 return journal_parse_error(e, lineno, -EBADMSG, "expected \"end N\"");
         if (count != journal_n_entries(j))
                 return journal_parse_error(e, lineno, -EBADMSG, "\"end\" counts %" PRIu64 " entries, the file has %zu",
@@ -500,8 +495,8 @@ static size_t log_complete_len(const char *text, size_t len) {
 static int parse_log_header(char **tok, int ntok, uint64_t ino, uint64_t size, JournalError *e) {
         uint64_t v, i, sz;
 
-        if (ntok != 4 || !streq(tok[0], JOURNAL_LOG_HEADER) || !parse_u64(tok[1], UINT32_MAX, &v) ||
-            !parse_u64(tok[2], UINT64_MAX, &i) || !parse_u64(tok[3], UINT64_MAX, &sz))
+        if (ntok != 4 || !streq(tok[0], JOURNAL_LOG_HEADER) || !parse_u64_decimal(tok[1], UINT32_MAX, &v) ||
+            !parse_u64_decimal(tok[2], UINT64_MAX, &i) || !parse_u64_decimal(tok[3], UINT64_MAX, &sz))
                 return journal_parse_error(e, 1, -EBADMSG, "log: no \"%s N INODE SIZE\" header", JOURNAL_LOG_HEADER);
         if (v < 1 || v > JOURNAL_LOG_VERSION)
                 return journal_parse_error(e, 1, -EPROTONOSUPPORT, "log: version %" PRIu64, v);
@@ -544,7 +539,7 @@ int journal_parse_log(Journal *j, const char *text, size_t len, uint64_t ino, ui
                 if (streq(tok[0], "end")) {
                         uint64_t count;
 
-                        if (ntok != 2 || !parse_u64(tok[1], UINT64_MAX, &count) || count != block)
+                        if (ntok != 2 || !parse_u64_decimal(tok[1], UINT64_MAX, &count) || count != block)
                                 return journal_parse_error(e, lineno, -EBADMSG,
                                                            "log: \"end\" does not count its block (%zu)", block);
                         block = 0;

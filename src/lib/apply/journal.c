@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "apply/journal-internal.h"
+#include "base/sched-settings.h"
 #include "base/util.h"
 
 /* ---- index: first-original-wins lookups in O(1) ------------------------ */
@@ -217,6 +218,11 @@ Journal *journal_free(Journal *j) {
                 free(j->features[i].name);
         free(j->features);
         free(j->cgroup_mode);
+        for (size_t i = 0; i < j->n_settings; i++) {
+                free(j->settings[i].file);
+                free(j->settings[i].value);
+        }
+        free(j->settings);
         for (size_t i = 0; i < j->n_tasks; i++)
                 free(j->tasks[i].cgroup);
         free(j->tasks);
@@ -231,7 +237,7 @@ Journal *journal_free(Journal *j) {
 }
 
 size_t journal_n_entries(const Journal *j) {
-        return n_indexed(j) + (j->cgroup_mode ? 1 : 0);
+        return n_indexed(j) + (j->cgroup_mode ? 1 : 0) + j->n_settings;
 }
 
 bool journal_is_empty(const Journal *j) {
@@ -297,6 +303,35 @@ int journal_record_cgroup_mode(Journal *j, const char *mode) {
         if (!j->cgroup_mode)
                 return -ENOMEM;
         j->dirty = true;
+        return 1;
+}
+
+static ssize_t find_setting(const Journal *j, const char *file) {
+        for (size_t i = 0; i < j->n_settings; i++)
+                if (streq(j->settings[i].file, file))
+                        return (ssize_t) i;
+        return -1;
+}
+
+int journal_record_setting(Journal *j, const char *file, const char *value) {
+        _cleanup_free_ char *f = NULL, *v = NULL;
+        int k;
+
+        if (!sched_setting_file_valid(file) || !sched_setting_value_valid(value))
+                return -EINVAL;
+        if (find_setting(j, file) >= 0)
+                return 0;
+        if (journal_n_entries(j) >= JOURNAL_ENTRIES_MAX)
+                return -E2BIG;
+        if ((k = grow((void **) &j->settings, j->n_settings, sizeof(JournalSetting))) < 0)
+                return k;
+        f = strdup(file);
+        v = strdup(value);
+        if (!f || !v)
+                return -ENOMEM;
+        j->settings[j->n_settings++] = (JournalSetting) { .file = TAKE_PTR(f), .value = TAKE_PTR(v) };
+        j->dirty = true;
+        j->need_rewrite = true; /* the log holds no settings: the file does */
         return 1;
 }
 
@@ -465,6 +500,20 @@ int journal_forget_cgroup_mode(Journal *j) {
         if (!j->cgroup_mode)
                 return 0;
         j->cgroup_mode = mfree(j->cgroup_mode);
+        j->dirty = true;
+        j->need_rewrite = true;
+        return 1;
+}
+
+int journal_forget_setting(Journal *j, const char *file) {
+        ssize_t pos = find_setting(j, file);
+
+        if (pos < 0)
+                return 0;
+        free(j->settings[pos].file);
+        free(j->settings[pos].value);
+        memmove(j->settings + pos, j->settings + pos + 1, (j->n_settings - (size_t) pos - 1) * sizeof(JournalSetting));
+        j->n_settings--;
         j->dirty = true;
         j->need_rewrite = true;
         return 1;
@@ -644,6 +693,12 @@ const JournalFeature *journal_get_feature(const Journal *j, const char *name) {
         ssize_t pos = find_any(j, INDEX_FEATURE, name, 0, 0);
 
         return pos < 0 ? NULL : &j->features[pos];
+}
+
+const JournalSetting *journal_get_setting(const Journal *j, const char *file) {
+        ssize_t pos = find_setting(j, file);
+
+        return pos < 0 ? NULL : &j->settings[pos];
 }
 
 const JournalTask *journal_get_task(const Journal *j, pid_t tid, uint64_t start_time) {

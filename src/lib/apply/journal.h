@@ -16,15 +16,16 @@
  * line-based and versioned; every line is "KIND FIELD…" separated by single
  * spaces:
  *
- *     topod-journal 2
+ *     topod-journal 3
  *     boot 3f9c0d1e-8a2b-4c55-9e0a-6b7d1f2e3a4c
  *     feature TTWU_QUEUE on
  *     cgroup_mode concur
+ *     setting llc_balancing/enabled 1
  *     task 1234 567890 /system.slice/foo.service
  *     task 1300 pidfs:88213 /user.slice
  *     cookie 1234 567890
  *     cgroup /topod/llc1
- *     end 6
+ *     end 7
  *
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
@@ -56,6 +57,13 @@
  * whole one, which removes the log). In memory that is a start_time of
  * PIDREF_IDENT_PIDFS | INODE (apply/pidref.h).
  *
+ * "setting FILE VALUE" is one of the scheduler's other debugfs settings
+ * (base/sched-settings.h): FILE its path under sched/ on this kernel (the
+ * name it has here, which restore writes), VALUE the text it read
+ * (a number, 1/0, or a word). A journal with settings is version 3 (a
+ * topod before them refuses it rather than drop them); settings never go
+ * to the log: recording one makes the next commit a whole one.
+ *
  * "boot" is optional (the kernel's boot_id when the journal was written).
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
  * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
@@ -72,7 +80,8 @@
 
 #define JOURNAL_FILE_NAME "journal"
 #define JOURNAL_LOG_NAME "journal.log"
-#define JOURNAL_VERSION 2u /* 2: "pidfs:INODE" identities; 1 (none) is read and written too */
+#define JOURNAL_VERSION 3u /* 3: "setting" entries; 2: "pidfs:INODE" identities; 1 (neither) is read and
+                            * written too: a file says the oldest version that holds what it holds */
 
 /* Limits on what a journal file (an outside input after a crash) can make us
  * hold: the whole file, the number of entries, one name and one path. */
@@ -85,6 +94,11 @@ typedef struct JournalFeature {
         char *name; /* as the kernel lists it, without NO_ */
         bool on;    /* the original value */
 } JournalFeature;
+
+typedef struct JournalSetting {
+        char *file;  /* path under sched/, as this kernel names it */
+        char *value; /* the original, as read (sched-settings.h) */
+} JournalSetting;
 
 typedef struct JournalTask {
         pid_t tid;
@@ -106,6 +120,8 @@ typedef struct Journal {
         JournalFeature *features;
         size_t n_features;
         char *cgroup_mode; /* original active mode, NULL when not changed */
+        JournalSetting *settings; /* in the order recorded; few, so not indexed */
+        size_t n_settings;
         JournalTask *tasks;
         size_t n_tasks;
         JournalCookie *cookies;
@@ -142,7 +158,7 @@ int journal_new(const char *dir, Journal **ret);
 Journal *journal_free(Journal *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_free);
 
-/* Total entries (each feature, the mode, each task, cookie and cgroup). */
+/* Total entries (each feature, the mode, each setting, task, cookie and cgroup). */
 size_t journal_n_entries(const Journal *j);
 bool journal_is_empty(const Journal *j);
 
@@ -151,6 +167,7 @@ bool journal_is_empty(const Journal *j);
  * JOURNAL_ENTRIES_MAX, -ENOMEM. */
 int journal_record_feature(Journal *j, const char *name, bool on);
 int journal_record_cgroup_mode(Journal *j, const char *mode);
+int journal_record_setting(Journal *j, const char *file, const char *value);
 int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *cgroup);
 int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_record_cgroup(Journal *j, const char *path);
@@ -160,6 +177,7 @@ int journal_set_boot_id(Journal *j, const char *boot_id);
  * was there, 0 when not. */
 int journal_forget_feature(Journal *j, const char *name);
 int journal_forget_cgroup_mode(Journal *j);
+int journal_forget_setting(Journal *j, const char *file);
 int journal_forget_task(Journal *j, pid_t tid, uint64_t start_time);
 int journal_forget_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_forget_cgroup(Journal *j, const char *path);
@@ -183,6 +201,7 @@ size_t journal_rename_cookies(Journal *j, const JournalCookie *from, const uint6
 
 /* Lookups; NULL when not recorded. */
 const JournalFeature *journal_get_feature(const Journal *j, const char *name);
+const JournalSetting *journal_get_setting(const Journal *j, const char *file);
 const JournalTask *journal_get_task(const Journal *j, pid_t tid, uint64_t start_time);
 
 /* The file's text. -EFBIG when it would exceed JOURNAL_SIZE_MAX. */

@@ -68,6 +68,8 @@ static ReconcileStatus from_feat(FeatOutcome o) {
                 return RECONCILE_DONE;
         case FEAT_ALREADY:
                 return RECONCILE_ALREADY;
+        case FEAT_SKIPPED:
+                return RECONCILE_SKIPPED;
         default:
                 return RECONCILE_FAILED;
         }
@@ -128,6 +130,35 @@ int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
         return 0;
 }
 
+/* The scheduler's other settings (skipped where this kernel lacks one or
+ * refuses it), then back to its original whatever the journal holds that
+ * no policy in force sets any longer. */
+static int apply_kernel_settings(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
+        _cleanup_free_ FeatResult *fr = NULL;
+        size_t n = 0;
+        int k;
+
+        for (size_t i = 0; i < plan->kernel->n_settings; i++) {
+                FeatResult res = {};
+
+                (void) feat_apply_setting(rc->root, rc->feat_ops, rc->caps, rc->journal, &plan->kernel->settings[i], &res);
+                if ((k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "setting %s %s", res.name,
+                                       res.value)) < 0)
+                        return k;
+        }
+        if (!rc->journal || !rc->caps->debugfs_mount)
+                return 0;
+        k = feat_release_unplanned(rc->root, rc->feat_ops, rc->caps->debugfs_mount, rc->journal, plan->kernel,
+                                   plan->mode_written ? plan->mode : NULL, &fr, &n);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n; i++)
+                if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "released %s %s",
+                                       feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
+                        return k;
+        return 0;
+}
+
 static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         const char *dbg = rc->caps->debugfs_mount;
         int k;
@@ -160,7 +191,7 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
                                        plan->mode)) < 0)
                         return k;
         }
-        return 0;
+        return apply_kernel_settings(rc, plan, r);
 }
 
 /* The fast path names a process it gives a cookie by its pidfd's inode
@@ -668,21 +699,16 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                         return k;
         }
 
-        if (rc->caps->debugfs_mount && (rc->journal->n_features > 0 || rc->journal->cgroup_mode)) {
+        if (rc->caps->debugfs_mount && (rc->journal->n_features > 0 || rc->journal->cgroup_mode || rc->journal->n_settings > 0)) {
                 k = feat_restore(rc->root, rc->feat_ops, rc->caps->debugfs_mount, rc->journal, &fr, &n_fr);
                 if (k < 0)
                         return k;
                 for (size_t i = 0; i < n_fr; i++) {
                         if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
-                                               fr[i].kind == FEAT_KIND_CGROUP_MODE ? "cgroup_mode" : "feature",
-                                               fr[i].name)) < 0)
+                                               feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                                 return k;
-                        if (fr[i].outcome == FEAT_FAILED)
-                                continue;
-                        if (fr[i].kind == FEAT_KIND_CGROUP_MODE)
-                                (void) journal_forget_cgroup_mode(rc->journal);
-                        else
-                                (void) journal_forget_feature(rc->journal, fr[i].name);
+                        if (fr[i].outcome == FEAT_DONE || fr[i].outcome == FEAT_ALREADY)
+                                feat_forget(rc->journal, &fr[i]);
                 }
         }
         if (rc->journal->dirty && (k = journal_commit(rc->journal)) < 0)

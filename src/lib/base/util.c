@@ -248,3 +248,19 @@ int compare_u64(const void *a, const void *b) {
 
         return (x > y) - (x < y);
 }
+
+bool parse_u64_decimal(const char *s, uint64_t max, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (!*s || (s[0] == '0' && s[1]))
+                return false;
+        for (const char *c = s; *c; c++) {
+                if (*c < '0' || *c > '9')
+                        return false;
+                if (v > (max - (uint64_t) (*c - '0')) / 10)
+                        return false;
+                v = v * 10 + (uint64_t) (*c - '0');
+        }
+        *ret = v;
+        return true;
+}

@@ -37,6 +37,11 @@ int strjoin_buf_internal(char *buf, size_t size, const char *first, ...);
 /* v in decimal at buf, NUL-terminated; returns the length. */
 size_t format_u64(char buf[static 21], uint64_t v);
 
+/* Decimal without sign or leading zeros ("0" alone is zero), at most max:
+ * true and *ret, else false and *ret untouched. For text written by
+ * machines (a journal, a kernel's number), where anything else is wrong. */
+bool parse_u64_decimal(const char *s, uint64_t max, uint64_t *ret);
+
 /* Every '/'-separated component of p (relative: no leading '/') is
  * neither empty, "." nor "..": a path that stays below the folder it is
  * taken from. */

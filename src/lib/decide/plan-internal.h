@@ -60,4 +60,7 @@ int plan_domains_ensure(Plan *p, const Topology *t, const Policy *policy, Domain
 /* plan-mode.c: the features and the cgroup mode in force, the mode written
  * or emulated (or a note why neither); a policy group's cpu.weight. */
 int plan_choose_kernel(Builder *b);
+
+/* plan-llc.c: the kernel's cache-aware load balancing as the plan leaves it. */
+int plan_choose_llc_balancing(Builder *b);
 int plan_set_weight(Plan *p, const PlanInputs *in, PlanGroup *g);

@@ -16,6 +16,17 @@ static int list_string(const Bitmap *b, char **ret) {
         return bitmap_format_list(b, ret);
 }
 
+/* Under a policy's group, where the kernel has its own LLC aggregation:
+ * which of the two decides the LLC (plan-llc.c). */
+static int print_llc_text(FILE *f, const Plan *p, const PlanGroup *g, const PolicySet *ps) {
+        _cleanup_free_ char *why = NULL;
+        int k = plan_llc_decider(p, g, ps, &why);
+
+        if (k >= 0 && why)
+                fprintf(f, "  llc: %s\n", why);
+        return k;
+}
+
 int plan_print_text(FILE *f, const Plan *p, const PolicySet *ps) {
         int k;
 
@@ -30,6 +41,9 @@ int plan_print_text(FILE *f, const Plan *p, const PolicySet *ps) {
         for (size_t i = 0; i < p->kernel->n_features; i++)
                 fprintf(f, "feature: %s%s (from %s)\n", p->kernel->features[i].on ? "" : "NO_",
                         p->kernel->features[i].name, policy_name(ps, p->kernel->feature_policy[i]) ?: "?");
+        for (size_t i = 0; i < p->kernel->n_settings; i++)
+                fprintf(f, "setting: %s %s (from %s)\n", p->kernel->settings[i].info->name, p->kernel->settings[i].value,
+                        policy_name(ps, p->kernel->setting_policy[i]) ?: "?");
         for (size_t i = 0; i < p->kernel->n_conflicts; i++)
                 fprintf(f, "conflict: %s: %s wins over %s\n", p->kernel->conflicts[i].what,
                         policy_name(ps, (int) p->kernel->conflicts[i].winner) ?: "?",
@@ -45,6 +59,8 @@ int plan_print_text(FILE *f, const Plan *p, const PolicySet *ps) {
                 if (g->policy >= 0)
                         fprintf(f, ", policy %s, %u tasks", policy_name(ps, g->policy), g->n_tasks);
                 fputc('\n', f);
+                if (g->policy >= 0 && (k = print_llc_text(f, p, g, ps)) < 0)
+                        return k;
         }
         for (size_t i = 0; i < p->n_cookie_groups; i++)
                 fprintf(f, "cookie %zu: policy %s%s, %u tasks\n", i, policy_name(ps, p->cookie_groups[i].policy),
@@ -96,6 +112,16 @@ int plan_print_json(Json *j, const Plan *p, const PolicySet *ps) {
                 json_object_end(j);
         }
         json_array_end(j);
+        json_key(j, "settings");
+        json_array_begin(j);
+        for (size_t i = 0; i < p->kernel->n_settings; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "name", p->kernel->settings[i].info->name);
+                json_kv_string(j, "value", p->kernel->settings[i].value);
+                json_kv_string(j, "policy", policy_name(ps, p->kernel->setting_policy[i]));
+                json_object_end(j);
+        }
+        json_array_end(j);
         json_kv_bool(j, "cookies_allowed", p->cookies_allowed);
         json_key(j, "groups");
         json_array_begin(j);
@@ -117,6 +143,13 @@ int plan_print_json(Json *j, const Plan *p, const PolicySet *ps) {
                 json_kv_string(j, "weight_why", g->weight_why);
                 json_kv_uint(j, "tasks", g->n_tasks);
                 json_kv_uint(j, "runnable", g->n_runnable);
+                if (g->policy >= 0 && p->llc_balancing.present) {
+                        _cleanup_free_ char *why = NULL;
+
+                        if ((k = plan_llc_decider(p, g, ps, &why)) < 0)
+                                return k;
+                        json_kv_string(j, "llc", why);
+                }
                 json_object_end(j);
         }
         json_array_end(j);

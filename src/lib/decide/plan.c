@@ -396,6 +396,7 @@ static int sort_tasks(Builder *b) {
 static int (*const plan_steps[])(Builder *b) = {
         choose_hierarchy,   /* the tree's root, nested or flat */
         plan_choose_kernel, /* the features and the cgroup mode: written, emulated or not set */
+        plan_choose_llc_balancing, /* the kernel's own LLC aggregation: on or off, and by whom */
         allow_cookies,      /* cookies at all: the interlocks */
         select_members,     /* which policy places each task */
         place_processes,    /* the domain, and so the group, of each process */

@@ -124,6 +124,16 @@ typedef struct PlanCookieGroup {
         unsigned n_tasks;
 } PlanCookieGroup;
 
+/* The kernel's own cache-aware load balancing (7.3's sched/llc_balancing/,
+ * CONFIG_SCHED_CACHE) while the plan is in force: it gathers a process's
+ * threads on one LLC of the CPUs it may use, the ground cpus = llc covers
+ * (plan-llc.c). */
+typedef struct PlanLlcBalancing {
+        bool present; /* the kernel has it */
+        bool on;      /* as the plan leaves it: a policy's value, else the kernel's */
+        int policy;   /* the policy in force that sets it, -1: the kernel's own value */
+} PlanLlcBalancing;
+
 typedef struct Plan {
         ConfigHierarchy hierarchy; /* flat or nested, never auto */
         char *cgroup_root;
@@ -131,6 +141,7 @@ typedef struct Plan {
         bool mode_written;         /* the kernel has sched/cgroup_mode */
         bool mode_emulated;        /* else: weights scaled to stand in for it */
         PolicyKernelPlan *kernel;  /* features and the mode, with conflicts */
+        PlanLlcBalancing llc_balancing;
         PlanGroup *groups;         /* sorted by path; parents before children */
         size_t n_groups;
         PlanTask *tasks;           /* managed tasks only, sorted by tid */
@@ -150,6 +161,12 @@ const PlanTask *plan_find_task(const Plan *p, pid_t tid);
 /* How many candidate domains a policy's [place] cpus make on t. */
 int plan_count_domains(const Topology *t, const Policy *pol, size_t *ret);
 const char *plan_domain_kind_to_string(PlanDomainKind k);
+
+/* Which of the two decides the LLC a group's processes run on, in one
+ * line: topod, for a group it pins to one LLC (the kernel's aggregation
+ * then only works within it), or the kernel's cache-aware load balancing,
+ * on, for a wider group. NULL in *ret when the kernel has none. -ENOMEM. */
+int plan_llc_decider(const Plan *p, const PlanGroup *g, const PolicySet *policies, char **ret);
 
 int plan_print_text(FILE *f, const Plan *p, const PolicySet *policies);
 int plan_print_json(Json *j, const Plan *p, const PolicySet *policies);

@@ -83,6 +83,26 @@ static int check_shadowing(const PolicySet *s, Diagnostics *d) {
         return 0;
 }
 
+/* b sets a scheduler setting a, ahead of it and in force with it, sets
+ * otherwise. */
+static int check_setting_conflicts(const Policy *a, const Policy *b, Diagnostics *d) {
+        for (size_t sb = 0; sb < b->n_settings; sb++)
+                for (size_t sa = 0; sa < a->n_settings; sa++) {
+                        const PolicySetting *x = &a->settings[sa], *y = &b->settings[sb];
+                        int k;
+
+                        if (x->info != y->info || streq(x->value, y->value))
+                                continue;
+                        k = diag_add(d, DIAG_WARNING, b->file, y->line, "conflict",
+                                     "%s = %s conflicts with '%s' (%s:%u, %s = %s); where both are in force '%s' wins",
+                                     y->info->name, y->value, a->name, a->file, x->line, x->info->name, x->value,
+                                     a->name);
+                        if (k < 0)
+                                return k;
+                }
+        return 0;
+}
+
 static int check_conflicts(const PolicySet *s, Diagnostics *d) {
         for (size_t j = 0; j < s->n; j++) {
                 const Policy *b = s->policies[j];
@@ -119,6 +139,8 @@ static int check_conflicts(const PolicySet *s, Diagnostics *d) {
                                         if (k < 0)
                                                 return k;
                                 }
+                        if ((k = check_setting_conflicts(a, b, d)) < 0)
+                                return k;
                 }
         }
         return 0;
@@ -235,6 +257,36 @@ static int check_features_on_machine(const Policy *p, const KernelCaps *caps, Di
         return 0;
 }
 
+/* Each [kernel] setting against the kernel's: present, writable, and for a
+ * choice one of the words it lists. */
+static int check_settings_on_machine(const Policy *p, const KernelCaps *caps, Diagnostics *d) {
+        for (size_t i = 0; i < p->n_settings; i++) {
+                const PolicySetting *ps = &p->settings[i];
+                const KernelSetting *ks = kernelcaps_setting(caps, ps->info);
+                _cleanup_free_ char *list = NULL;
+                int k = 0;
+
+                if (!ks)
+                        return 0; /* caps without the settings: nothing to judge by */
+                if (!ks->file)
+                        k = diag_add(d, DIAG_WARNING, p->file, ps->line, "no-setting", "%s cannot apply (%s); topod skips it",
+                                     ps->info->name, ps->info->absent);
+                else if (!ks->writable)
+                        k = diag_add(d, DIAG_WARNING, p->file, ps->line, "setting-read-only",
+                                     "%s cannot apply: sched/%s does not open for writing (%s); topod skips it",
+                                     ps->info->name, ks->file, errno_name(ks->error));
+                else if (ps->info->kind == SCHED_SETTING_CHOICE && ks->choices && !strv_contains(ks->choices, ps->value)) {
+                        if ((k = strv_join(ks->choices, ", ", &list)) < 0)
+                                return k;
+                        k = diag_add(d, DIAG_WARNING, p->file, ps->line, "unknown-choice",
+                                     "%s = %s is not one this kernel lists (%s)", ps->info->name, ps->value, list);
+                }
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 static int check_cgroup_mode(const Policy *p, const KernelCaps *caps, Diagnostics *d) {
         _cleanup_free_ char *list = NULL;
         const char *const *modes = policy_known_cgroup_modes;
@@ -286,6 +338,8 @@ int check_policy_set(const PolicySet *s, const Topology *topology, const KernelC
                         continue;
                 if (caps) {
                         k = check_features_on_machine(p, caps, d);
+                        if (k >= 0)
+                                k = check_settings_on_machine(p, caps, d);
                         if (k < 0)
                                 return k;
                         if (p->place.present && p->place.cookie != POLICY_COOKIE_NONE && !caps->core_sched.available) {

@@ -16,8 +16,8 @@
 
 /* Offline checks, always run:
  *   conflict             two enabled policies that can be in force together set the
- *                        same feature or cgroup_mode differently (the earlier in
- *                        precedence wins; the warning is at the loser's line)
+ *                        same feature, cgroup_mode or [kernel] setting differently (the
+ *                        earlier in precedence wins; the warning is at the loser's line)
  *   shadowed             an enabled policy whose [place] is never used: one ahead of it
  *                        matches every task it matches whenever it is in force
  *   unknown-cgroup-mode  (offline only) a cgroup_mode word outside the modes topod knows
@@ -26,6 +26,10 @@
  *   no-features          sched features are not readable on this kernel
  *   no-cgroup-mode       cgroup_mode on a kernel without it
  *   unknown-cgroup-mode  a mode the kernel does not list
+ *   no-setting           a [kernel] setting this kernel does not have (removed, too
+ *                        old, or built without it: base/sched-settings.h says which)
+ *   setting-read-only    a [kernel] setting whose file does not open for writing (lockdown)
+ *   unknown-choice       a word the kernel's file (preempt) does not list
  *   never-holds          a [when] line this machine can never satisfy
  *   no-core-sched        cookie != none where core scheduling is unavailable
  *   cpu-not-present      an explicit cpu list naming CPUs the machine lacks

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The kernel-wide settings of the policies in force ([kernel] cgroup_mode,
- * [features]): the one earlier in precedence wins each, and the losers
- * are recorded as conflicts. */
+/* The kernel-wide settings of the policies in force ([kernel] cgroup_mode
+ * and the scheduler settings, [features]): the one earlier in precedence
+ * wins each, and the losers are recorded as conflicts. */
 #include "policy.h"
 
 #include <stdio.h>
@@ -15,6 +15,8 @@ PolicyKernelPlan *policy_kernel_plan_free(PolicyKernelPlan *p) {
                 return NULL;
         free(p->features);
         free(p->feature_policy);
+        free(p->settings);
+        free(p->setting_policy);
         for (size_t i = 0; i < p->n_conflicts; i++)
                 free(p->conflicts[i].what);
         free(p->conflicts);
@@ -38,21 +40,52 @@ static int add_conflict(PolicyKernelPlan *plan, const char *what, const char *na
         return 0;
 }
 
-/* A feature no policy ahead set: policy i's setting wins it. */
-static int add_feature(PolicyKernelPlan *plan, const PolicyFeature *pf, size_t i) {
-        PolicyFeature *nf = realloc(plan->features, (plan->n_features + 1) * sizeof(PolicyFeature));
+/* One more winner: item (size bytes) at the end of *items, the policy i
+ * that set it at the end of *policies. */
+static int push_winner(void **items, int **policies, size_t *n, const void *item, size_t size, size_t i) {
+        void *ni = realloc(*items, (*n + 1) * size);
         int *np;
 
-        if (!nf)
+        if (!ni)
                 return -ENOMEM;
-        plan->features = nf;
-        np = realloc(plan->feature_policy, (plan->n_features + 1) * sizeof(int));
+        *items = ni;
+        np = realloc(*policies, (*n + 1) * sizeof(int));
         if (!np)
                 return -ENOMEM;
-        plan->feature_policy = np;
-        plan->features[plan->n_features] = *pf;
-        plan->feature_policy[plan->n_features] = (int) i;
-        plan->n_features++;
+        *policies = np;
+        memcpy((char *) ni + *n * size, item, size);
+        np[(*n)++] = (int) i;
+        return 0;
+}
+
+/* A feature no policy ahead set: policy i's setting wins it. */
+static int add_feature(PolicyKernelPlan *plan, const PolicyFeature *pf, size_t i) {
+        return push_winner((void **) &plan->features, &plan->feature_policy, &plan->n_features, pf,
+                           sizeof(PolicyFeature), i);
+}
+
+/* Policy i's settings: each one no policy ahead set is won; a different
+ * value for one already won is a conflict. */
+static int add_settings(PolicyKernelPlan *plan, const Policy *p, size_t i) {
+        int k;
+
+        for (size_t x = 0; x < p->n_settings; x++) {
+                const PolicySetting *ps = &p->settings[x];
+                size_t w;
+
+                for (w = 0; w < plan->n_settings; w++)
+                        if (plan->settings[w].info == ps->info)
+                                break;
+                if (w < plan->n_settings) {
+                        if (!streq(plan->settings[w].value, ps->value) &&
+                            (k = add_conflict(plan, "setting", ps->info->name, (size_t) plan->setting_policy[w], i)) < 0)
+                                return k;
+                        continue;
+                }
+                if ((k = push_winner((void **) &plan->settings, &plan->setting_policy, &plan->n_settings, ps,
+                                     sizeof(PolicySetting), i)) < 0)
+                        return k;
+        }
         return 0;
 }
 
@@ -92,6 +125,8 @@ int policy_set_resolve_kernel(const PolicySet *s, const bool *in_force, PolicyKe
                         if ((k = add_feature(plan, pf, i)) < 0)
                                 return k;
                 }
+                if ((k = add_settings(plan, p, i)) < 0)
+                        return k;
         }
         *ret = TAKE_PTR(plan);
         return 0;

@@ -635,8 +635,51 @@ static int key_place(Parser *ps, const char *key, const char *value, unsigned li
         return 0;
 }
 
-static int key_kernel(Parser *ps, const char *key, const char *value, unsigned line) {
+/* A scheduler setting (base/sched-settings.h): its key, or an older name
+ * of it, and a value of its kind. */
+static int key_setting(Parser *ps, const SchedSettingInfo *info, const char *key, const char *value, unsigned line) {
+        Policy *p = ps->p;
+        PolicySetting set = { .info = info, .line = line }, *n;
         int k;
+
+        for (size_t i = 0; i < p->n_settings; i++)
+                if (p->settings[i].info == info)
+                        return perr(ps, line, "duplicate-key", "%s is set twice in [kernel] (first at line %u)",
+                                    info->name, p->settings[i].line);
+        if (sched_setting_value_parse(info->kind, value, set.value) < 0)
+                return perr(ps, line, "bad-value", "invalid value '%s' for %s: expected %s", value, key,
+                            info->kind == SCHED_SETTING_NUMBER ? "a number from 0 to 4294967295" :
+                            info->kind == SCHED_SETTING_SWITCH ? "on or off" :
+                                                                 "one word as the kernel lists them");
+        if (!streq(key, info->name)) {
+                _cleanup_free_ char *history = NULL;
+
+                /* An older name, or tuned's sysctl name: the policy is
+                 * written for another kernel. Managed under the current
+                 * name, on whatever name the running kernel has. */
+                if ((k = sched_setting_history(info, &history)) < 0)
+                        return k;
+                k = pwarn(ps, line, "renamed-setting", "'%s' is an %s name of %s; managed as %s, on the file the "
+                          "running kernel has (%s)", key,
+                          startswith(key, "sched_") || startswith(key, "numa_balancing_") ? "old sysctl (before 5.13)" : "older",
+                          info->name, info->name, history);
+                if (k < 0)
+                        return k;
+        }
+        n = realloc(p->settings, (p->n_settings + 1) * sizeof(PolicySetting));
+        if (!n)
+                return -ENOMEM;
+        p->settings = n;
+        p->settings[p->n_settings++] = set;
+        return 0;
+}
+
+static int key_kernel(Parser *ps, const char *key, const char *value, unsigned line) {
+        const SchedSettingInfo *info = sched_setting_lookup(key);
+        int k;
+
+        if (info)
+                return key_setting(ps, info, key, value, line);
 
         if ((k = once(ps, line, key)) != 0)
                 return MIN(k, 0);
@@ -714,6 +757,9 @@ static bool section_has_key(Section section, const char *key) {
 static int unknown_key(Parser *ps, const char *key, unsigned line) {
         const char *close = diag_closest(key, section_keys[ps->section]);
 
+        if (!close && ps->section == SECTION_KERNEL)
+                close = diag_closest(key, sched_setting_keys);
+
         if (!close)
                 for (size_t s = 0; s < _SECTION_MAX && !close; s++)
                         if (section_has_key((Section) s, key))
@@ -768,7 +814,8 @@ static int on_key(void *userdata, const char *section, const char *rawkey, const
         if (has_cmp && ps->section != SECTION_WHEN)
                 return perr(ps, line, "syntax", "comparison in '%s %s' outside [when]", rawkey, value);
 
-        if (section_keys[ps->section] && !section_has_key(ps->section, key))
+        if (section_keys[ps->section] && !section_has_key(ps->section, key) &&
+            !(ps->section == SECTION_KERNEL && sched_setting_lookup(key)))
                 return unknown_key(ps, key, line);
         if (ps->section == SECTION_POLICY && (k = once(ps, line, key)) != 0)
                 return MIN(k, 0);
@@ -840,9 +887,10 @@ static int check_whole(Parser *ps) {
                                       policy_cookie_names[p->place.cookie], p->when.smt_line)) < 0)
                                 return k;
         }
-        if (!p->place.present && !p->cgroup_mode && p->n_features == 0 && !ps->section_line[SECTION_KERNEL])
+        if (!p->place.present && !p->cgroup_mode && p->n_features == 0 && p->n_settings == 0 &&
+            !ps->section_line[SECTION_KERNEL])
                 if ((k = pwarn(ps, ps->section_line[SECTION_POLICY], "noop", "%s",
-                               "the policy does nothing: it has no [place], [kernel] cgroup_mode or [features]")) < 0)
+                               "the policy does nothing: it has no [place], [kernel] setting or [features]")) < 0)
                         return k;
         return 0;
 }

@@ -83,6 +83,7 @@ Policy *policy_free(Policy *p) {
         for (size_t i = 0; i < p->n_features; i++)
                 free(p->features[i].name);
         free(p->features);
+        free(p->settings);
         free(p);
         return NULL;
 }

@@ -9,7 +9,8 @@
  * walk it in that order: a task gets the [place] of the first policy that
  * is in force and matches it; when that policy leaves force the task falls
  * to the next one that matches, or to no policy (topod lets go of it).
- * Kernel-wide settings ([kernel] cgroup_mode, [features]) of every in-force
+ * Kernel-wide settings ([kernel] cgroup_mode and the scheduler settings of
+ * base/sched-settings.h, [features]) of every in-force
  * policy apply; where two set the same thing differently, the one earlier in
  * precedence wins and the loser is recorded (policy_set_resolve_kernel()).
  *
@@ -22,6 +23,7 @@
 
 #include "base/bitmap.h"
 #include "base/macro.h"
+#include "base/sched-settings.h"
 #include "diag.h"
 #include "initext.h"
 
@@ -173,6 +175,13 @@ typedef struct PolicyFeature {
         unsigned line;
 } PolicyFeature;
 
+/* A [kernel] line that sets one of the scheduler's debugfs settings. */
+typedef struct PolicySetting {
+        const SchedSettingInfo *info;        /* the catalog's entry (the key may be an alias) */
+        char value[SCHED_SETTING_VALUE_MAX]; /* the text written (sched_setting_value_parse()) */
+        unsigned line;
+} PolicySetting;
+
 typedef struct Policy {
         char *file;           /* path as given */
         const char *file_name; /* points into file: the part after the last '/' */
@@ -195,6 +204,8 @@ typedef struct Policy {
         unsigned cgroup_mode_line;
         PolicyFeature *features;
         size_t n_features;
+        PolicySetting *settings; /* [kernel] lines other than cgroup_mode, one per setting */
+        size_t n_settings;
 } Policy;
 
 Policy *policy_free(Policy *p);
@@ -207,7 +218,7 @@ int policy_parse(const char *text, size_t len, const char *file, Diagnostics *d,
 
 /* A policy in force that lost a kernel-wide setting to one ahead of it. */
 typedef struct PolicyConflict {
-        char *what;    /* "cgroup_mode" or "feature TTWU_QUEUE" */
+        char *what;    /* "cgroup_mode", "feature TTWU_QUEUE" or "setting base_slice_ns" */
         size_t winner; /* indexes into PolicySet.policies */
         size_t loser;
 } PolicyConflict;
@@ -345,6 +356,9 @@ typedef struct PolicyKernelPlan {
         PolicyFeature *features;    /* winners, in first-seen order; names point into policies */
         int *feature_policy;        /* index of the policy that set each */
         size_t n_features;
+        PolicySetting *settings;    /* winners, in first-seen order (copies) */
+        int *setting_policy;        /* index of the policy that set each */
+        size_t n_settings;
         PolicyConflict *conflicts;
         size_t n_conflicts;
 } PolicyKernelPlan;

@@ -107,7 +107,7 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
                 return NULL;
         CapStatus *all[] = {
                 &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
-                &c->cgroup_mode, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->pidfs,
+                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->pidfs,
         };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 cap_clear(all[i]);
@@ -120,6 +120,9 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
         strv_free(c->features);
         strv_free(c->cgroup_modes);
         free(c->cgroup_mode_active);
+        for (size_t i = 0; i < c->n_settings; i++)
+                strv_free(c->settings[i].choices);
+        free(c->settings);
         free(c->sched_ext_state);
         free(c->sched_ext_ops);
         free(c->lockdown);
@@ -469,6 +472,62 @@ static int probe_debugfs(KernelCaps *c, const Root *root, const char *mountinfo)
         }
 }
 
+/* One setting: the first of its names the kernel has, its value, and
+ * whether it opens for writing. */
+static int probe_setting(const Root *root, const char *debugfs_mount, KernelSetting *ks) {
+        for (size_t f = 0; f < ks->info->n_files; f++) {
+                _cleanup_free_ char *path = NULL, *text = NULL;
+                int k, w;
+
+                if (asprintf(&path, "%s/sched/%s", debugfs_mount, ks->info->files[f].name) < 0)
+                        return -ENOMEM;
+                k = root_read_file(root, path, CAPS_TEXT_MAX, &text, NULL);
+                if (k == -ENOENT)
+                        continue;
+                ks->file = ks->info->files[f].name;
+                if (k >= 0)
+                        k = sched_setting_text_parse(ks->info->kind, text, ks->value, &ks->choices);
+                if (k == -ENOMEM)
+                        return k;
+                ks->error = k < 0 ? k : 0;
+                if (k < 0)
+                        ks->value[0] = '\0';
+                w = probe_writable(root, path);
+                ks->writable = w > 0;
+                if (w < 0 && ks->error == 0)
+                        ks->error = w;
+                return 0;
+        }
+        ks->error = -ENOENT;
+        return 0;
+}
+
+static int probe_sched_settings(KernelCaps *c, const Root *root) {
+        size_t found = 0, writable = 0;
+        int k, refused = 0;
+
+        c->settings = calloc(sched_settings_count, sizeof(KernelSetting));
+        if (!c->settings)
+                return -ENOMEM;
+        c->n_settings = sched_settings_count;
+        for (size_t i = 0; i < c->n_settings; i++) {
+                c->settings[i] = (KernelSetting) { .info = &sched_settings[i], .error = -ENOENT };
+                if (c->debugfs_mount && (k = probe_setting(root, c->debugfs_mount, &c->settings[i])) < 0)
+                        return k;
+                found += c->settings[i].file != NULL;
+                writable += c->settings[i].writable;
+                if (c->settings[i].file && !c->settings[i].writable && !refused)
+                        refused = c->settings[i].error;
+        }
+        if (!c->debugfs_mount)
+                return cap_set(&c->sched_settings, false, -ENOENT, "debugfs not mounted");
+        if (found == 0)
+                return cap_set(&c->sched_settings, false, -ENOENT, "none of the %zu settings topod knows is under sched/",
+                               c->n_settings);
+        return cap_set(&c->sched_settings, true, refused, "%zu of the %zu settings topod knows found, %zu writable%s%s",
+                       found, c->n_settings, writable, refused ? ": write " : "", refused ? errno_hint(refused) : "");
+}
+
 static int probe_sched_ext(KernelCaps *c, const Root *root) {
         int k;
 
@@ -617,6 +676,7 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
         }
         if ((k = probe_core_sched(c, ops)) < 0 || (k = probe_smt(c, root)) < 0 ||
             (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
+            (k = probe_sched_settings(c, root)) < 0 ||
             (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
             (k = probe_arch_status(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
                 return k;

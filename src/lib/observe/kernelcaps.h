@@ -13,12 +13,24 @@
 
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/sched-settings.h"
 
 typedef struct CapStatus {
         bool available;
         int error;    /* negative errno that decided, 0 if none */
         char *reason; /* one line for humans, never NULL after a probe */
 } CapStatus;
+
+/* One of the scheduler's settings (base/sched-settings.h) as this kernel
+ * has it. */
+typedef struct KernelSetting {
+        const SchedSettingInfo *info;
+        const char *file;                    /* its name here (into the catalog); NULL: absent */
+        char value[SCHED_SETTING_VALUE_MAX]; /* as read; "" when it could not be */
+        char **choices;                      /* CHOICE: the words the file lists */
+        bool writable;                       /* the file opens for writing (lockdown says no) */
+        int error;                           /* -ENOENT absent; else what the read or write-open gave, or 0 */
+} KernelSetting;
 
 typedef struct KernelCaps {
         CapStatus core_sched;
@@ -47,6 +59,10 @@ typedef struct KernelCaps {
         char **cgroup_modes;      /* as listed by the kernel, never hard-coded */
         char *cgroup_mode_active; /* the parenthesised one, or NULL */
         bool cgroup_mode_writable;
+
+        CapStatus sched_settings; /* how many of the catalog's this kernel has, and writable */
+        KernelSetting *settings;  /* one per sched_settings[] entry, in its order */
+        size_t n_settings;
 
         CapStatus sched_ext;
         char *sched_ext_state; /* "disabled", "enabled", … or NULL */
@@ -93,6 +109,15 @@ bool kernelcaps_core_sched_built(const KernelCaps *c);
  * off gives cookies once it is on. 1 when smt_active or sched_ext_active
  * changed, 0 when neither did, negative errno (ENOMEM). */
 int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelProbeOps *ops);
+
+/* The kernel's side of a setting of the catalog (absent ones have file
+ * NULL); NULL only for caps that were not probed for settings. Inline: the
+ * pure checker reads it from the values alone. */
+static inline const KernelSetting *kernelcaps_setting(const KernelCaps *c, const SchedSettingInfo *info) {
+        size_t i = sched_setting_index(info);
+
+        return i < c->n_settings ? &c->settings[i] : NULL;
+}
 
 /* Parse the text of sched/cgroup_mode ("up smp (concur) max tasks "). */
 int kernelcaps_parse_cgroup_mode(const char *text, char ***ret_modes, char **ret_active);

@@ -278,7 +278,7 @@ typedef struct CapRow {
         const CapStatus *cap;
 } CapRow;
 
-#define CAP_ROWS 10u /* the capabilities KernelCaps has */
+#define CAP_ROWS 11u /* the capabilities KernelCaps has */
 
 static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         size_t n = 0;
@@ -289,11 +289,41 @@ static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         rows[n++] = (CapRow) { "debugfs", "debugfs", &c->debugfs };
         rows[n++] = (CapRow) { "sched-features", "sched_features", &c->sched_features };
         rows[n++] = (CapRow) { "cgroup-mode", "cgroup_mode", &c->cgroup_mode };
+        rows[n++] = (CapRow) { "sched-settings", "sched_settings", &c->sched_settings };
         rows[n++] = (CapRow) { "sched-ext", "sched_ext", &c->sched_ext };
         rows[n++] = (CapRow) { "proc-connector", "proc_connector", &c->proc_connector };
         rows[n++] = (CapRow) { "avx512-state", "avx512_state", &c->avx512_state };
         rows[n++] = (CapRow) { "pidfs", "pidfs", &c->pidfs };
         return n;
+}
+
+/* Under the sched-settings row: each setting found, its value, whether it
+ * can be written (and the name it has here, where that is another); then
+ * the names of those absent. */
+static void print_settings_text(FILE *f, const KernelCaps *c) {
+        bool absent = false;
+
+        for (size_t i = 0; i < c->n_settings; i++) {
+                const KernelSetting *ks = &c->settings[i];
+
+                bool renamed;
+
+                if (!ks->file)
+                        continue;
+                renamed = !streq(ks->file, ks->info->name);
+                fprintf(f, "  %-38s %-10s %s%s", ks->info->name, ks->value[0] ? ks->value : "?",
+                        ks->writable ? "writable" : "read-only: ", ks->writable ? "" : errno_name(ks->error));
+                if (renamed)
+                        fprintf(f, " (as %s)", ks->file);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; i < c->n_settings; i++)
+                if (!c->settings[i].file) {
+                        fprintf(f, "%s%s", absent ? " " : "  absent here: ", c->settings[i].info->name);
+                        absent = true;
+                }
+        if (absent)
+                fputc('\n', f);
 }
 
 int kernelcaps_print_text(FILE *f, const KernelCaps *c, const char *root) {
@@ -304,9 +334,12 @@ int kernelcaps_print_text(FILE *f, const KernelCaps *c, const char *root) {
                 c->syscalls_from_host ? " (core-scheduling and proc-connector probed on the running kernel)" : "");
         if (c->lockdown)
                 fprintf(f, "Lockdown: %s\n", c->lockdown);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 fprintf(f, "%-16s %-3s %s\n", rows[i].name, rows[i].cap->available ? "yes" : "no",
                         rows[i].cap->reason ?: "");
+                if (rows[i].cap == &c->sched_settings)
+                        print_settings_text(f, c);
+        }
         return 0;
 }
 
@@ -361,6 +394,26 @@ int kernelcaps_print_json(Json *j, const KernelCaps *c, const char *root) {
                         json_kv_strv(j, "modes", c->cgroup_modes);
                         json_kv_string(j, "active", c->cgroup_mode_active);
                         json_kv_bool(j, "writable", c->cgroup_mode_writable);
+                } else if (cap == &c->sched_settings) {
+                        json_key(j, "settings");
+                        json_array_begin(j);
+                        for (size_t s = 0; s < c->n_settings; s++) {
+                                const KernelSetting *ks = &c->settings[s];
+
+                                json_object_begin(j);
+                                json_kv_string(j, "name", ks->info->name);
+                                json_kv_bool(j, "present", ks->file != NULL);
+                                json_kv_string(j, "file", ks->file);
+                                json_kv_string(j, "value", ks->file && ks->value[0] ? ks->value : NULL);
+                                json_kv_bool(j, "writable", ks->writable);
+                                json_kv_string(j, "error", ks->error ? errno_name(ks->error) : NULL);
+                                if (ks->info->kind == SCHED_SETTING_CHOICE)
+                                        json_kv_strv(j, "choices", ks->choices);
+                                if (!ks->file)
+                                        json_kv_string(j, "why_absent", ks->info->absent);
+                                json_object_end(j);
+                        }
+                        json_array_end(j);
                 } else if (cap == &c->sched_ext) {
                         json_kv_string(j, "state", c->sched_ext_state);
                         json_kv_string(j, "ops", c->sched_ext_ops);

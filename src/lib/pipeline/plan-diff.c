@@ -81,6 +81,17 @@ static void diff_kernel(Diff *d, const Pipeline *p, const Plan *plan) {
                         (void) feat_read_cgroup_mode(p->observe.root, p->observe.caps->debugfs_mount, &modes, &active);
                 item(d, "mode", plan->mode, active, "cgroup_mode");
         }
+        for (size_t i = 0; i < plan->kernel->n_settings; i++) {
+                const PolicySetting *s = &plan->kernel->settings[i];
+                const KernelSetting *ks = kernelcaps_setting(p->observe.caps, s->info);
+                char now[SCHED_SETTING_VALUE_MAX];
+
+                /* One this kernel lacks is the apply report's skip, not a difference. */
+                if (ks && ks->file)
+                        item(d, "setting", s->value,
+                             feat_read_setting(p->observe.root, p->observe.caps->debugfs_mount, ks->file, now) < 0 ? NULL : now,
+                             "%s", ks->file);
+        }
 }
 
 static void diff_groups(Diff *d, const Pipeline *p, const Plan *plan) {

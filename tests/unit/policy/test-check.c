@@ -63,15 +63,49 @@ static void test_shipped_policies_all_enabled(void) {
         char *paths[] = { (char *) "policies" };
 
         ASSERT_OK(policy_read_paths(paths, 1, d, &s));
-        ASSERT_EQ(s->n, 4);
+        ASSERT_EQ(s->n, 3); /* policies/examples/ is not read with them */
         for (size_t i = 0; i < s->n; i++)
                 s->policies[i]->enabled = true;
         ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
         DUMP_DIAG(d);
         ASSERT_EQ(d->n, 0);
-        /* precedence: avx-isolation, latency-services, throughput-batch, shared-runqueue-light */
+        /* precedence: avx-isolation, latency-services, throughput-batch */
         ASSERT_STREQ(s->policies[0]->name, "avx-isolation");
-        ASSERT_STREQ(s->policies[3]->name, "shared-runqueue-light");
+        ASSERT_STREQ(s->policies[2]->name, "throughput-batch");
+}
+
+/* The documented examples parse cleanly, and on a mainline kernel (6.12's
+ * features, no llc_balancing) the check finds what they set missing: the
+ * SHARED_RUNQ that was never merged, the llc_balancing of 7.3; --strict
+ * makes that an error. */
+static void test_examples_on_a_mainline_kernel(void) {
+        static char *features[] = { (char *) "PLACE_LAG", (char *) "TTWU_QUEUE", (char *) "NO_HRTICK", NULL };
+        static KernelSetting settings[32];
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = NULL;
+        char *paths[] = { (char *) "policies/examples" };
+        KernelCaps caps = {
+                .sched_features = { .available = true },
+                .features_readable = true,
+                .features = features,
+                .sched_settings = { .available = true },
+                .settings = settings,
+                .n_settings = sched_settings_count,
+        };
+
+        ASSERT_LE(sched_settings_count, ELEMENTSOF(settings));
+        for (size_t i = 0; i < sched_settings_count; i++)
+                settings[i] = (KernelSetting) { .info = &sched_settings[i], .error = -ENOENT };
+        ASSERT_OK(policy_read_paths(paths, 1, d, &s));
+        ASSERT_EQ(s->n, 2);
+        ASSERT_EQ(d->n, 0);
+        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
+        ASSERT_EQ(d->n, 0); /* offline: nothing to say */
+        ASSERT_OK(check_policy_set(s, NULL, &caps, POLICY_KERNEL_VERSION(6, 12, 95), d));
+        DUMP_DIAG(d);
+        ASSERT_EQ(diag_count_id(d, "unknown-feature"), 1);
+        ASSERT_EQ(diag_count_id(d, "no-setting"), 1);
+        ASSERT_EQ(d->n_errors, 0);
 }
 
 static void test_valid_dir(void) {
@@ -177,6 +211,7 @@ static void test_bad_conf(void) {
 int main(void) {
         RUN(test_shipped_policies_strict_offline);
         RUN(test_shipped_policies_all_enabled);
+        RUN(test_examples_on_a_mainline_kernel);
         RUN(test_valid_dir);
         RUN(test_broken_dir_one_error_each);
         RUN(test_warning_only);
