@@ -208,7 +208,16 @@ def _explicit_file(var, path):
 def _slot_kernel(slot):
     var = slot_env(slot)
     if os.environ.get(var):
-        return _explicit_file(var, os.environ[var])
+        path = _explicit_file(var, os.environ[var])
+        # A kernel of another version under this one's name would run
+        # this kernel's tests on the wrong kernel, and pass.
+        found = bzimage_version(path)
+        if slot_of(found) != slot:
+            loud("topod VM test FAILED: %s names a kernel of another version" % var, [
+                "%s=%s" % (var, path),
+                "its header says %s, not %s" % (found or "no version", slot)])
+            raise VMFailure("%s=%s: version %s, not %s" % (var, path, found or "unknown", slot))
+        return path
     # One kernel named alone wins over a list (.ci/run gives the list of
     # ../shared/vm when none is set).
     given = [("TOPOD_VM_KERNEL", os.environ["TOPOD_VM_KERNEL"])] if os.environ.get("TOPOD_VM_KERNEL") else []
