@@ -75,6 +75,12 @@ KERNEL_MECHANISMS = {
 MARK_DONE = "TOPOD-VM-DONE"
 MARK_CMD = "TOPOD-VM-CMD"
 MARK_SETUP_FAIL = "TOPOD-VM-SETUP-FAIL"
+MARK_BOOTED = "TOPOD-VM-BOOTED"
+# The guest's init says it booted within seconds (4-6 s, 20 s on a loaded
+# host). A guest that has printed nothing by this time is stuck before its
+# init ran: nothing of the test has run yet, so it is started again, once,
+# and said so; a second such boot fails.
+BOOT_LIMIT = 120
 
 # Measured on the build machines (see /work/shared/vm/README.md): TCG only,
 # single-threaded (thread=multi oopses at random); Intel model for one L3 per
@@ -444,7 +450,7 @@ if ! mkdir -p "$OUT" 2>/dev/null || ! touch "$OUT/.probe" 2>/dev/null; then
     fail "9p share not writable"; OUT=/tmp/out; mkdir -p "$OUT"
 fi
 rm -f "$OUT/.probe"
-echo "TOPOD-VM-BOOTED uptime=$(cut -d' ' -f1 /proc/uptime)"
+echo "%(booted)s uptime=$(cut -d' ' -f1 /proc/uptime)"
 """
 
 INIT_CMD = r"""
@@ -537,6 +543,32 @@ _logdir_arg = None
 _kernel_arg = None
 
 
+def _run_qemu(argv, console_path, timeout):
+    """Run qemu with its console into console_path: (exit status, killed at
+    the timeout, killed as stuck before the guest's init printed
+    MARK_BOOTED within BOOT_LIMIT seconds)."""
+    t0 = time.monotonic()
+    booted = False
+    with open(console_path, "wb") as con:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=con,
+                                stderr=subprocess.STDOUT)
+        while True:
+            try:
+                return proc.wait(timeout=1), False, False
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic() - t0
+            if not booted:
+                with open(console_path, "rb") as f:
+                    booted = MARK_BOOTED.encode() in f.read()
+                if not booted and now > min(BOOT_LIMIT, timeout):
+                    proc.kill()
+                    return proc.wait(), True, True
+            if now > timeout:
+                proc.kill()
+                return proc.wait(), True, False
+
+
 def run_guest(commands, binaries=None, append_extra="", timeout=300,
               name=None, files=None, cmd_timeout=None, allow_setup_failure=False,
               allow_kernel_trouble=False):
@@ -611,7 +643,7 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
             libdirs.append(d)
 
     init = INIT_HEAD % {
-        "setup_fail": MARK_SETUP_FAIL,
+        "setup_fail": MARK_SETUP_FAIL, "booted": MARK_BOOTED,
         "ld_library_path": ("export LD_LIBRARY_PATH=" + ":".join(libdirs)) if libdirs else ""}
     for n, cmd in enumerate(commands):
         ird.file("/cmds/%d.sh" % n, data=cmd + "\n", mode=0o755)
@@ -644,18 +676,22 @@ def run_guest(commands, binaries=None, append_extra="", timeout=300,
                                     ", for the %s runs" % _kernel_arg if _kernel_arg else ""))
         info("initramfs %.1f MiB built in %.2fs; append '%s'" % (
             size / 1048576.0, t_build, append))
-        t1 = time.monotonic()
-        timed_out = False
-        with open(console_path, "wb") as con:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=con,
-                                    stderr=subprocess.STDOUT)
-            try:
-                qrc = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                proc.kill()
-                qrc = proc.wait()
-        elapsed = time.monotonic() - t1
+        for attempt in (1, 2):
+            t1 = time.monotonic()
+            qrc, timed_out, stuck = _run_qemu(argv, console_path, timeout)
+            elapsed = time.monotonic() - t1
+            if not stuck:
+                break
+            stuck_path = os.path.join(run_dir, "console-stuck-%d.log" % attempt)
+            os.replace(console_path, stuck_path)
+            loud("topod VM: the guest did not reach its init within %ds (boot %d of 2)" % (
+                BOOT_LIMIT, attempt), [
+                "no %s line on the console: stuck before any test command ran" % MARK_BOOTED,
+                "its console: %s" % stuck_path,
+                "started again" if attempt == 1 else "not started again: this run fails"])
+            if attempt == 2:
+                raise VMFailure("the guest did not reach its init within %ds, twice (%s)" % (
+                    BOOT_LIMIT, run_dir))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
