@@ -6,6 +6,8 @@
  * (written through FeatOps: a number replaces the file's text, a word of a
  * choice file moves the parentheses, a locked-down kernel refuses). */
 
+#include <sys/wait.h>
+
 #include "apply/feat.h"
 #include "apply/journal.h"
 #include "apply/reconcile.h"
@@ -237,6 +239,60 @@ static void test_probe(void) {
         ASSERT_FALSE(none->sched_settings.available);
         ASSERT_STR_CONTAINS(none->sched_settings.reason, "debugfs");
         ASSERT_NULL(found(none, "base_slice_ns")->file);
+        fake_root_remove(d);
+}
+
+/* A file that neither reads nor is refused by lockdown tells neither way:
+ * not found, not absent, the error kept. As root a directory in its place
+ * gives EISDIR; as nobody every file under the 0700 debugfs gives EACCES. */
+static void test_probe_cannot_tell(void) {
+        char *d = tree_73();
+        _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
+        const KernelSetting *ks;
+        char path[PATH_MAX];
+        pid_t pid;
+        int status;
+
+        snprintf(path, sizeof(path), "%s/" SCHED "nr_migrate", d);
+        ASSERT_OK(unlink(path) < 0 ? -errno : 0);
+        fake_mkdir(d, SCHED "nr_migrate");
+        c = probe(d);
+        ks = found(c, "nr_migrate");
+        ASSERT_NULL(ks->file);
+        ASSERT_EQ(ks->error, -EISDIR);
+        ASSERT_NOT_NULL(kernelcaps_setting_unknown(ks));
+        ASSERT_NULL(kernelcaps_setting_unknown(found(c, "latency_ns")));
+        ASSERT_NULL(kernelcaps_setting_unknown(found(c, "base_slice_ns")));
+        ASSERT_STR_CONTAINS(c->sched_settings.reason, "1 cannot tell");
+
+        if (geteuid() != 0) {
+                fake_root_remove(d);
+                return;
+        }
+        ASSERT_OK(chmod(d, 0755) < 0 ? -errno : 0); /* nobody reaches the tree, not debugfs */
+        snprintf(path, sizeof(path), "%s/sys/kernel/debug", d);
+        ASSERT_OK(chmod(path, 0700) < 0 ? -errno : 0);
+        pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+                _cleanup_(kernelcaps_freep) KernelCaps *u = NULL;
+
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(77);
+                u = probe(d);
+                ASSERT_FALSE(u->sched_settings.available);
+                ASSERT_EQ(u->sched_settings.error, -EACCES);
+                ASSERT_STR_CONTAINS(u->sched_settings.reason, "cannot tell");
+                for (size_t i = 0; i < u->n_settings; i++) {
+                        ASSERT_NULL(u->settings[i].file);
+                        ASSERT_EQ(u->settings[i].error, -EACCES);
+                        ASSERT_STREQ(kernelcaps_setting_unknown(&u->settings[i]), "not root");
+                }
+                _exit(0);
+        }
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_TRUE(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77);
         fake_root_remove(d);
 }
 
@@ -711,6 +767,7 @@ int main(void) {
         test_catalog();
         test_values();
         test_probe();
+        test_probe_cannot_tell();
         test_journal();
         test_set();
         test_apply_by_caps();
