@@ -557,6 +557,19 @@ static void test_apply_by_caps(void) {
         ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EPERM);
         ASSERT_EQ(res.outcome, FEAT_SKIPPED);
         ASSERT_STR_CONTAINS(res.reason, "lockdown");
+        /* Any other refusal of the write-open is a broken install, not a skip. */
+        c->settings[sched_setting_index(slice.info)].error = -EROFS;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EROFS);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(res.reason, "read-only file system");
+        c->settings[sched_setting_index(slice.info)].error = -EACCES;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EACCES);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(res.reason, "permission denied");
+        /* A file the probe could not tell about: a failure with its errno. */
+        c->settings[sched_setting_index(slice.info)].file = NULL;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EACCES);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
         ASSERT_EQ(fk.writes, 1);
         root_free(TAKE_PTR(r));
         fake_root_remove(d);
@@ -750,6 +763,19 @@ static void test_plan_llc(void) {
         fclose(f);
         ASSERT_STR_CONTAINS(text, "setting: llc_balancing/enabled 0 (from p)");
         text = mfree(text);
+        p = plan_free(p);
+        ps = policy_set_free(ps);
+
+        /* The same where the file does not open for writing: the kernel's
+         * value holds, whatever the policy says. */
+        c73->settings[sched_setting_index(sched_setting_lookup("llc_balancing/enabled"))].writable = false;
+        c73->settings[sched_setting_index(sched_setting_lookup("llc_balancing/enabled"))].error = -EPERM;
+        p = plan_of(two, c73, &ps);
+        ASSERT_TRUE(p->llc_balancing.on);
+        ASSERT_EQ(p->llc_balancing.policy, -1);
+        ASSERT_OK(plan_llc_decider(p, group_of(p, "pin-llc"), ps, &why));
+        ASSERT_STR_CONTAINS(why, "on, as the kernel has it");
+        why = mfree(why);
         p = plan_free(p);
         ps = policy_set_free(ps);
 

@@ -188,6 +188,8 @@ static const char *access_reason(int err, bool cgroup_mode) {
                 return "refused by the kernel (lockdown?): left as is";
         case EACCES:
                 return "permission denied (not root?)";
+        case EROFS:
+                return "read-only file system (the unit's ReadWritePaths= lacks /sys/kernel/debug?)";
         case ENOENT:
                 return cgroup_mode ? "absent: kernel without flattened-pick cgroup modes (before 7.3)"
                                    : "no sched/features file (debugfs not mounted, or a kernel without it)";
@@ -441,16 +443,26 @@ int feat_apply_setting(const Root *root, const FeatOps *ops, const KernelCaps *c
                        const PolicySetting *setting, FeatResult *result) {
         const KernelSetting *ks = kernelcaps_setting(caps, setting->info);
 
+        if (ks && kernelcaps_setting_unknown(ks) && caps->debugfs_mount) {
+                result_init(result, FEAT_KIND_SETTING, setting->info->name, true);
+                snprintf(result->value, sizeof(result->value), "%s", setting->value);
+                return result_fail(result, ks->error, access_reason(ks->error, false));
+        }
         if (!ks || !ks->file || !caps->debugfs_mount) {
                 result_init(result, FEAT_KIND_SETTING, setting->info->name, true);
                 snprintf(result->value, sizeof(result->value), "%s", setting->value);
                 return result_skip(result, -ENOENT, caps->debugfs_mount ? setting->info->absent : "debugfs is not mounted");
         }
+        /* Only lockdown (EPERM, permanent until reboot) is a skip; EACCES or
+         * EROFS (a unit without ReadWritePaths= for debugfs) is an install
+         * that cannot do its job, and fails. */
         if (!ks->writable) {
                 result_init(result, FEAT_KIND_SETTING, ks->file, true);
                 snprintf(result->value, sizeof(result->value), "%s", setting->value);
-                return result_skip(result, ks->error ?: -EPERM,
-                                   "refused: the file does not open for writing (lockdown?): left as is");
+                if (ks->error == -EPERM)
+                        return result_skip(result, -EPERM,
+                                           "refused: the file does not open for writing (lockdown?): left as is");
+                return result_fail(result, ks->error ?: -EIO, access_reason(ks->error ?: -EIO, false));
         }
         return feat_set_setting(root, ops, caps->debugfs_mount, journal, ks->file, setting->value, result);
 }
