@@ -604,6 +604,31 @@ static void test_release(void) {
         ASSERT_STREQ(now(d, "base_slice_ns"), "3000000");
         ASSERT_EQ(j->n_settings, 1);
         ASSERT_STREQ(j->settings[0].file, "base_slice_ns");
+
+        /* An entry outside the catalog (journaled by a topod that knew more
+         * settings): failed once, naming it, and forgotten, not kept for ever. */
+        ASSERT_EQ(journal_record_setting(j, "llc_balancing/future_knob", "7"), 1);
+        rs = mfree(rs);
+        ASSERT_EQ(feat_release_unplanned(r, &ops, DEBUGFS, j, &plan, NULL, &rs, &n), 1);
+        ASSERT_EQ(n, 1);
+        ASSERT_STREQ(rs[0].name, "llc_balancing/future_knob");
+        ASSERT_EQ(rs[0].outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(rs[0].reason, "forgotten");
+        ASSERT_TRUE(feat_result_settled(&rs[0]));
+        ASSERT_EQ(j->n_settings, 1);
+        ASSERT_STREQ(j->settings[0].file, "base_slice_ns");
+        /* The same at a restore: the caller forgets what is settled. */
+        ASSERT_EQ(journal_record_setting(j, "future_knob", "7"), 1);
+        rs = mfree(rs);
+        ASSERT_EQ(feat_restore(r, &ops, DEBUGFS, j, &rs, &n), 1);
+        ASSERT_EQ(n, 2);
+        ASSERT_EQ(rs[0].outcome, FEAT_DONE);
+        ASSERT_STREQ(rs[1].name, "future_knob");
+        ASSERT_EQ(rs[1].outcome, FEAT_FAILED);
+        for (size_t i = 0; i < n; i++)
+                if (feat_result_settled(&rs[i]))
+                        feat_forget(j, &rs[i]);
+        ASSERT_TRUE(journal_is_empty(j));
         root_free(TAKE_PTR(r));
         fake_root_remove(d);
 }

@@ -469,6 +469,26 @@ int feat_apply_setting(const Root *root, const FeatOps *ops, const KernelCaps *c
 
 /* ---- restore ------------------------------------------------------------ */
 
+/* A journal entry of a setting the catalog does not know: a topod with a
+ * larger catalog wrote it before this one was installed over it. It cannot
+ * be checked or put back; kept, it would fail every pass and keep the
+ * journal forever, so it fails once, naming the file, and is forgotten. */
+static bool unknown_setting_entry(const JournalSetting *s, FeatResult *r) {
+        if (sched_setting_file_valid(s->file) && sched_setting_by_file(s->file))
+                return false;
+        result_init(r, FEAT_KIND_SETTING, s->file, true);
+        snprintf(r->value, sizeof(r->value), "%s", s->value);
+        (void) result_fail(r, -EINVAL,
+                           "not a scheduler setting this topod knows (journaled by another version?): "
+                           "left as is, forgotten");
+        r->forget = true;
+        return true;
+}
+
+bool feat_result_settled(const FeatResult *result) {
+        return result->outcome == FEAT_DONE || result->outcome == FEAT_ALREADY || result->forget;
+}
+
 int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount, const Journal *journal,
                  FeatResult **ret_results, size_t *ret_n) {
         _cleanup_free_ FeatResult *results = NULL;
@@ -493,6 +513,10 @@ int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount
                 i++;
         }
         for (size_t x = 0; x < journal->n_settings; x++, i++) {
+                if (unknown_setting_entry(&journal->settings[x], &results[i])) {
+                        failed++;
+                        continue;
+                }
                 k = feat_set_setting(root, ops, debugfs_mount, NULL, journal->settings[x].file,
                                      journal->settings[x].value, &results[i]);
                 if (k == -ENOMEM && results[i].error != -ENOMEM)
@@ -565,14 +589,17 @@ int feat_release_unplanned(const Root *root, const FeatOps *ops, const char *deb
                              &n, &failed)) < 0)
                 return k;
         for (size_t i = 0; i < journal->n_settings; i++)
-                if (!setting_planned(kernel, journal->settings[i].file) &&
-                    (k = release_one(&results[n], feat_set_setting(root, ops, debugfs_mount, NULL,
-                                                                             journal->settings[i].file,
-                                                                             journal->settings[i].value, &results[n]),
-                                     &n, &failed)) < 0)
+                if (unknown_setting_entry(&journal->settings[i], &results[n])) {
+                        failed++;
+                        n++;
+                } else if (!setting_planned(kernel, journal->settings[i].file) &&
+                           (k = release_one(&results[n], feat_set_setting(root, ops, debugfs_mount, NULL,
+                                                                          journal->settings[i].file,
+                                                                          journal->settings[i].value, &results[n]),
+                                            &n, &failed)) < 0)
                         return k;
         for (size_t i = 0; i < n; i++)
-                if (results[i].outcome == FEAT_DONE || results[i].outcome == FEAT_ALREADY)
+                if (feat_result_settled(&results[i]))
                         feat_forget(journal, &results[i]);
         *ret_results = TAKE_PTR(results);
         *ret_n = n;
