@@ -6,6 +6,8 @@
  * (written through FeatOps: a number replaces the file's text, a word of a
  * choice file moves the parentheses, a locked-down kernel refuses). */
 
+#include <sys/wait.h>
+
 #include "apply/feat.h"
 #include "apply/journal.h"
 #include "apply/reconcile.h"
@@ -237,6 +239,60 @@ static void test_probe(void) {
         ASSERT_FALSE(none->sched_settings.available);
         ASSERT_STR_CONTAINS(none->sched_settings.reason, "debugfs");
         ASSERT_NULL(found(none, "base_slice_ns")->file);
+        fake_root_remove(d);
+}
+
+/* A file that neither reads nor is refused by lockdown tells neither way:
+ * not found, not absent, the error kept. As root a directory in its place
+ * gives EISDIR; as nobody every file under the 0700 debugfs gives EACCES. */
+static void test_probe_cannot_tell(void) {
+        char *d = tree_73();
+        _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
+        const KernelSetting *ks;
+        char path[PATH_MAX];
+        pid_t pid;
+        int status;
+
+        snprintf(path, sizeof(path), "%s/" SCHED "nr_migrate", d);
+        ASSERT_OK(unlink(path) < 0 ? -errno : 0);
+        fake_mkdir(d, SCHED "nr_migrate");
+        c = probe(d);
+        ks = found(c, "nr_migrate");
+        ASSERT_NULL(ks->file);
+        ASSERT_EQ(ks->error, -EISDIR);
+        ASSERT_NOT_NULL(kernelcaps_setting_unknown(ks));
+        ASSERT_NULL(kernelcaps_setting_unknown(found(c, "latency_ns")));
+        ASSERT_NULL(kernelcaps_setting_unknown(found(c, "base_slice_ns")));
+        ASSERT_STR_CONTAINS(c->sched_settings.reason, "1 cannot tell");
+
+        if (geteuid() != 0) {
+                fake_root_remove(d);
+                return;
+        }
+        ASSERT_OK(chmod(d, 0755) < 0 ? -errno : 0); /* nobody reaches the tree, not debugfs */
+        snprintf(path, sizeof(path), "%s/sys/kernel/debug", d);
+        ASSERT_OK(chmod(path, 0700) < 0 ? -errno : 0);
+        pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+                _cleanup_(kernelcaps_freep) KernelCaps *u = NULL;
+
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(77);
+                u = probe(d);
+                ASSERT_FALSE(u->sched_settings.available);
+                ASSERT_EQ(u->sched_settings.error, -EACCES);
+                ASSERT_STR_CONTAINS(u->sched_settings.reason, "cannot tell");
+                for (size_t i = 0; i < u->n_settings; i++) {
+                        ASSERT_NULL(u->settings[i].file);
+                        ASSERT_EQ(u->settings[i].error, -EACCES);
+                        ASSERT_STREQ(kernelcaps_setting_unknown(&u->settings[i]), "not root");
+                }
+                _exit(0);
+        }
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        ASSERT_TRUE(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77);
         fake_root_remove(d);
 }
 
@@ -501,6 +557,19 @@ static void test_apply_by_caps(void) {
         ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EPERM);
         ASSERT_EQ(res.outcome, FEAT_SKIPPED);
         ASSERT_STR_CONTAINS(res.reason, "lockdown");
+        /* Any other refusal of the write-open is a broken install, not a skip. */
+        c->settings[sched_setting_index(slice.info)].error = -EROFS;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EROFS);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(res.reason, "read-only file system");
+        c->settings[sched_setting_index(slice.info)].error = -EACCES;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EACCES);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(res.reason, "permission denied");
+        /* A file the probe could not tell about: a failure with its errno. */
+        c->settings[sched_setting_index(slice.info)].file = NULL;
+        ASSERT_ERROR(feat_apply_setting(r, &ops, c, NULL, &slice, &res), EACCES);
+        ASSERT_EQ(res.outcome, FEAT_FAILED);
         ASSERT_EQ(fk.writes, 1);
         root_free(TAKE_PTR(r));
         fake_root_remove(d);
@@ -535,6 +604,31 @@ static void test_release(void) {
         ASSERT_STREQ(now(d, "base_slice_ns"), "3000000");
         ASSERT_EQ(j->n_settings, 1);
         ASSERT_STREQ(j->settings[0].file, "base_slice_ns");
+
+        /* An entry outside the catalog (journaled by a topod that knew more
+         * settings): failed once, naming it, and forgotten, not kept for ever. */
+        ASSERT_EQ(journal_record_setting(j, "llc_balancing/future_knob", "7"), 1);
+        rs = mfree(rs);
+        ASSERT_EQ(feat_release_unplanned(r, &ops, DEBUGFS, j, &plan, NULL, &rs, &n), 1);
+        ASSERT_EQ(n, 1);
+        ASSERT_STREQ(rs[0].name, "llc_balancing/future_knob");
+        ASSERT_EQ(rs[0].outcome, FEAT_FAILED);
+        ASSERT_STR_CONTAINS(rs[0].reason, "forgotten");
+        ASSERT_TRUE(feat_result_settled(&rs[0]));
+        ASSERT_EQ(j->n_settings, 1);
+        ASSERT_STREQ(j->settings[0].file, "base_slice_ns");
+        /* The same at a restore: the caller forgets what is settled. */
+        ASSERT_EQ(journal_record_setting(j, "future_knob", "7"), 1);
+        rs = mfree(rs);
+        ASSERT_EQ(feat_restore(r, &ops, DEBUGFS, j, &rs, &n), 1);
+        ASSERT_EQ(n, 2);
+        ASSERT_EQ(rs[0].outcome, FEAT_DONE);
+        ASSERT_STREQ(rs[1].name, "future_knob");
+        ASSERT_EQ(rs[1].outcome, FEAT_FAILED);
+        for (size_t i = 0; i < n; i++)
+                if (feat_result_settled(&rs[i]))
+                        feat_forget(j, &rs[i]);
+        ASSERT_TRUE(journal_is_empty(j));
         root_free(TAKE_PTR(r));
         fake_root_remove(d);
 }
@@ -697,6 +791,19 @@ static void test_plan_llc(void) {
         p = plan_free(p);
         ps = policy_set_free(ps);
 
+        /* The same where the file does not open for writing: the kernel's
+         * value holds, whatever the policy says. */
+        c73->settings[sched_setting_index(sched_setting_lookup("llc_balancing/enabled"))].writable = false;
+        c73->settings[sched_setting_index(sched_setting_lookup("llc_balancing/enabled"))].error = -EPERM;
+        p = plan_of(two, c73, &ps);
+        ASSERT_TRUE(p->llc_balancing.on);
+        ASSERT_EQ(p->llc_balancing.policy, -1);
+        ASSERT_OK(plan_llc_decider(p, group_of(p, "pin-llc"), ps, &why));
+        ASSERT_STR_CONTAINS(why, "on, as the kernel has it");
+        why = mfree(why);
+        p = plan_free(p);
+        ps = policy_set_free(ps);
+
         /* 6.12: nothing to say. */
         d = tree_65();
         c612 = probe(d);
@@ -711,6 +818,7 @@ int main(void) {
         test_catalog();
         test_values();
         test_probe();
+        test_probe_cannot_tell();
         test_journal();
         test_set();
         test_apply_by_caps();

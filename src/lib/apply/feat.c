@@ -188,6 +188,8 @@ static const char *access_reason(int err, bool cgroup_mode) {
                 return "refused by the kernel (lockdown?): left as is";
         case EACCES:
                 return "permission denied (not root?)";
+        case EROFS:
+                return "read-only file system (the unit's ReadWritePaths= lacks /sys/kernel/debug?)";
         case ENOENT:
                 return cgroup_mode ? "absent: kernel without flattened-pick cgroup modes (before 7.3)"
                                    : "no sched/features file (debugfs not mounted, or a kernel without it)";
@@ -441,21 +443,51 @@ int feat_apply_setting(const Root *root, const FeatOps *ops, const KernelCaps *c
                        const PolicySetting *setting, FeatResult *result) {
         const KernelSetting *ks = kernelcaps_setting(caps, setting->info);
 
+        if (ks && kernelcaps_setting_unknown(ks) && caps->debugfs_mount) {
+                result_init(result, FEAT_KIND_SETTING, setting->info->name, true);
+                snprintf(result->value, sizeof(result->value), "%s", setting->value);
+                return result_fail(result, ks->error, access_reason(ks->error, false));
+        }
         if (!ks || !ks->file || !caps->debugfs_mount) {
                 result_init(result, FEAT_KIND_SETTING, setting->info->name, true);
                 snprintf(result->value, sizeof(result->value), "%s", setting->value);
                 return result_skip(result, -ENOENT, caps->debugfs_mount ? setting->info->absent : "debugfs is not mounted");
         }
+        /* Only lockdown (EPERM, permanent until reboot) is a skip; EACCES or
+         * EROFS (a unit without ReadWritePaths= for debugfs) is an install
+         * that cannot do its job, and fails. */
         if (!ks->writable) {
                 result_init(result, FEAT_KIND_SETTING, ks->file, true);
                 snprintf(result->value, sizeof(result->value), "%s", setting->value);
-                return result_skip(result, ks->error ?: -EPERM,
-                                   "refused: the file does not open for writing (lockdown?): left as is");
+                if (ks->error == -EPERM)
+                        return result_skip(result, -EPERM,
+                                           "refused: the file does not open for writing (lockdown?): left as is");
+                return result_fail(result, ks->error ?: -EIO, access_reason(ks->error ?: -EIO, false));
         }
         return feat_set_setting(root, ops, caps->debugfs_mount, journal, ks->file, setting->value, result);
 }
 
 /* ---- restore ------------------------------------------------------------ */
+
+/* A journal entry of a setting the catalog does not know: a topod with a
+ * larger catalog wrote it before this one was installed over it. It cannot
+ * be checked or put back; kept, it would fail every pass and keep the
+ * journal forever, so it fails once, naming the file, and is forgotten. */
+static bool unknown_setting_entry(const JournalSetting *s, FeatResult *r) {
+        if (sched_setting_file_valid(s->file) && sched_setting_by_file(s->file))
+                return false;
+        result_init(r, FEAT_KIND_SETTING, s->file, true);
+        snprintf(r->value, sizeof(r->value), "%s", s->value);
+        (void) result_fail(r, -EINVAL,
+                           "not a scheduler setting this topod knows (journaled by another version?): "
+                           "left as is, forgotten");
+        r->forget = true;
+        return true;
+}
+
+bool feat_result_settled(const FeatResult *result) {
+        return result->outcome == FEAT_DONE || result->outcome == FEAT_ALREADY || result->forget;
+}
 
 int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount, const Journal *journal,
                  FeatResult **ret_results, size_t *ret_n) {
@@ -481,6 +513,10 @@ int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount
                 i++;
         }
         for (size_t x = 0; x < journal->n_settings; x++, i++) {
+                if (unknown_setting_entry(&journal->settings[x], &results[i])) {
+                        failed++;
+                        continue;
+                }
                 k = feat_set_setting(root, ops, debugfs_mount, NULL, journal->settings[x].file,
                                      journal->settings[x].value, &results[i]);
                 if (k == -ENOMEM && results[i].error != -ENOMEM)
@@ -553,14 +589,17 @@ int feat_release_unplanned(const Root *root, const FeatOps *ops, const char *deb
                              &n, &failed)) < 0)
                 return k;
         for (size_t i = 0; i < journal->n_settings; i++)
-                if (!setting_planned(kernel, journal->settings[i].file) &&
-                    (k = release_one(&results[n], feat_set_setting(root, ops, debugfs_mount, NULL,
-                                                                             journal->settings[i].file,
-                                                                             journal->settings[i].value, &results[n]),
-                                     &n, &failed)) < 0)
+                if (unknown_setting_entry(&journal->settings[i], &results[n])) {
+                        failed++;
+                        n++;
+                } else if (!setting_planned(kernel, journal->settings[i].file) &&
+                           (k = release_one(&results[n], feat_set_setting(root, ops, debugfs_mount, NULL,
+                                                                          journal->settings[i].file,
+                                                                          journal->settings[i].value, &results[n]),
+                                            &n, &failed)) < 0)
                         return k;
         for (size_t i = 0; i < n; i++)
-                if (results[i].outcome == FEAT_DONE || results[i].outcome == FEAT_ALREADY)
+                if (feat_result_settled(&results[i]))
                         feat_forget(journal, &results[i]);
         *ret_results = TAKE_PTR(results);
         *ret_n = n;

@@ -85,6 +85,8 @@ typedef struct FeatResult {
                                      * setting: the value found */
         char value[FEAT_NAME_MAX];  /* setting: the value asked for */
         bool journaled;           /* an original was recorded and committed for this change */
+        bool forget;              /* FAILED, and the journal entry is dropped all the same: a
+                                   * setting the catalog does not know, put back by no one */
         FeatOutcome outcome;
         int error;                /* negative errno when failed, else 0 */
         const char *reason;       /* static text, "" unless failed */
@@ -159,6 +161,10 @@ int feat_release_unplanned(const Root *root, const FeatOps *ops, const char *deb
  * (-ENOMEM). */
 int feat_restore(const Root *root, const FeatOps *ops, const char *debugfs_mount, const Journal *journal,
                  FeatResult **ret_results, size_t *ret_n);
+
+/* Is a result of feat_restore() one whose journal entry goes: put back
+ * (DONE, ALREADY) or one that never can be (forget)? */
+bool feat_result_settled(const FeatResult *result);
 
 /* Drop the journal entry a result of feat_restore() put back (its kind's). */
 void feat_forget(Journal *journal, const FeatResult *result);

@@ -707,7 +707,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                         if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
                                                feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                                 return k;
-                        if (fr[i].outcome == FEAT_DONE || fr[i].outcome == FEAT_ALREADY)
+                        if (feat_result_settled(&fr[i]))
                                 feat_forget(rc->journal, &fr[i]);
                 }
         }

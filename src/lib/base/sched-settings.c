@@ -42,6 +42,11 @@
 
 #define NUMA_ABSENT "not on this kernel: NUMA balancing's tunables need CONFIG_NUMA_BALANCING (under sched/ since 5.13)"
 #define LLC_ABSENT "not on this kernel: the cache-aware load balancing is 7.3's, with CONFIG_SCHED_CACHE"
+/* The bounds the sysctls had before 5.13 (kernel/sysctl.c,
+ * min_sched_granularity_ns and max_sched_granularity_ns: 100 us to 1 s;
+ * wakeup granularity 0 to 1 s). A slice of 0 preempts at every update;
+ * debugfs takes any u32 without a check. */
+#define SLICE_RANGE 100000, 1000000000
 #define EEVDF_GONE "not on this kernel: removed in 6.6 with CFS (5e963f2bd465 \"sched/fair: Commit to EEVDF\"), no equivalent"
 
 const SchedSettingInfo sched_settings[] = {
@@ -49,17 +54,18 @@ const SchedSettingInfo sched_settings[] = {
           { { "base_slice_ns", "6.6", NULL }, { "min_granularity_ns", "5.13", "6.6" } }, 2,
           ALIASES("min_granularity_ns", "sched_min_granularity_ns"),
           "not on this kernel: base_slice_ns is 6.6's, min_granularity_ns 5.13's (a sysctl before)", false,
-          "the base time slice of a fair task (EEVDF); CFS's minimum granularity before 6.6" },
+          "the base time slice of a fair task (EEVDF); CFS's minimum granularity before 6.6", SLICE_RANGE },
         { "latency_ns", SCHED_SETTING_NUMBER, { { "latency_ns", "5.13", "6.6" } }, 1, ALIASES("sched_latency_ns"),
-          EEVDF_GONE, true, "CFS's target latency (before 6.6)" },
+          EEVDF_GONE, true, "CFS's target latency (before 6.6)", SLICE_RANGE },
         { "wakeup_granularity_ns", SCHED_SETTING_NUMBER, { { "wakeup_granularity_ns", "5.13", "6.6" } }, 1,
-          ALIASES("sched_wakeup_granularity_ns"), EEVDF_GONE, true, "CFS's wake-up preemption granularity (before 6.6)" },
+          ALIASES("sched_wakeup_granularity_ns"), EEVDF_GONE, true, "CFS's wake-up preemption granularity (before 6.6)",
+          0, 1000000000 },
         { "migration_cost_ns", SCHED_SETTING_NUMBER, FILES1("migration_cost_ns", "5.13"),
           ALIASES("sched_migration_cost_ns"), "not on this kernel: under sched/ since 5.13 (a sysctl before)", false,
           "how long a task stays cache-hot for the load balancer" },
         { "nr_migrate", SCHED_SETTING_NUMBER, FILES1("nr_migrate", "5.13"), ALIASES("sched_nr_migrate"),
           "not on this kernel: under sched/ since 5.13 (a sysctl before)", false,
-          "tasks the load balancer moves in one go" },
+          "tasks the load balancer moves in one go", 1, 0 },
         { "preempt", SCHED_SETTING_CHOICE, FILES1("preempt", "5.13"), NULL,
           "not on this kernel: the preemption model is chosen at run time with CONFIG_PREEMPT_DYNAMIC (5.13 and later)",
           false, "the preemption model (the words the kernel lists: 6.12 none voluntary full, 7.3 full lazy)" },
@@ -124,6 +130,18 @@ const SchedSettingInfo *sched_setting_by_file(const char *file) {
                         if (streq(sched_settings[i].files[f].name, file))
                                 return &sched_settings[i];
         return NULL;
+}
+
+uint32_t sched_setting_max(const SchedSettingInfo *info) {
+        return info->max ?: UINT32_MAX;
+}
+
+bool sched_setting_in_range(const SchedSettingInfo *info, const char *value) {
+        uint64_t v;
+
+        if (info->kind != SCHED_SETTING_NUMBER)
+                return true;
+        return parse_u64_decimal(value, UINT32_MAX, &v) && v >= info->min && v <= sched_setting_max(info);
 }
 
 size_t sched_setting_index(const SchedSettingInfo *info) {

@@ -49,6 +49,9 @@ typedef struct SchedSettingInfo {
                                      * kernel: …"): the versions, the config option, or its removal */
         bool removed;               /* no current kernel has it */
         const char *what;           /* one line: what it is */
+        uint32_t min, max;          /* NUMBER: the values a policy may give; max 0 means UINT32_MAX.
+                                     * Where a value in range of the u32 breaks the scheduler
+                                     * (nr_migrate 0 moves no task) */
 } SchedSettingInfo;
 
 /* The catalog, in a fixed order (status and journal listings follow it). */
@@ -63,6 +66,13 @@ extern const char *const sched_setting_keys[];
 const SchedSettingInfo *sched_setting_lookup(const char *key);
 /* The setting a file under sched/ is (any name it has had); NULL when none. */
 const SchedSettingInfo *sched_setting_by_file(const char *file);
+/* The largest value a policy may give a NUMBER setting. */
+uint32_t sched_setting_max(const SchedSettingInfo *info);
+/* Is a NUMBER's value (as sched_setting_value_parse() gives it) from
+ * info->min to sched_setting_max()? true for the other kinds. Only a
+ * policy's value is held to it: an original topod found is put back as it
+ * was. */
+bool sched_setting_in_range(const SchedSettingInfo *info, const char *value);
 /* Its position in sched_settings[]. */
 size_t sched_setting_index(const SchedSettingInfo *info);
 

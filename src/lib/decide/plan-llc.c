@@ -27,7 +27,9 @@ int plan_choose_llc_balancing(Builder *b) {
                 return 0;
         lb->present = true;
         lb->on = streq(ks->value, "1");
-        for (size_t i = 0; i < k->n_settings; i++)
+        /* A file that does not open for writing keeps the kernel's value:
+         * topod skips or fails the write, so the policy's is not in force. */
+        for (size_t i = 0; ks->writable && i < k->n_settings; i++)
                 if (k->settings[i].info == info) {
                         lb->on = streq(k->settings[i].value, "1");
                         lb->policy = k->setting_policy[i];

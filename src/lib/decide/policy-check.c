@@ -268,7 +268,11 @@ static int check_settings_on_machine(const Policy *p, const KernelCaps *caps, Di
 
                 if (!ks)
                         return 0; /* caps without the settings: nothing to judge by */
-                if (!ks->file)
+                if (kernelcaps_setting_unknown(ks))
+                        k = diag_add(d, DIAG_WARNING, p->file, ps->line, "setting-unknown",
+                                     "%s: cannot tell whether this kernel has it (%s)", ps->info->name,
+                                     kernelcaps_setting_unknown(ks));
+                else if (!ks->file)
                         k = diag_add(d, DIAG_WARNING, p->file, ps->line, "no-setting", "%s cannot apply (%s); topod skips it",
                                      ps->info->name, ps->info->absent);
                 else if (!ks->writable)

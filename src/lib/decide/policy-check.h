@@ -28,6 +28,7 @@
  *   unknown-cgroup-mode  a mode the kernel does not list
  *   no-setting           a [kernel] setting this kernel does not have (removed, too
  *                        old, or built without it: base/sched-settings.h says which)
+ *   setting-unknown      a [kernel] setting the probe cannot tell is there (not root: EACCES)
  *   setting-read-only    a [kernel] setting whose file does not open for writing (lockdown)
  *   unknown-choice       a word the kernel's file (preempt) does not list
  *   never-holds          a [when] line this machine can never satisfy

@@ -6,6 +6,7 @@
 #include "policy.h"
 
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -651,6 +652,9 @@ static int key_setting(Parser *ps, const SchedSettingInfo *info, const char *key
                             info->kind == SCHED_SETTING_NUMBER ? "a number from 0 to 4294967295" :
                             info->kind == SCHED_SETTING_SWITCH ? "on or off" :
                                                                  "one word as the kernel lists them");
+        if (!sched_setting_in_range(info, set.value))
+                return perr(ps, line, "bad-value", "invalid value '%s' for %s: expected a number from %" PRIu32
+                            " to %" PRIu32, value, key, info->min, sched_setting_max(info));
         if (!streq(key, info->name)) {
                 _cleanup_free_ char *history = NULL;
 

@@ -473,8 +473,13 @@ static int probe_debugfs(KernelCaps *c, const Root *root, const char *mountinfo)
 }
 
 /* One setting: the first of its names the kernel has, its value, and
- * whether it opens for writing. */
+ * whether it opens for writing. A name is there when it reads, or when the
+ * read gives EPERM (lockdown refuses only files that exist); any other
+ * error (EACCES: /sys/kernel/debug is 0700, so every file as non-root)
+ * tells neither way: file stays NULL and error keeps the first such. */
 static int probe_setting(const Root *root, const char *debugfs_mount, KernelSetting *ks) {
+        int unknown = 0;
+
         for (size_t f = 0; f < ks->info->n_files; f++) {
                 _cleanup_free_ char *path = NULL, *text = NULL;
                 int k, w;
@@ -482,8 +487,15 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
                 if (asprintf(&path, "%s/sched/%s", debugfs_mount, ks->info->files[f].name) < 0)
                         return -ENOMEM;
                 k = root_read_file(root, path, CAPS_TEXT_MAX, &text, NULL);
+                if (k == -ENOMEM)
+                        return k;
                 if (k == -ENOENT)
                         continue;
+                if (k < 0 && k != -EPERM) {
+                        if (!unknown)
+                                unknown = k;
+                        continue;
+                }
                 ks->file = ks->info->files[f].name;
                 if (k >= 0)
                         k = sched_setting_text_parse(ks->info->kind, text, ks->value, &ks->choices);
@@ -498,13 +510,13 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
                         ks->error = w;
                 return 0;
         }
-        ks->error = -ENOENT;
+        ks->error = unknown ?: -ENOENT;
         return 0;
 }
 
 static int probe_sched_settings(KernelCaps *c, const Root *root) {
-        size_t found = 0, writable = 0;
-        int k, refused = 0;
+        size_t found = 0, writable = 0, unknown = 0;
+        int k, refused = 0, unknown_error = 0;
 
         c->settings = calloc(sched_settings_count, sizeof(KernelSetting));
         if (!c->settings)
@@ -518,12 +530,25 @@ static int probe_sched_settings(KernelCaps *c, const Root *root) {
                 writable += c->settings[i].writable;
                 if (c->settings[i].file && !c->settings[i].writable && !refused)
                         refused = c->settings[i].error;
+                if (kernelcaps_setting_unknown(&c->settings[i])) {
+                        unknown++;
+                        if (!unknown_error)
+                                unknown_error = c->settings[i].error;
+                }
         }
         if (!c->debugfs_mount)
                 return cap_set(&c->sched_settings, false, -ENOENT, "debugfs not mounted");
+        if (found == 0 && unknown > 0)
+                return cap_set(&c->sched_settings, false, unknown_error,
+                               "cannot tell which of the %zu settings topod knows the kernel has: %s (%s)",
+                               c->n_settings, errno_hint(unknown_error), errno_name(unknown_error));
         if (found == 0)
                 return cap_set(&c->sched_settings, false, -ENOENT, "none of the %zu settings topod knows is under sched/",
                                c->n_settings);
+        if (unknown > 0)
+                return cap_set(&c->sched_settings, true, unknown_error,
+                               "%zu of the %zu settings topod knows found, %zu writable; %zu cannot tell: %s", found,
+                               c->n_settings, writable, unknown, errno_hint(unknown_error));
         return cap_set(&c->sched_settings, true, refused, "%zu of the %zu settings topod knows found, %zu writable%s%s",
                        found, c->n_settings, writable, refused ? ": write " : "", refused ? errno_hint(refused) : "");
 }

@@ -9,11 +9,13 @@
  * ourselves, a proc-connector socket, pidfds) go through KernelProbeOps, so tests
  * can stand in for them. */
 
+#include <errno.h>
 #include <stdbool.h>
 
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/sched-settings.h"
+#include "base/util.h"
 
 typedef struct CapStatus {
         bool available;
@@ -29,8 +31,19 @@ typedef struct KernelSetting {
         char value[SCHED_SETTING_VALUE_MAX]; /* as read; "" when it could not be */
         char **choices;                      /* CHOICE: the words the file lists */
         bool writable;                       /* the file opens for writing (lockdown says no) */
-        int error;                           /* -ENOENT absent; else what the read or write-open gave, or 0 */
+        int error; /* -ENOENT absent; file NULL with another: cannot tell (EACCES as non-root);
+                    * else what the read or write-open gave, or 0 */
 } KernelSetting;
+
+/* Why the probe cannot tell whether the kernel has this setting: "not
+ * root" (EACCES) or the errno's name; NULL when it found it or knows it is
+ * absent. Inline, as kernelcaps_setting(): the checker uses it without
+ * the probe. */
+static inline const char *kernelcaps_setting_unknown(const KernelSetting *ks) {
+        if (ks->file || ks->error == -ENOENT || ks->error == 0)
+                return NULL;
+        return ks->error == -EACCES ? "not root" : errno_name(ks->error);
+}
 
 typedef struct KernelCaps {
         CapStatus core_sched;

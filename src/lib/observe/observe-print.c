@@ -308,6 +308,8 @@ static void print_settings_text(FILE *f, const KernelCaps *c) {
 
                 bool renamed;
 
+                if (kernelcaps_setting_unknown(ks))
+                        fprintf(f, "  %-38s cannot tell (%s)\n", ks->info->name, kernelcaps_setting_unknown(ks));
                 if (!ks->file)
                         continue;
                 renamed = !streq(ks->file, ks->info->name);
@@ -318,7 +320,7 @@ static void print_settings_text(FILE *f, const KernelCaps *c) {
                 fputc('\n', f);
         }
         for (size_t i = 0; i < c->n_settings; i++)
-                if (!c->settings[i].file) {
+                if (!c->settings[i].file && !kernelcaps_setting_unknown(&c->settings[i])) {
                         fprintf(f, "%s%s", absent ? " " : "  absent here: ", c->settings[i].info->name);
                         absent = true;
                 }
@@ -409,7 +411,9 @@ int kernelcaps_print_json(Json *j, const KernelCaps *c, const char *root) {
                                 json_kv_string(j, "error", ks->error ? errno_name(ks->error) : NULL);
                                 if (ks->info->kind == SCHED_SETTING_CHOICE)
                                         json_kv_strv(j, "choices", ks->choices);
-                                if (!ks->file)
+                                if (kernelcaps_setting_unknown(ks))
+                                        json_kv_string(j, "cannot_tell", kernelcaps_setting_unknown(ks));
+                                else if (!ks->file)
                                         json_kv_string(j, "why_absent", ks->info->absent);
                                 json_object_end(j);
                         }

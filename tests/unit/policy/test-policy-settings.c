@@ -93,11 +93,30 @@ static void test_errors(void) {
         d = parse_bad("[policy]\nname = x\n[kernel]\nnr_migrate = 4294967296\n");
         ASSERT_DIAG(d, DIAG_ERROR, "bad-value", 4);
         diag_free(d);
+        /* In the u32, but not what the scheduler works with: each setting's bounds. */
+        d = parse_bad("[policy]\nname = x\n[kernel]\nnr_migrate = 0\n");
+        ASSERT_DIAG(d, DIAG_ERROR, "bad-value", 4);
+        ASSERT_STR_CONTAINS(d->items[0].message, "from 1 to 4294967295");
+        diag_free(d);
+        d = parse_bad("[policy]\nname = x\n[kernel]\nbase_slice_ns = 0\n");
+        ASSERT_DIAG(d, DIAG_ERROR, "bad-value", 4);
+        ASSERT_STR_CONTAINS(d->items[0].message, "from 100000 to 1000000000");
+        diag_free(d);
+        d = parse_bad("[policy]\nname = x\n[kernel]\nsched_min_granularity_ns = 2000000000\n");
+        ASSERT_DIAG(d, DIAG_ERROR, "bad-value", 4);
+        diag_free(d);
+        {
+                _cleanup_(diag_freep) Diagnostics *ok = diag_new();
+                _cleanup_(policy_freep) Policy *p = parse_ok("[policy]\nname = x\n[kernel]\nnr_migrate = 1\n"
+                                                             "base_slice_ns = 100000\nwakeup_granularity_ns = 0\n", ok);
+
+                ASSERT_EQ(p->n_settings, 3);
+        }
         d = parse_bad("[policy]\nname = x\n[kernel]\npreempt = Full\n");
         ASSERT_DIAG(d, DIAG_ERROR, "bad-value", 4);
         diag_free(d);
         /* The same setting twice, also under two of its names. */
-        d = parse_bad("[policy]\nname = x\n[kernel]\nbase_slice_ns = 1\nmin_granularity_ns = 2\n");
+        d = parse_bad("[policy]\nname = x\n[kernel]\nbase_slice_ns = 1000000\nmin_granularity_ns = 2000000\n");
         ASSERT_DIAG(d, DIAG_ERROR, "duplicate-key", 5);
         ASSERT_STR_CONTAINS(d->items[d->n - 1].message, "first at line 4");
         diag_free(d);
