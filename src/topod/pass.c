@@ -144,6 +144,11 @@ static int pass_run(Daemon *d, PassCause cause) {
          * and the policies in force. Read at every pass, so that this plan
          * and the cookie worker follow. */
         (void) refresh_machine(d);
+        /* The scheduler settings as the kernel has them now (an operator,
+         * tuned or the kernel itself may have written one): the plan's
+         * account of who decides the LLC, and status, read them. */
+        if (kernelcaps_refresh_settings(d->p->observe.caps, d->p->observe.root) == -ENOMEM)
+                log_warning(d, "cannot read the scheduler settings again: %s, ignoring", strerror(ENOMEM));
         if ((k = pipeline_plan(d->p, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
@@ -153,6 +158,9 @@ static int pass_run(Daemon *d, PassCause cause) {
                 log_error(d, "apply failed: %s", strerror(-k));
                 return k;
         }
+        /* and as this pass left them, for status until the next */
+        if (!d->paused)
+                (void) kernelcaps_refresh_settings(d->p->observe.caps, d->p->observe.root);
         pass_use_plan(d, &plan, start, scanned, planned);
         /* the groups' concurrency, for the next plan's emulated concur */
         if (!d->paused && (k = pipeline_measure(d->p, d->pass.plan)) < 0)

@@ -245,6 +245,33 @@ static void test_probe(void) {
 /* A file that neither reads nor is refused by lockdown tells neither way:
  * not found, not absent, the error kept. As root a directory in its place
  * gives EISDIR; as nobody every file under the 0700 debugfs gives EACCES. */
+/* What an operator, tuned or the kernel wrote since the probe is read
+ * again; what was absent stays absent. */
+static void test_refresh(void) {
+        char *d = tree_73();
+        _cleanup_(kernelcaps_freep) KernelCaps *c = probe(d);
+        _cleanup_(root_freep) Root *r = NULL;
+
+        ASSERT_OK(root_open(d, &r));
+        ASSERT_EQ(kernelcaps_refresh_settings(c, r), 0);
+        fake_write(d, SCHED "base_slice_ns", "3000000\n");
+        fake_write(d, SCHED "llc_balancing/enabled", "0\n");
+        ASSERT_EQ(kernelcaps_refresh_settings(c, r), 1);
+        ASSERT_STREQ(found(c, "base_slice_ns")->value, "3000000");
+        ASSERT_STREQ(found(c, "llc_balancing/enabled")->value, "0");
+        ASSERT_STREQ(found(c, "migration_cost_ns")->value, "500000");
+        ASSERT_EQ(kernelcaps_refresh_settings(c, r), 0);
+        /* text of another format keeps the value read before */
+        fake_write(d, SCHED "nr_migrate", "lots\n");
+        ASSERT_EQ(kernelcaps_refresh_settings(c, r), 0);
+        ASSERT_STREQ(found(c, "nr_migrate")->value, "32");
+        /* a file that appears later is not found by a refresh: the probe's */
+        fake_write(d, SCHED "numa_balancing/scan_delay_ms", "1000\n");
+        ASSERT_EQ(kernelcaps_refresh_settings(c, r), 0);
+        ASSERT_NULL(found(c, "numa_balancing/scan_delay_ms")->file);
+        fake_root_remove(d);
+}
+
 static void test_probe_cannot_tell(void) {
         char *d = tree_73();
         _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
@@ -818,6 +845,7 @@ int main(void) {
         test_catalog();
         test_values();
         test_probe();
+        test_refresh();
         test_probe_cannot_tell();
         test_journal();
         test_set();

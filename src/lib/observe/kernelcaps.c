@@ -514,6 +514,32 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
         return 0;
 }
 
+int kernelcaps_refresh_settings(KernelCaps *c, const Root *root) {
+        int changed = 0;
+
+        for (size_t i = 0; i < c->n_settings && c->debugfs_mount; i++) {
+                KernelSetting *ks = &c->settings[i];
+                _cleanup_free_ char *path = NULL, *text = NULL;
+                char value[SCHED_SETTING_VALUE_MAX];
+                int k;
+
+                if (!ks->file || ks->error < 0)
+                        continue; /* absent, unknown or unreadable: as probed */
+                if (asprintf(&path, "%s/sched/%s", c->debugfs_mount, ks->file) < 0)
+                        return -ENOMEM;
+                k = root_read_file(root, path, CAPS_TEXT_MAX, &text, NULL);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 || sched_setting_text_parse(ks->info->kind, text, value, NULL) < 0)
+                        continue; /* the probe's value stands; the next read may work */
+                if (strcmp(value, ks->value) != 0) {
+                        snprintf(ks->value, sizeof(ks->value), "%s", value);
+                        changed = 1;
+                }
+        }
+        return changed;
+}
+
 static int probe_sched_settings(KernelCaps *c, const Root *root) {
         size_t found = 0, writable = 0, unknown = 0;
         int k, refused = 0, unknown_error = 0;

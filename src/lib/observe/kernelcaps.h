@@ -122,6 +122,11 @@ bool kernelcaps_core_sched_built(const KernelCaps *c);
  * off gives cookies once it is on. 1 when smt_active or sched_ext_active
  * changed, 0 when neither did, negative errno (ENOMEM). */
 int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelProbeOps *ops);
+/* Read again the value of each scheduler setting the probe found readable
+ * (what topod, an operator or the kernel wrote since): 1 when a value
+ * changed, 0 when none, negative errno only for out of memory. What was
+ * absent, unknown or unreadable stays as probed. */
+int kernelcaps_refresh_settings(KernelCaps *c, const Root *root);
 
 /* The kernel's side of a setting of the catalog (absent ones have file
  * NULL); NULL only for caps that were not probed for settings. Inline: the
