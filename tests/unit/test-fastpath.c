@@ -450,7 +450,7 @@ static Plan *pass(World *w, ReconcileReport **ret) {
         Plan *plan = NULL;
 
         ASSERT_OK(pipeline_sample(w->p, false));
-        ASSERT_OK(pipeline_plan(w->p, &plan));
+        ASSERT_OK(pipeline_plan(w->p, NULL, &plan));
         ASSERT_OK(reconcile_apply(&w->rc, plan, ret));
         dump(*ret);
         ASSERT_OK(pipeline_use_plan(w->p, plan));
@@ -893,7 +893,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_TRUE(pipeline_changed(w.p, 1000));
         ASSERT_TRUE(pipeline_changed(w.p, 1001));
         ASSERT_FALSE(pipeline_changed(w.p, 200));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1000));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r2));
@@ -919,7 +919,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1002));
         ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 1000));
         ASSERT_FALSE(pipeline_changed(w.p, 1000));
-        ASSERT_OK(pipeline_plan(w.p, &plan3));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan3));
         ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
         dump(r3);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
@@ -1543,7 +1543,7 @@ static void test_storm_keeps_cookie_source(void) {
                 fake_root_remove(strdup(path));
         }
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1101));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r3));

@@ -50,6 +50,17 @@ static PolicySet *policies(const char *mode) {
         return s;
 }
 
+/* The plans here model a host whose operator put every task in [scope]
+ * include (the scope has tests of its own, test-scope.c): include = /,
+ * nothing excluded, and a task without a cgroup in a session's. */
+static void scope_everywhere(Config *c) {
+        char error[160];
+
+        ASSERT_OK(scope_patterns_parse("/", &c->scope.include, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("", &c->scope.exclude, error, sizeof error));
+}
+#define TEST_CGROUP "/user.slice/user-1000.slice/session-1.scope"
+
 /* The tasks: AVX processes, latency processes, batch jobs, pinned ones, a
  * kernel thread and an unmatched task. */
 static size_t make_tasks(PlanTaskInput *t, size_t max) {
@@ -62,7 +73,7 @@ static size_t make_tasks(PlanTaskInput *t, size_t max) {
                 pid_t _g = (tgid_);                                                                   \
                 t[n++] = (PlanTaskInput) { .tid = tid, .tgid = _g, .start_time = 5,                   \
                                            .runnable = (runnable_),                                   \
-                                           .match = { .class = (class_), .comm = (comm_) } };         \
+                                           .match = { .class = (class_), .comm = (comm_), .cgroup = TEST_CGROUP } };         \
                 tid++;                                                                                \
         } while (0)
 
@@ -127,6 +138,7 @@ static char *build(const Scenario *sc, bool reverse, Plan **ret_plan, PolicySet 
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = sc->hierarchy;
         n = make_tasks(tasks, ELEMENTSOF(tasks));
         if (reverse) /* input order must not matter */
@@ -284,7 +296,10 @@ static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini,
         if (!m->t)
                 ASSERT_OK(topology_load(&src, &m->t));
         if (!m->config)
+        {
                 ASSERT_OK(config_new(&m->config));
+                scope_everywhere(m->config);
+        }
         /* The plan kept names the policies of the set it was built from. */
         if (!keep) {
                 m->ps = policy_set_free(m->ps);
@@ -293,7 +308,17 @@ static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini,
         in.topology = m->t;
         in.config = m->config;
         in.policies = m->ps;
-        ASSERT_OK(plan_build(&in, &p));
+        {
+                _cleanup_free_ PlanTaskInput *copy = calloc(MAX(n_tasks, (size_t) 1), sizeof(PlanTaskInput));
+
+                ASSERT_NOT_NULL(copy);
+                for (size_t i = 0; i < n_tasks; i++) {
+                        copy[i] = tasks[i];
+                        copy[i].match.cgroup = copy[i].match.cgroup ?: TEST_CGROUP;
+                }
+                in.tasks = copy;
+                ASSERT_OK(plan_build(&in, &p));
+        }
         return p;
 }
 
@@ -500,6 +525,7 @@ static void test_keep_groups(void) {
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = CONFIG_HIERARCHY_FLAT;
         ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
         in.topology = t;
@@ -564,6 +590,7 @@ static void test_path_clash(void) {
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = CONFIG_HIERARCHY_NESTED;
         ASSERT_OK(policy_set_parse(ini, 2, d, &ps));
         in.topology = t;

@@ -146,7 +146,7 @@ static const char *const section_names[_SECTION_MAX + 1] = {
 
 static const char *const keys_policy[] = { "name", "priority", "description", "enabled", NULL };
 static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load", NULL };
-static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", NULL };
+static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", "unit", "exclude", NULL };
 static const char *const keys_place[] = { "group", "cookie", "cpus", "spread", "exclusive", "weight", NULL };
 static const char *const keys_kernel[] = { "cgroup_mode", NULL };
 static const char *const *const section_keys[_SECTION_MAX] = {
@@ -536,6 +536,62 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
         return 0;
 }
 
+/* exclude =: a [scope]-style list; set again, the patterns add up. */
+static int match_exclude(Parser *ps, const char *value, unsigned line) {
+        ScopePatterns l = {}, *ex = &ps->p->match.exclude;
+        char error[200];
+        int k = scope_patterns_parse(value, &l, error, sizeof error);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid exclude: %s", error);
+        if (ex->n + l.n > SCOPE_PATTERNS_MAX) {
+                scope_patterns_done(&l);
+                return perr(ps, line, "limit", "more than %u exclude patterns", SCOPE_PATTERNS_MAX);
+        }
+        if (ex->n > 0) {
+                ScopePattern *m = realloc(ex->items, (ex->n + l.n) * sizeof(ScopePattern));
+
+                if (!m) {
+                        scope_patterns_done(&l);
+                        return -ENOMEM;
+                }
+                memcpy(m + ex->n, l.items, l.n * sizeof(ScopePattern));
+                ex->items = m;
+                ex->n += l.n;
+                free(l.items);
+        } else
+                *ex = l;
+        if (!ps->p->match.exclude_line)
+                ps->p->match.exclude_line = line;
+        return 0;
+}
+
+/* unit =: space-separated unit-name globs, as [scope] takes them; each
+ * one a pattern of its own (a repeated key is OR). */
+static int match_units(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        char error[200];
+        int k = scope_patterns_parse(value, &l, error, sizeof error);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid unit: %s", error);
+        if (l.n == 0)
+                return perr(ps, line, "bad-value", "%s", "'unit' needs a value");
+        for (size_t i = 0; i < l.n; i++)
+                if (l.items[i].path)
+                        return perr(ps, line, "bad-value",
+                                    "invalid unit pattern '%s': a unit name, not a cgroup path (cgroup = takes paths)",
+                                    l.items[i].glob);
+        for (size_t i = 0; i < l.n; i++)
+                if ((k = add_pattern(ps, POLICY_MATCH_UNIT, l.items[i].glob, line)) < 0)
+                        return k;
+        return 0;
+}
+
 static int key_match(Parser *ps, const char *key, const char *value, unsigned line) {
         int f;
 
@@ -560,6 +616,10 @@ static int key_match(Parser *ps, const char *key, const char *value, unsigned li
                         ps->p->match.class_line = line;
                 return 0;
         }
+        if (streq(key, "exclude"))
+                return match_exclude(ps, value, line);
+        if (streq(key, "unit"))
+                return match_units(ps, value, line);
         f = table_lookup(policy_field_names, _POLICY_MATCH_FIELD_MAX, key);
         if (f < 0)
                 return 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "pipeline.h"
+#include "pipeline/origin.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -605,6 +606,7 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
                 .user = t->has_uid ? users_name(p->observe.users, t->uid) : NULL,
                 .parent = t->parent_comm,
                 .uid = t->uid,
+                .tgid = t->tgid,
         };
 }
 
@@ -614,10 +616,10 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class) {
         if (t->kernel_thread)
                 return -1;
         pipeline_policy_task(p, t, class, &pt);
-        return policy_set_select(p->decide.policies, p->decide.in_force, &pt);
+        return policy_set_select(p->decide.policies, p->decide.in_force, &p->decide.config->scope, &pt);
 }
 
-int pipeline_plan(const Pipeline *p, Plan **ret) {
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret) {
         _cleanup_free_ PlanTaskInput *tasks = NULL;
         size_t n = 0;
         PlanInputs in;
@@ -645,6 +647,9 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                         .runnable = t->state == 'R',
                 };
                 pipeline_policy_task(p, t, tc ? tc->class : POLICY_CLASS_OTHER, &tasks[n].match);
+                /* judged where it came from, when topod moved it */
+                tasks[n].match.cgroup = origin_cgroup(origins, p->decide.config->cgroup_root, p->observe.snap, t->tgid,
+                                                      t->process->start_time, t->ppid, t->process->cgroup);
                 n++;
         }
         in = (PlanInputs) {
@@ -755,7 +760,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
 }
 
 int pipeline_use_plan(Pipeline *p, const Plan *plan) {
-        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force);
+        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force, &p->decide.config->scope);
 }
 
 int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret) {

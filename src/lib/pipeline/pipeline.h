@@ -194,8 +194,10 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
 /* The policy placing a task now (first in force that matches), or -1. */
 int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class);
 
-/* The plan for the last scan. */
-int pipeline_plan(const Pipeline *p, Plan **ret);
+/* The plan for the last scan. origins (NULL: none): the journal, where the
+ * processes topod moved came from (pipeline/origin.h): [match] and the
+ * scope judge them by that. */
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret);
 
 /* Read each group's cpu.stat usage_usec under the applied plan: its
  * concurrency (Δusage / Δwall, in thousandths of a CPU) since the last
