@@ -1759,6 +1759,29 @@ static unsigned concurrency_of(const Pipeline *p) {
         return p->measure.usage[0].concurrency_permille;
 }
 
+/* Start-up judges what it reads exactly as a reload does: a policy file
+ * with an error refuses the whole set, at start-up (nothing starts) as at
+ * a reload (what runs stays). */
+static void test_startup_judged_as_reload(void) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new(), *d2 = diag_new();
+        _cleanup_free_ char *reason = NULL;
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        PipelineOptions o;
+        World w;
+
+        world_new(&w);
+        fake_write(root_dir, "etc/topod/policies.d/60-bad.ini", "[policy]\nname = bad\n[match]\ncomm = x\nunit = nounit\n"
+                                                                "[place]\ncpus = all\n");
+        ASSERT_EQ(pipeline_reload(w.p, d), -EINVAL);
+        ASSERT_EQ(w.p->decide.policies->n, 3); /* what runs stays */
+        o = (PipelineOptions) { .root = root_dir, .policies = w.policies };
+        ASSERT_EQ(pipeline_new(&o, d2, &p, &reason), -EINVAL);
+        ASSERT_NULL(p);
+        ASSERT_NOT_NULL(strstr(reason, "refused, as a reload would"));
+        ASSERT_EQ(d2->n_errors, d->n_errors);
+        world_free(&w);
+}
+
 /* [when] load = bands: the load from the fake /proc/loadavg over the
  * recorded machine's 16 CPUs, held with the configured hysteresis and
  * dwell; a policy entering force is placed by the next pass; an unknown
@@ -2448,6 +2471,7 @@ int main(void) {
         RUN(test_no_plan);
         RUN(test_exited_main_thread);
         RUN(test_load_bands);
+        RUN(test_startup_judged_as_reload);
         RUN(test_topology_refresh);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);

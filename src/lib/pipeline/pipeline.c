@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "pipeline.h"
-#include "pipeline/origin.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -10,11 +9,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
 #include "observe/sysload.h"
+#include "pipeline/origin.h"
 
 uint64_t pipeline_now_usec(void) {
         struct timespec ts;
@@ -251,6 +252,14 @@ static int read_config(Pipeline *p, Diagnostics *d, char **ret_reason) {
         return 0;
 }
 
+/* Whether a configuration and policy set just read may be used: the one
+ * rule of start-up and reload alike (topod(8)). Only whole: topod.conf and
+ * every policy file without an error (warnings do not count). A refused
+ * reload keeps what runs; a refused start-up starts nothing. */
+static int settings_judge(const Config *config, const PolicySet *policies, const Diagnostics *d, size_t errors_before) {
+        return config && policies && d->n_errors == errors_before ? 0 : -EINVAL;
+}
+
 /* The machine: its topology, the CPUs online, what the kernel offers, its version. */
 static int observe_machine(Pipeline *p, char **ret_reason) {
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
@@ -334,6 +343,7 @@ static int subscribe_events(Pipeline *p) {
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
         _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
+        size_t errors;
         int k;
 
         if (!p)
@@ -347,9 +357,15 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         raise_fd_limit();
         if ((k = root_open(o->root, &p->observe.root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
+        errors = d->n_errors;
         if ((k = read_config(p, d, ret_reason)) < 0 || (k = observe_machine(p, ret_reason)) < 0 ||
-            (k = read_policies(p, d, ret_reason)) < 0 || (k = observe_tasks(p, ret_reason)) < 0 ||
-            (k = subscribe_events(p)) < 0)
+            (k = read_policies(p, d, ret_reason)) < 0)
+                return k;
+        if ((k = settings_judge(p->decide.config, p->decide.policies, d, errors)) < 0)
+                return fail(k, ret_reason, "topod.conf or a policy has errors (above): refused, as a reload would "
+                                           "refuse them; nothing is applied");
+        p->decide.config->scope.self = getpid();
+        if ((k = observe_tasks(p, ret_reason)) < 0 || (k = subscribe_events(p)) < 0)
                 return k;
         *ret = TAKE_PTR(p);
         return 0;
@@ -380,14 +396,15 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         k = policy_read_paths(paths, 1, d, &policies);
         if (k < 0 && k != -EINVAL)
                 return k;
-        if (!policies || d->n_errors > errors)
-                return -EINVAL; /* keep what runs */
+        if ((k = settings_judge(config, policies, d, errors)) < 0)
+                return k; /* keep what runs */
         if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands)) < 0)
                 return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
          * path until the next pass brings a plan of the new one. */
         (void) pipeline_use_plan(p, NULL);
+        config->scope.self = p->decide.config->scope.self;
         config_free(p->decide.config);
         p->decide.config = TAKE_PTR(config);
         policy_set_free(p->decide.policies);

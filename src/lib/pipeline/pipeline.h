@@ -111,7 +111,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Pipeline *, pipeline_free);
 
 uint64_t pipeline_now_usec(void);
 
-/* Read topod.conf and the policies again. All or nothing: when any file
+/* pipeline_new() and pipeline_reload() judge what they read by one rule:
+ * topod.conf and every policy file without an error, or nothing (-EINVAL;
+ * at start-up pipeline_new() fails then, with the errors in d).
+ *
+ * Read topod.conf and the policies again. All or nothing: when any file
  * has an error (in d, with file:line) the running configuration stays
  * untouched and -EINVAL is returned; else the new one is swapped in (the
  * classifier keeps its samples, with the new thresholds). */
