@@ -63,8 +63,7 @@ static int answer_reload(Daemon *d, const BusCall *call, char **ret_text, char *
         _cleanup_free_ char *text = NULL;
         int k;
 
-        (void) call;
-        k = reload(d, &text);
+        k = reload(d, call->json, &text);
         if (k < 0) {
                 *ret_name = k == -EINVAL ? BUS_ERROR_POLICY_REJECTED : NULL;
                 *ret_error = TAKE_PTR(text);

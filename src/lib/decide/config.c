@@ -466,9 +466,10 @@ const char *config_cgroup_root_problem(const char *path) {
                                                        : "is the cgroup topod.service itself runs in: give a cgroup "
                                                          "below it (with Delegate=yes)";
                 }
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++)
                 if (units[i].type != UNIT_TYPE_SLICE)
                         return "is inside a service or scope unit that systemd owns";
+        for (size_t i = 0; i < n; i++) {
                 if (!(units[i].len == 11 && memcmp(units[i].name, "topod.slice", 11) == 0) &&
                     !(units[i].len > 6 && memcmp(units[i].name, "topod-", 6) == 0))
                         return "is inside a slice that systemd owns (topod's own are topod.slice and topod-*.slice)";
