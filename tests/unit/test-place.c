@@ -205,6 +205,72 @@ static PlacePick one_new(World *w, const char *comm) {
         return pick;
 }
 
+/* The fast path's pick for a process at a cgroup, checked against the
+ * planner with it: the scope holds there as in the plan. */
+static PlacePick one_new_at(World *w, const char *comm, const char *cgroup, const char *user) {
+        _cleanup_(plan_freep) Plan *before = world_plan(w);
+        _cleanup_(place_state_freep) PlaceState *s = world_state(w, before);
+        pid_t tgid = w->next_pid;
+        PlaceProcess pp = {
+                .tgid = tgid,
+                .start_time = 100 + (uint64_t) tgid,
+                .n_threads = 1,
+                .have = PLACE_FACTS_ALL,
+                .match = { .class = _POLICY_CLASS_MAX, .comm = comm, .cgroup = cgroup, .user = user, .tgid = tgid },
+        };
+        PlacePick pick;
+
+        place_pick(s, &pp, &pick);
+        add_process(w, comm, 1, POLICY_CLASS_OTHER);
+        w->tasks[w->n_tasks - 1].match.cgroup = cgroup;
+        w->tasks[w->n_tasks - 1].match.user = user;
+        w->tasks[w->n_tasks - 1].match.tgid = tgid;
+        check_against_plan(w, before, &pick, tgid);
+        return pick;
+}
+
+/* The scope on the fast path, as the planner has it: a policy that names
+ * the process (comm) applies in system.slice, not where its own exclude
+ * or protect says; one that names nothing (user only) only inside
+ * include. */
+static void test_scope_fast_path(void) {
+        static const char NAMED[] = "[policy]\nname = svc\npriority = 300\n[match]\ncomm = svc\nexclude = /lab/quiet\n"
+                                    "[place]\ncpus = all\n";
+        static const char USER[] = "[policy]\nname = mine\npriority = 100\n[match]\nuser = alice\n[place]\ncpus = all\n";
+        const char *const pol[] = { NAMED, USER };
+        const char *sess = "/user.slice/user-1000.slice/session-2.scope";
+        char error[160];
+        World w;
+        PlacePick pick;
+
+        world_init(&w, "pack:1 l3:1 core:2 pu:2", true, pol, 2);
+        /* the defaults, then include the sessions and protect one tree */
+        ASSERT_OK(scope_patterns_parse(SCOPE_DEFAULT_EXCLUDE, &w.config->scope.exclude, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("/user.slice", &w.config->scope.include, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("/lab/keep", &w.config->scope.protect, error, sizeof error));
+        add_process(&w, "svc", 1, POLICY_CLASS_OTHER); /* the groups exist */
+        w.tasks[w.n_tasks - 1].match.cgroup = "/lab";
+        add_process(&w, "x", 1, POLICY_CLASS_OTHER);
+        w.tasks[w.n_tasks - 1].match.cgroup = sess;
+        w.tasks[w.n_tasks - 1].match.user = "alice";
+
+        pick = one_new_at(&w, "svc", "/system.slice/svc.service", NULL);
+        ASSERT_EQ(pick.verdict, PLACE_GROUP);
+        ASSERT_STREQ(w.policies->policies[pick.policy]->name, "svc");
+        pick = one_new_at(&w, "svc", "/lab/quiet/x", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE); /* its exclude; mine names nothing, /lab is outside include */
+        pick = one_new_at(&w, "svc", "/lab/keep", NULL);
+        ASSERT_EQ(pick.verdict, PLACE_NONE);
+        pick = one_new_at(&w, "bash", sess, "alice");
+        ASSERT_EQ(pick.verdict, PLACE_GROUP);
+        ASSERT_STREQ(w.policies->policies[pick.policy]->name, "mine");
+        pick = one_new_at(&w, "bash", "/user.slice/user-1000.slice/user@1000.service/app.slice/a.service", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE); /* a user manager: excluded by default */
+        pick = one_new_at(&w, "bash", "/system.slice/cron.service", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE);
+        world_done(&w);
+}
+
 static const char PACK_LLC[] = "[policy]\nname = batch\n[match]\ncomm = batch*\n"
                                "[place]\ncpus = llc\nspread = pack\n";
 static const char SPREAD_LLC[] = "[policy]\nname = svc\n[match]\ncomm = svc*\n"
@@ -778,6 +844,7 @@ int main(void) {
         RUN(test_group_cookie);
         RUN(test_cookie_sources);
         RUN(test_classes);
+        RUN(test_scope_fast_path);
         RUN(test_facts_on_demand);
         RUN(test_kernel_only);
         RUN(test_comm_index);
