@@ -152,6 +152,13 @@ static FakeTask *find_task(pid_t tid) {
         return NULL;
 }
 
+/* A one-thread process forked by ppid, in cg (its start time: 10 x pid). */
+static void add_child(pid_t pid, pid_t ppid, const char *cg) {
+        add_task(pid, pid, 10 * (uint64_t) pid, cg);
+        find_task(pid)->ppid = ppid;
+        write_task_files(find_task(pid));
+}
+
 static void kill_task(pid_t tid) {
         FakeTask *t = find_task(tid);
         char rel[64], path[PATH_MAX];
@@ -1461,16 +1468,10 @@ static void test_restore_forked_child(void) {
         placed = find_task(100)->cgroup;
         ASSERT_TRUE(startswith(placed, "/topod.slice/"));
         /* 100's child and grandchild, forked in its group */
-        add_task(300, 300, 3000, placed);
-        find_task(300)->ppid = 100;
-        write_task_files(find_task(300));
-        add_task(310, 310, 3100, placed);
-        find_task(310)->ppid = 300;
-        write_task_files(find_task(310));
+        add_child(300, 100, placed);
+        add_child(310, 300, placed);
         /* a child of 201's process, in another group */
-        add_task(320, 320, 3200, find_task(201)->cgroup);
-        find_task(320)->ppid = 200;
-        write_task_files(find_task(320));
+        add_child(320, 200, find_task(201)->cgroup);
         /* an orphan (its parent gone: reparented to 1) */
         add_task(330, 330, 3300, placed);
 

@@ -536,33 +536,38 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
         return 0;
 }
 
-/* exclude =: a [scope]-style list; set again, the patterns add up. */
-static int match_exclude(Parser *ps, const char *value, unsigned line) {
-        ScopePatterns l = {}, *ex = &ps->p->match.exclude;
+/* A [scope]-style list of a [match] key into *ret: 1, or 0 when the
+ * value is an error (reported at its line), or -ENOMEM. */
+static int parse_list(Parser *ps, const char *key, const char *value, unsigned line, ScopePatterns *ret) {
         char error[200];
-        int k = scope_patterns_parse(value, &l, error, sizeof error);
+        int k = scope_patterns_parse(value, ret, error, sizeof error);
 
         if (k == -ENOMEM)
                 return k;
         if (k < 0)
-                return perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid exclude: %s", error);
-        if (ex->n + l.n > SCOPE_PATTERNS_MAX) {
-                scope_patterns_done(&l);
-                return perr(ps, line, "limit", "more than %u exclude patterns", SCOPE_PATTERNS_MAX);
-        }
-        if (ex->n > 0) {
-                ScopePattern *m = realloc(ex->items, (ex->n + l.n) * sizeof(ScopePattern));
+                return MIN(perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid %s: %s", key, error), 0);
+        return 1;
+}
 
-                if (!m) {
-                        scope_patterns_done(&l);
-                        return -ENOMEM;
-                }
-                memcpy(m + ex->n, l.items, l.n * sizeof(ScopePattern));
-                ex->items = m;
-                ex->n += l.n;
-                free(l.items);
-        } else
-                *ex = l;
+/* exclude =: a [scope]-style list; set again, the patterns add up. */
+static int match_exclude(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        ScopePatterns *ex = &ps->p->match.exclude;
+        ScopePattern *m;
+        int k = parse_list(ps, "exclude", value, line, &l);
+
+        if (k <= 0)
+                return k;
+        if (ex->n + l.n > SCOPE_PATTERNS_MAX)
+                return perr(ps, line, "limit", "more than %u exclude patterns", SCOPE_PATTERNS_MAX);
+        m = realloc(ex->items, MAX(ex->n + l.n, (size_t) 1) * sizeof(ScopePattern));
+        if (!m)
+                return -ENOMEM;
+        memcpy(m + ex->n, l.items, l.n * sizeof(ScopePattern));
+        ex->items = m;
+        ex->n += l.n;
+        l.items = mfree(l.items); /* the globs are ex's now */
+        l.n = 0;
         if (!ps->p->match.exclude_line)
                 ps->p->match.exclude_line = line;
         return 0;
@@ -572,13 +577,10 @@ static int match_exclude(Parser *ps, const char *value, unsigned line) {
  * one a pattern of its own (a repeated key is OR). */
 static int match_units(Parser *ps, const char *value, unsigned line) {
         _cleanup_(scope_patterns_done) ScopePatterns l = {};
-        char error[200];
-        int k = scope_patterns_parse(value, &l, error, sizeof error);
+        int k = parse_list(ps, "unit", value, line, &l);
 
-        if (k == -ENOMEM)
+        if (k <= 0)
                 return k;
-        if (k < 0)
-                return perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid unit: %s", error);
         if (l.n == 0)
                 return perr(ps, line, "bad-value", "%s", "'unit' needs a value");
         for (size_t i = 0; i < l.n; i++)

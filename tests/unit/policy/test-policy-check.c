@@ -21,6 +21,18 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         return s;
 }
 
+/* The set's check finds one shadowed policy: file's, by the one named. */
+static void expect_one_shadowed(const char *const *files, const char *const *texts, size_t n, const char *file,
+                                const char *by) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, n, d);
+
+        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
+        ASSERT_EQ(diag_count_id(d, "shadowed"), 1);
+        ASSERT_STREQ(d->items[0].file, file);
+        ASSERT_STR_CONTAINS(d->items[0].message, by);
+}
+
 static void test_shadowing(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini", "d.ini", "e.ini" };
         static const char *const texts[] = {
@@ -37,14 +49,9 @@ static void test_shadowing(void) {
                 /* e: same match as c, later in precedence: shadowed by c */
                 "[policy]\nname = e\npriority = 30\n[match]\ncomm = gemm*\n[place]\n",
         };
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 5, d);
 
-        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
         /* e is shadowed by c */
-        ASSERT_EQ(diag_count_id(d, "shadowed"), 1);
-        ASSERT_STREQ(d->items[0].file, "e.ini");
-        ASSERT_STR_CONTAINS(d->items[0].message, "'c'");
+        expect_one_shadowed(files, texts, 5, "e.ini", "'c'");
 }
 
 /* The scope in the shadow check: a policy with an exclude of its own
@@ -58,13 +65,8 @@ static void test_shadowing_exclude(void) {
                 /* c: gemm* outside /lab and /x: a takes them all first */
                 "[policy]\nname = c\npriority = 40\n[match]\ncomm = gemm*\nexclude = /lab /x\n[place]\n",
         };
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 3, d);
 
-        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
-        ASSERT_EQ(diag_count_id(d, "shadowed"), 1);
-        ASSERT_STREQ(d->items[0].file, "c.ini");
-        ASSERT_STR_CONTAINS(d->items[0].message, "'a'");
+        expect_one_shadowed(files, texts, 3, "c.ini", "'a'");
 }
 
 static void test_shadowing_when(void) {
