@@ -12,6 +12,7 @@
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/util.h"
+#include "report.h"
 #include "decide/config.h"
 #include "decide/diag.h"
 #include "decide/policy-check.h"
@@ -101,19 +102,7 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_string(j, *p);
         json_array_end(j);
         json_key(j, "diagnostics");
-        json_array_begin(j);
-        for (size_t i = 0; i < d->n; i++) {
-                const Diagnostic *x = &d->items[i];
-
-                json_object_begin(j);
-                json_kv_string(j, "file", x->file);
-                json_kv_uint(j, "line", x->line);
-                json_kv_string(j, "severity", diag_severity_to_string(x->severity));
-                json_kv_string(j, "id", x->id);
-                json_kv_string(j, "message", x->message);
-                json_object_end(j);
-        }
-        json_array_end(j);
+        report_print_diagnostics_json(j, d);
         json_key(j, "policies");
         json_array_begin(j);
         for (size_t i = 0; s && i < s->n; i++) {
@@ -141,6 +130,21 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_kv_uint(j, "sample_interval_usec", c->sample_interval_usec);
                 json_kv_uint(j, "rescan_interval_usec", c->rescan_interval_usec);
                 json_kv_bool(j, "restore_on_exit", c->restore_on_exit);
+                json_key(j, "scope");
+                json_object_begin(j);
+                {
+                        const ScopePatterns *lists[] = { &c->scope.include, &c->scope.exclude, &c->scope.protect };
+                        static const char *const names[] = { "include", "exclude", "protect" };
+
+                        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+                                json_key(j, names[i]);
+                                json_array_begin(j);
+                                for (size_t p = 0; p < lists[i]->n; p++)
+                                        json_string(j, lists[i]->items[p].glob);
+                                json_array_end(j);
+                        }
+                }
+                json_object_end(j);
                 json_object_end(j);
         }
         json_object_end(j);

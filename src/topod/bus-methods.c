@@ -63,8 +63,7 @@ static int answer_reload(Daemon *d, const BusCall *call, char **ret_text, char *
         _cleanup_free_ char *text = NULL;
         int k;
 
-        (void) call;
-        k = reload(d, &text);
+        k = reload(d, call->json, &text);
         if (k < 0) {
                 *ret_name = k == -EINVAL ? BUS_ERROR_POLICY_REJECTED : NULL;
                 *ret_error = TAKE_PTR(text);
@@ -96,7 +95,7 @@ static int prepare_explain(Daemon *d, const BusCall *call, char **ret_error, con
 }
 
 static int write_explain(Daemon *d, const BusCall *call, FILE *f, char **ret_error) {
-        ExplainContext x = { .p = d->p, .plan = d->pass.plan, .paused = d->paused, .get_cookie = get_cookie };
+        ExplainContext x = { .p = d->p, .plan = d->pass.plan, .origins = d->writers.journal, .paused = d->paused, .get_cookie = get_cookie };
         int k;
 
         k = explain_write(&x, call->pid, call->json, f);

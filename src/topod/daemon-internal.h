@@ -228,7 +228,7 @@ int restore_all(Daemon *d, const char *why, ReconcileReport **ret);
 /* reload.c */
 /* Read the configuration again, all or nothing; ret_messages (may be
  * NULL): file:line of each finding and how it went. */
-int reload(Daemon *d, char **ret_messages);
+int reload(Daemon *d, bool json, char **ret_messages);
 /* SIGHUP. */
 int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata);
 

@@ -14,6 +14,7 @@
 #include "base/root.h"
 #include "decide/classify.h"
 #include "decide/policy-check.h"
+#include "pipeline/origin.h"
 
 /* Why a policy that looked at the thread did not place it. */
 typedef enum Verdict {
@@ -23,6 +24,7 @@ typedef enum Verdict {
         VERDICT_DISABLED,    /* matched, but enabled = no */
         VERDICT_NO_PLACE,    /* matched, but has no [place]: kernel settings only */
         VERDICT_CLASS,       /* its patterns match, but it wants another class */
+        VERDICT_SCOPE,       /* its patterns match, but the scope keeps it out (decide/scope.h) */
 } Verdict;
 
 typedef struct Candidate {
@@ -141,6 +143,8 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
         PolicyTask task;
 
         pipeline_policy_task(x->p, a->t, a->class, &task);
+        task.cgroup = origin_cgroup(x->origins, x->p->decide.config->cgroup_root, x->p->observe.snap, a->t->tgid,
+                                    a->t->process->start_time, a->t->ppid, a->t->process->cgroup);
         a->placed_by = -1;
         for (size_t i = 0; i < ps->n; i++) {
                 const Policy *p = ps->policies[i];
@@ -165,7 +169,12 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
                                           p->file, p->match.class_line, policy_class_to_string(a->class),
                                           !p->enabled ? "; and it is disabled"
                                           : !x->p->decide.in_force[i] ? "; and its [when] does not hold now" : ""));
-                } else if (!p->enabled)
+                } else if (!policy_takes(p, &x->p->decide.config->scope, &task))
+                        k = add_cand(a, (int) i, VERDICT_SCOPE,
+                                     strf("matches, but out of scope at %s: %s", task.cgroup ?: "(no cgroup)",
+                                          scope_refusal(&x->p->decide.config->scope, task.tgid,
+                                                        policy_match_names(&p->match), &p->match.exclude, task.cgroup)));
+                else if (!p->enabled)
                         k = add_cand(a, (int) i, VERDICT_DISABLED, strf("disabled (%s:%u)", p->file, p->enabled_line));
                 else if (!x->p->decide.in_force[i])
                         k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE, not_in_force_why(x, i));
@@ -196,6 +205,7 @@ static const char *verdict_to_string(Verdict v) {
                 [VERDICT_PLACED] = "placed",         [VERDICT_SHADOWED] = "shadowed",
                 [VERDICT_NOT_IN_FORCE] = "not-in-force", [VERDICT_DISABLED] = "disabled",
                 [VERDICT_NO_PLACE] = "no-place",     [VERDICT_CLASS] = "class",
+                [VERDICT_SCOPE] = "out-of-scope",
         };
         return names[v];
 }

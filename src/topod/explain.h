@@ -31,6 +31,7 @@
 typedef struct ExplainContext {
         const Pipeline *p;
         const Plan *plan; /* in force; NULL before the first pass */
+        const Journal *origins; /* where moved processes came from (pipeline/origin.h); NULL: none */
         bool paused;      /* topoctl reset: nothing is applied until a reload */
         /* PR_SCHED_CORE_GET of a thread; NULL: not asked */
         int (*get_cookie)(pid_t tid, uint64_t *ret_cookie, void *userdata);

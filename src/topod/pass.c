@@ -149,7 +149,7 @@ static int pass_run(Daemon *d, PassCause cause) {
          * account of who decides the LLC, and status, read them. */
         if (kernelcaps_refresh_settings(d->p->observe.caps, d->p->observe.root) == -ENOMEM)
                 log_warning(d, "cannot read the scheduler settings again: %s, ignoring", strerror(ENOMEM));
-        if ((k = pipeline_plan(d->p, &plan)) < 0) {
+        if ((k = pipeline_plan(d->p, d->writers.journal, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }

@@ -450,7 +450,7 @@ static Plan *pass(World *w, ReconcileReport **ret) {
         Plan *plan = NULL;
 
         ASSERT_OK(pipeline_sample(w->p, false));
-        ASSERT_OK(pipeline_plan(w->p, &plan));
+        ASSERT_OK(pipeline_plan(w->p, NULL, &plan));
         ASSERT_OK(reconcile_apply(&w->rc, plan, ret));
         dump(*ret);
         ASSERT_OK(pipeline_use_plan(w->p, plan));
@@ -893,7 +893,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_TRUE(pipeline_changed(w.p, 1000));
         ASSERT_TRUE(pipeline_changed(w.p, 1001));
         ASSERT_FALSE(pipeline_changed(w.p, 200));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1000));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r2));
@@ -919,7 +919,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1002));
         ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 1000));
         ASSERT_FALSE(pipeline_changed(w.p, 1000));
-        ASSERT_OK(pipeline_plan(w.p, &plan3));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan3));
         ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
         dump(r3);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
@@ -1543,7 +1543,7 @@ static void test_storm_keeps_cookie_source(void) {
                 fake_root_remove(strdup(path));
         }
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1101));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r3));
@@ -1757,6 +1757,29 @@ static void test_cookie_checks_move(void) {
 static unsigned concurrency_of(const Pipeline *p) {
         ASSERT_EQ(p->measure.n_usage, 1);
         return p->measure.usage[0].concurrency_permille;
+}
+
+/* Start-up judges what it reads exactly as a reload does: a policy file
+ * with an error refuses the whole set, at start-up (nothing starts) as at
+ * a reload (what runs stays). */
+static void test_startup_judged_as_reload(void) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new(), *d2 = diag_new();
+        _cleanup_free_ char *reason = NULL;
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        PipelineOptions o;
+        World w;
+
+        world_new(&w);
+        fake_write(root_dir, "etc/topod/policies.d/60-bad.ini", "[policy]\nname = bad\n[match]\ncomm = x\nunit = nounit\n"
+                                                                "[place]\ncpus = all\n");
+        ASSERT_EQ(pipeline_reload(w.p, d), -EINVAL);
+        ASSERT_EQ(w.p->decide.policies->n, 3); /* what runs stays */
+        o = (PipelineOptions) { .root = root_dir, .policies = w.policies };
+        ASSERT_EQ(pipeline_new(&o, d2, &p, &reason), -EINVAL);
+        ASSERT_NULL(p);
+        ASSERT_NOT_NULL(strstr(reason, "refused, as a reload would"));
+        ASSERT_EQ(d2->n_errors, d->n_errors);
+        world_free(&w);
 }
 
 /* [when] load = bands: the load from the fake /proc/loadavg over the
@@ -2448,6 +2471,7 @@ int main(void) {
         RUN(test_no_plan);
         RUN(test_exited_main_thread);
         RUN(test_load_bands);
+        RUN(test_startup_judged_as_reload);
         RUN(test_topology_refresh);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);

@@ -15,6 +15,7 @@
 #include "base/macro.h"
 #include "diag.h"
 #include "initext.h"
+#include "scope.h"
 
 #define CONFIG_FILE_SIZE_MAX (64u * 1024u)
 #define CONFIG_DROPINS_MAX 128u
@@ -61,6 +62,9 @@ typedef struct Config {
         char *cgroup_root;
         ConfigHierarchy hierarchy;
 
+        /* [scope]: include, exclude, protect (scope.h; self is left 0 here) */
+        Scope scope;
+
         /* [classifier] */
         uint64_t avx512_recent_usec;      /* AVX-512 used within this: class avx */
         unsigned latency_voluntary_min;   /* percent of switches voluntary: latency ... */
@@ -106,3 +110,9 @@ int config_parse_duration(const char *s, uint64_t *ret);
 const char *config_hierarchy_to_string(ConfigHierarchy h);
 const char *config_seccomp_to_string(ConfigSeccomp s);
 const char *config_log_level_to_string(ConfigLogLevel l);
+
+/* What is wrong with a cgroup_root, or NULL: "/" itself, or a cgroup
+ * inside a unit systemd owns (below a .service or .scope component, or in
+ * a slice that is not topod's own: topod.slice, topod-*.slice), other than
+ * a subtree delegated to topod's own unit (below topod.service). */
+const char *config_cgroup_root_problem(const char *path);

@@ -155,7 +155,7 @@ static int select_members(Builder *b) {
                  * the "comm = *" ones, which turn it down as before. */
                 for (PolicyWalk w = policy_index_walk(index[task->class], task->comm ?: "");
                      pol < 0 && policy_walk_next(&w, &c);)
-                        if (policy_match_task(&ps->policies[c]->match, task))
+                        if (policy_takes(ps->policies[c], &in->config->scope, task))
                                 pol = (int) c;
                 if (pol < 0)
                         continue;

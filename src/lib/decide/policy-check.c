@@ -42,8 +42,21 @@ static bool when_implied_by(const PolicyWhen *a, const PolicyWhen *b) {
 }
 
 /* Does a match every task b matches? Each field a constrains, b constrains
- * at least as much: the same patterns or fewer (OR within a field). */
+ * at least as much: the same patterns or fewer (OR within a field). And
+ * the scope lets a act wherever it lets b: a's own exclude patterns are
+ * b's too, and a names what it matches when b does (one that names
+ * nothing acts only inside [scope] include). */
 static bool match_covers(const PolicyMatch *a, const PolicyMatch *b) {
+        for (size_t i = 0; i < a->exclude.n; i++) {
+                bool found = false;
+
+                for (size_t j = 0; j < b->exclude.n && !found; j++)
+                        found = streq(a->exclude.items[i].glob, b->exclude.items[j].glob);
+                if (!found)
+                        return false;
+        }
+        if (!policy_match_names(a) && policy_match_names(b))
+                return false;
         if (a->classes) {
                 if (!b->classes || (b->classes & ~a->classes))
                         return false;

@@ -146,7 +146,7 @@ static const char *const section_names[_SECTION_MAX + 1] = {
 
 static const char *const keys_policy[] = { "name", "priority", "description", "enabled", NULL };
 static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load", NULL };
-static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", NULL };
+static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", "unit", "exclude", NULL };
 static const char *const keys_place[] = { "group", "cookie", "cpus", "spread", "exclusive", "weight", NULL };
 static const char *const keys_kernel[] = { "cgroup_mode", NULL };
 static const char *const *const section_keys[_SECTION_MAX] = {
@@ -536,6 +536,64 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
         return 0;
 }
 
+/* A [scope]-style list of a [match] key into *ret: 1, or 0 when the
+ * value is an error (reported at its line), or -ENOMEM. */
+static int parse_list(Parser *ps, const char *key, const char *value, unsigned line, ScopePatterns *ret) {
+        char error[200];
+        int k = scope_patterns_parse(value, ret, error, sizeof error);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return MIN(perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid %s: %s", key, error), 0);
+        return 1;
+}
+
+/* exclude =: a [scope]-style list; set again, the patterns add up. */
+static int match_exclude(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        ScopePatterns *ex = &ps->p->match.exclude;
+        ScopePattern *m;
+        int k = parse_list(ps, "exclude", value, line, &l);
+
+        if (k <= 0)
+                return k;
+        if (ex->n + l.n > SCOPE_PATTERNS_MAX)
+                return perr(ps, line, "limit", "more than %u exclude patterns", SCOPE_PATTERNS_MAX);
+        m = realloc(ex->items, MAX(ex->n + l.n, (size_t) 1) * sizeof(ScopePattern));
+        if (!m)
+                return -ENOMEM;
+        memcpy(m + ex->n, l.items, l.n * sizeof(ScopePattern));
+        ex->items = m;
+        ex->n += l.n;
+        l.items = mfree(l.items); /* the globs are ex's now */
+        l.n = 0;
+        if (!ps->p->match.exclude_line)
+                ps->p->match.exclude_line = line;
+        return 0;
+}
+
+/* unit =: space-separated unit-name globs, as [scope] takes them; each
+ * one a pattern of its own (a repeated key is OR). */
+static int match_units(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        int k = parse_list(ps, "unit", value, line, &l);
+
+        if (k <= 0)
+                return k;
+        if (l.n == 0)
+                return perr(ps, line, "bad-value", "%s", "'unit' needs a value");
+        for (size_t i = 0; i < l.n; i++)
+                if (l.items[i].path)
+                        return perr(ps, line, "bad-value",
+                                    "invalid unit pattern '%s': a unit name, not a cgroup path (cgroup = takes paths)",
+                                    l.items[i].glob);
+        for (size_t i = 0; i < l.n; i++)
+                if ((k = add_pattern(ps, POLICY_MATCH_UNIT, l.items[i].glob, line)) < 0)
+                        return k;
+        return 0;
+}
+
 static int key_match(Parser *ps, const char *key, const char *value, unsigned line) {
         int f;
 
@@ -560,6 +618,10 @@ static int key_match(Parser *ps, const char *key, const char *value, unsigned li
                         ps->p->match.class_line = line;
                 return 0;
         }
+        if (streq(key, "exclude"))
+                return match_exclude(ps, value, line);
+        if (streq(key, "unit"))
+                return match_units(ps, value, line);
         f = table_lookup(policy_field_names, _POLICY_MATCH_FIELD_MAX, key);
         if (f < 0)
                 return 0;

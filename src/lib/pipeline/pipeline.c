@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
 #include "observe/sysload.h"
+#include "pipeline/origin.h"
 
 uint64_t pipeline_now_usec(void) {
         struct timespec ts;
@@ -250,6 +252,14 @@ static int read_config(Pipeline *p, Diagnostics *d, char **ret_reason) {
         return 0;
 }
 
+/* Whether a configuration and policy set just read may be used: the one
+ * rule of start-up and reload alike (topod(8)). Only whole: topod.conf and
+ * every policy file without an error (warnings do not count). A refused
+ * reload keeps what runs; a refused start-up starts nothing. */
+static int settings_judge(const Config *config, const PolicySet *policies, const Diagnostics *d, size_t errors_before) {
+        return config && policies && d->n_errors == errors_before ? 0 : -EINVAL;
+}
+
 /* The machine: its topology, the CPUs online, what the kernel offers, its version. */
 static int observe_machine(Pipeline *p, char **ret_reason) {
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
@@ -333,6 +343,7 @@ static int subscribe_events(Pipeline *p) {
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
         _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
+        size_t errors;
         int k;
 
         if (!p)
@@ -346,9 +357,15 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         raise_fd_limit();
         if ((k = root_open(o->root, &p->observe.root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
+        errors = d->n_errors;
         if ((k = read_config(p, d, ret_reason)) < 0 || (k = observe_machine(p, ret_reason)) < 0 ||
-            (k = read_policies(p, d, ret_reason)) < 0 || (k = observe_tasks(p, ret_reason)) < 0 ||
-            (k = subscribe_events(p)) < 0)
+            (k = read_policies(p, d, ret_reason)) < 0)
+                return k;
+        if ((k = settings_judge(p->decide.config, p->decide.policies, d, errors)) < 0)
+                return fail(k, ret_reason, "topod.conf or a policy has errors (above): refused, as a reload would "
+                                           "refuse them; nothing is applied");
+        p->decide.config->scope.self = getpid();
+        if ((k = observe_tasks(p, ret_reason)) < 0 || (k = subscribe_events(p)) < 0)
                 return k;
         *ret = TAKE_PTR(p);
         return 0;
@@ -379,14 +396,15 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         k = policy_read_paths(paths, 1, d, &policies);
         if (k < 0 && k != -EINVAL)
                 return k;
-        if (!policies || d->n_errors > errors)
-                return -EINVAL; /* keep what runs */
+        if ((k = settings_judge(config, policies, d, errors)) < 0)
+                return k; /* keep what runs */
         if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands)) < 0)
                 return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
          * path until the next pass brings a plan of the new one. */
         (void) pipeline_use_plan(p, NULL);
+        config->scope.self = p->decide.config->scope.self;
         config_free(p->decide.config);
         p->decide.config = TAKE_PTR(config);
         policy_set_free(p->decide.policies);
@@ -605,6 +623,7 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
                 .user = t->has_uid ? users_name(p->observe.users, t->uid) : NULL,
                 .parent = t->parent_comm,
                 .uid = t->uid,
+                .tgid = t->tgid,
         };
 }
 
@@ -614,10 +633,10 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class) {
         if (t->kernel_thread)
                 return -1;
         pipeline_policy_task(p, t, class, &pt);
-        return policy_set_select(p->decide.policies, p->decide.in_force, &pt);
+        return policy_set_select(p->decide.policies, p->decide.in_force, &p->decide.config->scope, &pt);
 }
 
-int pipeline_plan(const Pipeline *p, Plan **ret) {
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret) {
         _cleanup_free_ PlanTaskInput *tasks = NULL;
         size_t n = 0;
         PlanInputs in;
@@ -645,6 +664,9 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                         .runnable = t->state == 'R',
                 };
                 pipeline_policy_task(p, t, tc ? tc->class : POLICY_CLASS_OTHER, &tasks[n].match);
+                /* judged where it came from, when topod moved it */
+                tasks[n].match.cgroup = origin_cgroup(origins, p->decide.config->cgroup_root, p->observe.snap, t->tgid,
+                                                      t->process->start_time, t->ppid, t->process->cgroup);
                 n++;
         }
         in = (PlanInputs) {
@@ -755,7 +777,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
 }
 
 int pipeline_use_plan(Pipeline *p, const Plan *plan) {
-        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force);
+        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force, &p->decide.config->scope);
 }
 
 int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret) {

@@ -111,7 +111,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Pipeline *, pipeline_free);
 
 uint64_t pipeline_now_usec(void);
 
-/* Read topod.conf and the policies again. All or nothing: when any file
+/* pipeline_new() and pipeline_reload() judge what they read by one rule:
+ * topod.conf and every policy file without an error, or nothing (-EINVAL;
+ * at start-up pipeline_new() fails then, with the errors in d).
+ *
+ * Read topod.conf and the policies again. All or nothing: when any file
  * has an error (in d, with file:line) the running configuration stays
  * untouched and -EINVAL is returned; else the new one is swapped in (the
  * classifier keeps its samples, with the new thresholds). */
@@ -194,8 +198,10 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
 /* The policy placing a task now (first in force that matches), or -1. */
 int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class);
 
-/* The plan for the last scan. */
-int pipeline_plan(const Pipeline *p, Plan **ret);
+/* The plan for the last scan. origins (NULL: none): the journal, where the
+ * processes topod moved came from (pipeline/origin.h): [match] and the
+ * scope judge them by that. */
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret);
 
 /* Read each group's cpu.stat usage_usec under the applied plan: its
  * concurrency (Δusage / Δwall, in thousandths of a CPU) since the last

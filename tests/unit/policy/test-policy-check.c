@@ -21,12 +21,26 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         return s;
 }
 
+/* The set's check finds one shadowed policy: file's, by the one named. */
+static void expect_one_shadowed(const char *const *files, const char *const *texts, size_t n, const char *file,
+                                const char *by) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, n, d);
+
+        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
+        ASSERT_EQ(diag_count_id(d, "shadowed"), 1);
+        ASSERT_STREQ(d->items[0].file, file);
+        ASSERT_STR_CONTAINS(d->items[0].message, by);
+}
+
 static void test_shadowing(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini", "d.ini", "e.ini" };
         static const char *const texts[] = {
                 /* a: all avx tasks, always */
                 "[policy]\nname = a\npriority = 60\n[match]\nclass = avx\n[place]\n",
-                /* b: avx tasks named gemm*: a takes them first */
+                /* b: avx tasks named gemm*: a takes them first inside [scope]
+                 * include, but a names nothing and b does: outside include
+                 * b places them, so not shadowed */
                 "[policy]\nname = b\npriority = 50\n[match]\nclass = avx\ncomm = gemm*\n[place]\n",
                 /* c: any class named gemm*: wider than a, not shadowed */
                 "[policy]\nname = c\npriority = 40\n[match]\ncomm = gemm*\n[place]\n",
@@ -35,16 +49,24 @@ static void test_shadowing(void) {
                 /* e: same match as c, later in precedence: shadowed by c */
                 "[policy]\nname = e\npriority = 30\n[match]\ncomm = gemm*\n[place]\n",
         };
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 5, d);
 
-        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
-        /* b is shadowed by a; e by c */
-        ASSERT_EQ(diag_count_id(d, "shadowed"), 2);
-        ASSERT_STREQ(d->items[0].file, "b.ini");
-        ASSERT_EQ(d->items[0].line, 4);
-        ASSERT_STR_CONTAINS(d->items[0].message, "'a'");
-        ASSERT_STREQ(d->items[1].file, "e.ini");
+        /* e is shadowed by c */
+        expect_one_shadowed(files, texts, 5, "e.ini", "'c'");
+}
+
+/* The scope in the shadow check: a policy with an exclude of its own
+ * covers only one that excludes as much. */
+static void test_shadowing_exclude(void) {
+        static const char *const files[] = { "a.ini", "b.ini", "c.ini" };
+        static const char *const texts[] = {
+                "[policy]\nname = a\npriority = 60\n[match]\ncomm = gemm*\nexclude = /lab\n[place]\n",
+                /* b: gemm* everywhere: a leaves /lab to it */
+                "[policy]\nname = b\npriority = 50\n[match]\ncomm = gemm*\n[place]\n",
+                /* c: gemm* outside /lab and /x: a takes them all first */
+                "[policy]\nname = c\npriority = 40\n[match]\ncomm = gemm*\nexclude = /lab /x\n[place]\n",
+        };
+
+        expect_one_shadowed(files, texts, 3, "c.ini", "'a'");
 }
 
 static void test_shadowing_when(void) {
@@ -230,6 +252,7 @@ static void test_machine_from(void) {
 
 int main(void) {
         RUN(test_shadowing);
+        RUN(test_shadowing_exclude);
         RUN(test_shadowing_when);
         RUN(test_conflict_warnings);
         RUN(test_offline_cgroup_mode_words);

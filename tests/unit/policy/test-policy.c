@@ -459,16 +459,16 @@ static void test_precedence(void) {
         ASSERT_STREQ(s->policies[3]->name, "c");
 
         /* The first in-force policy that matches places the task ... */
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 0);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 0);
         /* ... and when it leaves force the task falls to the next. */
         in_force[0] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 1);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 1);
         in_force[1] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 2);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 2);
         t.comm = "xb";
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 3);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 3);
         in_force[3] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), -1);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), -1);
 }
 
 static void test_duplicate_names(void) {
