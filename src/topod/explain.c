@@ -136,6 +136,18 @@ static const char *class_list(unsigned classes, char buf[static 64]) {
 
 /* Walk the policies in precedence order, as the planner does, and say of
  * each one that matches (or would, but for the class) what became of it. */
+/* For a policy that wants class avx where arch_status cannot tell it
+ * (observe/kernelcaps.h): the classifier never says avx here. */
+static const char *avx_untellable(const ExplainContext *x, const Policy *p) {
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_arch_status_tells(x->p->observe.caps))
+                return "";
+        return x->p->observe.caps->avx512_arch_status == KERNEL_AVX_POLLUTED
+                       ? "; class avx cannot hold on this host: arch_status is polluted by the C library "
+                         "(topoctl status: avx512-evidence), so AVX work must be named by comm, exe or cgroup"
+                       : "; class avx cannot hold on this host: no AVX-512 state is reported, so AVX work "
+                         "must be named by comm, exe or cgroup";
+}
+
 static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
         const PolicySet *ps = x->p->decide.policies;
         PolicyTask task;
@@ -161,8 +173,9 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
                         if (c == _POLICY_CLASS_MAX || !policy_match_task(&p->match, &other))
                                 continue;
                         k = add_cand(a, (int) i, VERDICT_CLASS,
-                                     strf("wants class %s (%s:%u); the thread is %s%s", class_list(p->match.classes, classes),
+                                     strf("wants class %s (%s:%u); the thread is %s%s%s", class_list(p->match.classes, classes),
                                           p->file, p->match.class_line, policy_class_to_string(a->class),
+                                          avx_untellable(x, p),
                                           !p->enabled ? "; and it is disabled"
                                           : !x->p->decide.in_force[i] ? "; and its [when] does not hold now" : ""));
                 } else if (!p->enabled)

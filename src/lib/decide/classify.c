@@ -18,6 +18,7 @@ void classify_params_default(ClassifyParams *ret) {
                 .dwell_usec = 2000000,
                 .avx_recent_ms = 200,
                 .avx_busy_min_pct = 10,
+                .avx_arch_status_tells = true,
                 .throughput_cpu_min_pct = 80,
                 .throughput_burst_min_usec = 2000,
                 .throughput_voluntary_max_pct = 50,
@@ -115,7 +116,7 @@ PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s) {
         Figures f;
 
         figures(s->dt_usec, s->run_ns, s->slices, s->voluntary, s->involuntary, &f);
-        if (s->avx_line && s->avx_used && f.cpu_permille >= p->avx_busy_min_pct * 10u)
+        if (p->avx_arch_status_tells && s->avx_line && s->avx_used && f.cpu_permille >= p->avx_busy_min_pct * 10u)
                 return POLICY_CLASS_AVX;
         if (f.cpu_permille >= p->throughput_cpu_min_pct * 10u && f.burst_usec >= p->throughput_burst_min_usec &&
             f.voluntary_permille <= p->throughput_voluntary_max_pct * 10u)
@@ -417,6 +418,8 @@ int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p,
                         fputs(", AVX-512 in ", f);
                         fmt_permille(f, e->avx_permille);
                         fputs(" of samples", f);
+                        if (!p->avx_arch_status_tells)
+                                fputs(" (arch_status polluted on this host: no avx vote)", f);
                 } else
                         fputs(", no AVX-512 state", f);
                 fprintf(f, " (%u samples over %" PRIu64 " ms; votes:", e->samples, e->window_usec / 1000);
@@ -474,6 +477,7 @@ void classify_evidence_print_json(Json *j, const ClassifyEvidence *e, const Clas
         json_kv_uint(j, "min_samples", p->min_samples);
         json_kv_uint(j, "majority_pct", p->majority_pct);
         json_kv_uint(j, "avx_busy_min_pct", p->avx_busy_min_pct);
+        json_kv_bool(j, "avx_arch_status_tells", p->avx_arch_status_tells);
         json_kv_uint(j, "throughput_cpu_min_pct", p->throughput_cpu_min_pct);
         json_kv_uint(j, "throughput_burst_min_usec", p->throughput_burst_min_usec);
         json_kv_uint(j, "throughput_voluntary_max_pct", p->throughput_voluntary_max_pct);

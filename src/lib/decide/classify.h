@@ -16,11 +16,14 @@
  * samples, or seen for less than min_age, the class stays as it is (warming
  * up). The rules for one sample,
  * first that holds wins (thresholds in ClassifyParams):
- *   avx        the arch_status AVX-512 line is present, AVX-512 was used
- *              within avx_recent_ms of the sample's end, AND the thread used
- *              at least avx_busy_min_pct of a CPU in the sample. The busy
- *              test is there because glibc's AVX-512 memcpy and memset make
- *              mostly idle threads look like AVX-512 users.
+ *   avx        arch_status can tell here (avx_arch_status_tells: the probe
+ *              found topod's own thread clean, observe/kernelcaps.h), its
+ *              AVX-512 line is present, AVX-512 was used within
+ *              avx_recent_ms of the sample's end, AND the thread used at
+ *              least avx_busy_min_pct of a CPU in the sample. Where the C
+ *              library leaves AVX-512 registers dirty in every process
+ *              (polluted), arch_status never votes avx: explicit rules name
+ *              AVX work there.
  *   throughput at least throughput_cpu_min_pct of a CPU, run bursts (run
  *              time per timeslice) of at least throughput_burst_min_usec,
  *              and at most throughput_voluntary_max_pct of its context
@@ -52,6 +55,7 @@ typedef struct ClassifyParams {
         uint64_t dwell_usec;
         uint64_t avx_recent_ms;
         unsigned avx_busy_min_pct;
+        bool avx_arch_status_tells; /* false: arch_status polluted or absent, never votes avx */
         unsigned throughput_cpu_min_pct;
         uint64_t throughput_burst_min_usec;
         unsigned throughput_voluntary_max_pct;

@@ -318,6 +318,20 @@ static int check_cgroup_mode(const Policy *p, const KernelCaps *caps, Diagnostic
                         close ? "'?" : "");
 }
 
+/* class = avx where arch_status cannot tell AVX-512 work from the rest
+ * (observe/kernelcaps.h): polluted by the C library, or no AVX-512 line;
+ * the classifier then never votes avx, so the policy matches nothing by
+ * class. Explicit rules (comm, exe, cgroup, unit) still name AVX work. */
+static int check_avx_on_machine(const Policy *p, const KernelCaps *caps, Diagnostics *d) {
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_arch_status_tells(caps))
+                return 0;
+        return diag_add(d, DIAG_WARNING, p->file, p->match.class_line, "avx-untellable",
+                        "class = avx cannot hold on this host: AVX-512 evidence is %s (%s); name AVX work "
+                        "with comm, exe or cgroup rules",
+                        kernel_avx_evidence_to_string(caps->avx512_arch_status),
+                        caps->avx512_evidence.reason ?: "not probed");
+}
+
 int check_policy_set(const PolicySet *s, const Topology *topology, const KernelCaps *caps, uint64_t kernel_version,
                      Diagnostics *d) {
         PolicyMachine m;
@@ -344,6 +358,9 @@ int check_policy_set(const PolicySet *s, const Topology *topology, const KernelC
                         k = check_features_on_machine(p, caps, d);
                         if (k >= 0)
                                 k = check_settings_on_machine(p, caps, d);
+                        if (k < 0)
+                                return k;
+                        k = check_avx_on_machine(p, caps, d);
                         if (k < 0)
                                 return k;
                         if (p->place.present && p->place.cookie != POLICY_COOKIE_NONE && !caps->core_sched.available) {

@@ -296,6 +296,7 @@ static int observe_tasks(Pipeline *p, char **ret_reason) {
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
         if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL,
                                   &p->observe.scanner)) < 0 ||
             (k = classifier_new(&params, &p->decide.classifier)) < 0)
@@ -394,6 +395,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         fastpath_policies_changed(p->fast);
         use_in_force_arrays(p, in_force, bands);
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
         p->decide.classifier->params = params;
         return 0;
 }
