@@ -2441,6 +2441,71 @@ static void test_timing(void) {
         world_free(&w);
 }
 
+/* A thread of process tgid, as the scanner reads it. */
+static void fake_thread(pid_t tgid, pid_t tid, const char *comm) {
+        char rel[128], text[512];
+
+        snprintf(text, sizeof(text),
+                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 2 0 %u 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) tid, comm, (int) tgid, (int) tgid, 5000u + (unsigned) tid);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tgid, (int) tid);
+        fake_write(root_dir, rel, text);
+        /* /proc/<tid> names a thread too (the identity checks read it) */
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tid, (int) tid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", (int) tgid, (int) tid);
+        fake_write(root_dir, rel, "1000 0 1\n");
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", (int) tgid, (int) tid);
+        snprintf(text, sizeof(text), "Name:\t%s\nTgid:\t%d\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n",
+                 comm, (int) tgid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/comm", (int) tgid, (int) tid);
+        snprintf(text, sizeof(text), "%s\n", comm);
+        fake_write(root_dir, rel, text);
+}
+
+/* A cookie group that only grows keeps its cookie: a thread a member
+ * started without it (here: one the fake kernel gave none) joins the
+ * cookie the members hold, which stays what it was; the group gets a new
+ * one only when no member holds it any longer. */
+static void test_group_grows_keeps_cookie(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        const ReconcileItem *it;
+        uint64_t svc;
+        World w;
+
+        world_new(&w);
+        pass(&w, &r1);
+        svc = cookie_of(200);
+        ASSERT_NE(svc, 0);
+        ASSERT_EQ(cookie_of(201), svc);
+
+        fake_thread(200, 2000, "svc-a");
+        ASSERT_EQ(cookie_of(2000), 0);
+        ASSERT_OK(pipeline_sample(w.p, true)); /* a thread is found by a full scan, or its event */
+        pass(&w, &r2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(cookie_of(2000), svc);
+        ASSERT_EQ(cookie_of(200), svc);
+        ASSERT_EQ(cookie_of(201), svc);
+        it = find_item(r2, "cookie group", 2000);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_DONE);
+        it = find_item(r2, "cookie group", 201);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
+
+        /* Every member lost it (cleared from outside): a new one. */
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(200) = *cookie_slot(201) = *cookie_slot(2000) = 0;
+        pthread_mutex_unlock(&fc.lock);
+        pass(&w, &r3);
+        ASSERT_NE(cookie_of(200), 0);
+        ASSERT_EQ(cookie_of(201), cookie_of(200));
+        ASSERT_EQ(cookie_of(2000), cookie_of(200));
+        world_free(&w);
+}
+
 int main(void) {
         if (access(GUEST, F_OK) < 0)
                 test_skip("%s not found: run in the source tree", GUEST);
@@ -2451,6 +2516,7 @@ int main(void) {
         RUN(test_topology_refresh);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
+        RUN(test_group_grows_keeps_cookie);
         RUN(test_storm_pass_defers);
         RUN(test_storm_pass_defers_exited);
         RUN(test_storm_keeps_cookie_source);
