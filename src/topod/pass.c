@@ -165,6 +165,11 @@ static int pass_run(Daemon *d, PassCause cause) {
         /* the groups' concurrency, for the next plan's emulated concur */
         if (!d->paused && (k = pipeline_measure(d->p, d->pass.plan)) < 0)
                 log_warning(d, "cannot measure the groups' concurrency: %s", strerror(-k));
+        /* and their forced idle, for the [when] forced_idle bands */
+        if (!d->paused && (k = pipeline_measure_forced_idle(d->p, d->pass.plan)) < 0)
+                log_warning(d, "cannot measure the groups' forced idle: %s", strerror(-k));
+        else if (k > 0)
+                log_info(d, "%d polic%s entered or left force by [when] forced_idle", k, k == 1 ? "y" : "ies");
         if (r)
                 pass_report(d, cause, TAKE_PTR(r), &ss);
         return 0;

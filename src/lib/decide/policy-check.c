@@ -8,7 +8,7 @@
 #include "decide/policy-internal.h"
 
 static bool when_unconditional(const PolicyWhen *w) {
-        return w->smt == POLICY_SMT_ANY && !w->vendors && !w->has_load && w->n_conditions == 0;
+        return w->smt == POLICY_SMT_ANY && !w->vendors && !w->has_load && !w->has_forced_idle && w->n_conditions == 0;
 }
 
 static bool conditions_contain(const PolicyWhen *a, const PolicyCondition *c) {
@@ -27,6 +27,9 @@ static bool when_implied_by(const PolicyWhen *a, const PolicyWhen *b) {
         if (a->smt != POLICY_SMT_ANY && a->smt != b->smt)
                 return false;
         if (a->has_load && (!b->has_load || b->load_low < a->load_low || b->load_high > a->load_high))
+                return false;
+        if (a->has_forced_idle && (!b->has_forced_idle || b->forced_idle_low < a->forced_idle_low ||
+                                   b->forced_idle_high > a->forced_idle_high))
                 return false;
         if (a->vendors) {
                 if (!b->vendors)
@@ -361,6 +364,10 @@ int check_policy_set(const PolicySet *s, const Topology *topology, const KernelC
                         if (k < 0)
                                 return k;
                         k = check_avx_on_machine(p, caps, d);
+                        if (k >= 0 && p->has_when && p->when.has_forced_idle && !caps->schedstats.available)
+                                k = diag_add(d, DIAG_WARNING, p->file, p->when.forced_idle_line, "no-schedstats",
+                                             "forced_idle cannot be measured: %s",
+                                             caps->schedstats.reason ?: "schedstats are off");
                         if (k < 0)
                                 return k;
                         if (p->place.present && p->place.cookie != POLICY_COOKIE_NONE && !caps->core_sched.available) {

@@ -110,7 +110,7 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
                 return NULL;
         CapStatus *all[] = {
                 &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
-                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->avx512_evidence, &c->pidfs,
+                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->avx512_evidence, &c->schedstats, &c->pidfs,
         };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 cap_clear(all[i]);
@@ -517,6 +517,33 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
         return 0;
 }
 
+/* kernel.sched_schedstats: forced idle is accounted only while it is on
+ * (observe/forced-idle.h). */
+static int probe_schedstats(KernelCaps *c, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(root, "proc/sys/kernel/sched_schedstats", 64, &text, NULL);
+        if (k == -ENOENT)
+                return cap_set(&c->schedstats, false, k,
+                               "no kernel.sched_schedstats (CONFIG_SCHEDSTATS off): the kernel accounts no forced idle");
+        if (k < 0)
+                return cap_set(&c->schedstats, false, k, "kernel.sched_schedstats unreadable: %s", errno_name(k));
+        if (text[0] == '1')
+                return cap_set(&c->schedstats, true, 0,
+                               "on (kernel.sched_schedstats = 1): the kernel accounts forced idle");
+        return cap_set(&c->schedstats, false, -ENODATA,
+                       "off (kernel.sched_schedstats = 0): the kernel accounts no forced idle, so forced idle reads 0 "
+                       "and [when] forced_idle always holds; turn it on to measure what cookies cost");
+}
+
+int kernelcaps_refresh_schedstats(KernelCaps *c, const Root *root) {
+        bool was = c->schedstats.available;
+        int k = probe_schedstats(c, root);
+
+        return k < 0 ? k : was != c->schedstats.available;
+}
+
 int kernelcaps_refresh_settings(KernelCaps *c, const Root *root) {
         int changed = 0;
 
@@ -795,7 +822,7 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
             (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
             (k = probe_sched_settings(c, root)) < 0 ||
             (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
-            (k = probe_arch_status(c, root)) < 0 || (k = probe_avx512_evidence(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
+            (k = probe_arch_status(c, root)) < 0 || (k = probe_avx512_evidence(c, root)) < 0 || (k = probe_schedstats(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
         return 0;

@@ -121,6 +121,9 @@ typedef struct KernelCaps {
          * (kernelcaps_avx512_arch_status_tells()): available = clean;
          * else none (no AVX-512 line) or polluted, the reason saying why. */
         CapStatus avx512_evidence;
+        /* kernel.sched_schedstats: available = on, so the kernel accounts
+         * forced idle (observe/forced-idle.h); kernelcaps_refresh_schedstats() */
+        CapStatus schedstats;
         KernelAvxEvidence avx512_arch_status;
         CapStatus pidfs; /* a pidfd's inode number names its struct pid (6.9, 64-bit) */
 
@@ -170,6 +173,9 @@ int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelP
  * changed, 0 when none, negative errno only for out of memory. What was
  * absent, unknown or unreadable stays as probed. */
 int kernelcaps_refresh_settings(KernelCaps *c, const Root *root);
+/* kernel.sched_schedstats read again (anyone may switch it): 1 when it
+ * changed, 0, or -ENOMEM. */
+int kernelcaps_refresh_schedstats(KernelCaps *c, const Root *root);
 
 /* The kernel's side of a setting of the catalog (absent ones have file
  * NULL); NULL only for caps that were not probed for settings. Inline: the
