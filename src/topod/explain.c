@@ -159,11 +159,12 @@ static const char *class_list(unsigned classes, char buf[static 64]) {
 /* For a policy that wants class avx where arch_status cannot tell it
  * (observe/kernelcaps.h): the classifier never says avx here. */
 static const char *avx_untellable(const ExplainContext *x, const Policy *p) {
-        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_arch_status_tells(x->p->observe.caps))
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_tellable(x->p->observe.caps))
                 return "";
         return x->p->observe.caps->avx512_arch_status == KERNEL_AVX_POLLUTED
-                       ? "; class avx cannot hold on this host: arch_status is polluted by the C library "
-                         "(topoctl status: avx512-evidence), so AVX work must be named by comm, exe or cgroup"
+                       ? "; class avx cannot hold on this host: no counters, and arch_status is polluted by the C "
+                         "library (topoctl status: avx512-counters, avx512-evidence), so AVX work must be named by "
+                         "comm, exe or cgroup"
                        : "; class avx cannot hold on this host: no AVX-512 state is reported, so AVX work "
                          "must be named by comm, exe or cgroup";
 }

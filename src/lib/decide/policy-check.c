@@ -326,11 +326,12 @@ static int check_cgroup_mode(const Policy *p, const KernelCaps *caps, Diagnostic
  * the classifier then never votes avx, so the policy matches nothing by
  * class. Explicit rules (comm, exe, cgroup, unit) still name AVX work. */
 static int check_avx_on_machine(const Policy *p, const KernelCaps *caps, Diagnostics *d) {
-        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_arch_status_tells(caps))
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_tellable(caps))
                 return 0;
         return diag_add(d, DIAG_WARNING, p->file, p->match.class_line, "avx-untellable",
-                        "class = avx cannot hold on this host: AVX-512 evidence is %s (%s); name AVX work "
-                        "with comm, exe or cgroup rules",
+                        "class = avx cannot hold on this host: no counters (%s) and arch_status is %s (%s); "
+                        "name AVX work with comm, exe or cgroup rules",
+                        caps->avx512_counters.reason ?: "not probed",
                         kernel_avx_evidence_to_string(caps->avx512_arch_status),
                         caps->avx512_evidence.reason ?: "not probed");
 }

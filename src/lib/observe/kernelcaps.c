@@ -94,10 +94,16 @@ static int host_pidfs(void *userdata) {
         return sc.st_ino != sa.st_ino;
 }
 
+static int host_counters(CounterProbe *ret, void *userdata) {
+        (void) userdata;
+        return counters_probe(NULL, ret);
+}
+
 const KernelProbeOps kernel_probe_ops_host = {
         .core_sched_get = host_core_sched_get,
         .proc_connector = host_proc_connector,
         .pidfs = host_pidfs,
+        .counters = host_counters,
 };
 
 static void cap_clear(CapStatus *c) {
@@ -110,11 +116,12 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
                 return NULL;
         CapStatus *all[] = {
                 &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
-                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->avx512_evidence, &c->schedstats, &c->pidfs,
+                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->avx512_evidence, &c->schedstats, &c->avx512_counters, &c->pidfs,
         };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 cap_clear(all[i]);
         free(c->smt_control);
+        free(c->avx512_counter_event);
         free(c->cgroup2_mount);
         strv_free(c->cgroup2_controllers);
         strv_free(c->cgroup2_subtree);
@@ -517,6 +524,24 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
         return 0;
 }
 
+/* The hardware counters of AVX-512 work (observe/counters.h). */
+static int probe_counters(KernelCaps *c, const KernelProbeOps *ops) {
+        CounterProbe p = {};
+        int k;
+
+        if (!ops->counters)
+                return cap_set(&c->avx512_counters, false, -ENOENT, "not probed: no counters");
+        if ((k = ops->counters(&p, ops->userdata)) < 0)
+                return k;
+        c->avx512_counter_state = p.state;
+        c->avx512_counter_attr = p.attr;
+        c->avx512_counter_event = TAKE_PTR(p.event);
+        k = cap_set(&c->avx512_counters, p.state == COUNTER_AVAILABLE, p.error, "%s: %s",
+                    counter_state_to_string(p.state), p.reason ?: "");
+        counter_probe_done(&p);
+        return k;
+}
+
 /* kernel.sched_schedstats: forced idle is accounted only while it is on
  * (observe/forced-idle.h). */
 static int probe_schedstats(KernelCaps *c, const Root *root) {
@@ -822,7 +847,7 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
             (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
             (k = probe_sched_settings(c, root)) < 0 ||
             (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
-            (k = probe_arch_status(c, root)) < 0 || (k = probe_avx512_evidence(c, root)) < 0 || (k = probe_schedstats(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
+            (k = probe_arch_status(c, root)) < 0 || (k = probe_avx512_evidence(c, root)) < 0 || (k = probe_schedstats(c, root)) < 0 || (k = probe_counters(c, ops)) < 0 || (k = probe_pidfs(c, ops)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
         return 0;

@@ -16,6 +16,7 @@
 #include "base/root.h"
 #include "base/sched-settings.h"
 #include "base/util.h"
+#include "observe/counters.h"
 
 typedef struct CapStatus {
         bool available;
@@ -124,6 +125,12 @@ typedef struct KernelCaps {
         /* kernel.sched_schedstats: available = on, so the kernel accounts
          * forced idle (observe/forced-idle.h); kernelcaps_refresh_schedstats() */
         CapStatus schedstats;
+        /* Hardware counters of AVX-512 work (observe/counters.h): available
+         * = an event resolved and opened here; they then decide avx. */
+        CapStatus avx512_counters;
+        CounterState avx512_counter_state;
+        CounterAttr avx512_counter_attr;
+        char *avx512_counter_event;
         KernelAvxEvidence avx512_arch_status;
         CapStatus pidfs; /* a pidfd's inode number names its struct pid (6.9, 64-bit) */
 
@@ -136,6 +143,16 @@ static inline bool kernelcaps_avx512_arch_status_tells(const KernelCaps *c) {
         return c && c->avx512_arch_status == KERNEL_AVX_CLEAN;
 }
 
+/* Hardware counters decide avx here. */
+static inline bool kernelcaps_avx512_counters(const KernelCaps *c) {
+        return c && c->avx512_counters.available;
+}
+
+/* Some evidence here tells AVX-512 work: counters, or a clean arch_status. */
+static inline bool kernelcaps_avx512_tellable(const KernelCaps *c) {
+        return kernelcaps_avx512_counters(c) || kernelcaps_avx512_arch_status_tells(c);
+}
+
 typedef struct KernelProbeOps {
         /* prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET) on ourselves: 0 or negative errno. */
         int (*core_sched_get)(void *userdata);
@@ -144,6 +161,9 @@ typedef struct KernelProbeOps {
         /* Are pidfds inodes of pidfs, one number per process? 1, 0, or
          * negative errno. NULL: not probed (not available). */
         int (*pidfs)(void *userdata);
+        /* The AVX-512 counter probe (observe/counters.h): 0 and *ret, or
+         * -ENOMEM. NULL: not probed (no counters). */
+        int (*counters)(CounterProbe *ret, void *userdata);
         void *userdata;
 } KernelProbeOps;
 

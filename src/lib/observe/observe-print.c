@@ -278,7 +278,7 @@ typedef struct CapRow {
         const CapStatus *cap;
 } CapRow;
 
-#define CAP_ROWS 13u /* the capabilities KernelCaps has */
+#define CAP_ROWS 14u /* the capabilities KernelCaps has */
 
 static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         size_t n = 0;
@@ -294,6 +294,7 @@ static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         rows[n++] = (CapRow) { "proc-connector", "proc_connector", &c->proc_connector };
         rows[n++] = (CapRow) { "avx512-state", "avx512_state", &c->avx512_state };
         rows[n++] = (CapRow) { "avx512-evidence", "avx512_evidence", &c->avx512_evidence };
+        rows[n++] = (CapRow) { "avx512-counters", "avx512_counters", &c->avx512_counters };
         rows[n++] = (CapRow) { "schedstats", "schedstats", &c->schedstats };
         rows[n++] = (CapRow) { "pidfs", "pidfs", &c->pidfs };
         return n;

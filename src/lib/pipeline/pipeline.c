@@ -30,6 +30,7 @@ static void pipeline_observe_done(PipelineObserve *o) {
         users_free(o->users);
         bitmap_free(o->online);
         free(o->seen);
+        counter_set_free(o->counters);
         kernelcaps_free(o->caps);
         topology_free(o->topology);
         root_free(o->root);
@@ -304,6 +305,7 @@ static int observe_tasks(Pipeline *p, char **ret_reason) {
 
         classify_params_from_config(p->decide.config, &params);
         params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL,
                                   &p->observe.scanner)) < 0 ||
             (k = classifier_new(&params, &p->decide.classifier)) < 0)
@@ -404,6 +406,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         use_in_force_arrays(p, in_force, bands, idle);
         classify_params_from_config(p->decide.config, &params);
         params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         p->decide.classifier->params = params;
         return 0;
 }
@@ -594,7 +597,9 @@ static int sample(Pipeline *p, bool full, bool defer) {
                         task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
         }
         p->observe.samples++;
-        return classifier_update(p->decide.classifier, p->observe.snap);
+        if ((k = pipeline_counters_read(p)) < 0 || (k = classifier_update(p->decide.classifier, p->observe.snap)) < 0)
+                return k;
+        return pipeline_counters_sync(p);
 }
 
 int pipeline_sample(Pipeline *p, bool full) {

@@ -62,6 +62,7 @@ typedef struct PipelineObserve {
         int events_error;   /* why not, when asked */
 
         TaskSnapshot *snap; /* the last scan */
+        CounterSet *counters; /* AVX-512 counters on the candidates; NULL without (observe/counters.h) */
         bool rescan;        /* events were lost: the next scan reads everything */
         uint64_t last_full_usec;
         unsigned samples;   /* scans so far */
@@ -220,6 +221,13 @@ int pipeline_plan(const Pipeline *p, Plan **ret);
  * when the plan emulates concur (else there is nothing to read for); a
  * group without a previous reading (or cpu.stat) has none yet. */
 int pipeline_measure(Pipeline *p, const Plan *applied);
+
+/* The AVX-512 counters around a scan's classification: each open
+ * counter's count put into the snapshot's thread (before the classifier
+ * sees it), then counters held on the classifier's candidates (after).
+ * Nothing where the probe found no counters. 0 or -ENOMEM. */
+int pipeline_counters_read(Pipeline *p);
+int pipeline_counters_sync(Pipeline *p);
 
 /* The forced idle of each policy with a [when] forced_idle band: its
  * groups' cpu.stat in the plan just applied, summed, against the last
