@@ -39,6 +39,22 @@ void status_print_text(const Daemon *d, FILE *f) {
                 fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->decide.load_percent);
         else
                 fputs("load: unknown (/proc/loadavg unreadable): [when] load = bands stay as they were\n", f);
+        for (size_t i = 0; i < d->p->decide.policies->n; i++) {
+                const Policy *p = d->p->decide.policies->policies[i];
+                const PolicyIdle *pi = &d->p->decide.idle[i];
+
+                if (!p->has_when || !p->when.has_forced_idle)
+                        continue;
+                fprintf(f, "forced idle: %s: ", p->name);
+                if (pi->have_share)
+                        fprintf(f, "%u.%u%% of its %u groups' CPU time", pi->share_permille / 10u, pi->share_permille % 10u,
+                                pi->groups);
+                else
+                        fputs("not measured yet", f);
+                fprintf(f, " ([when] forced_idle = %u-%u%%: %s)%s\n", p->when.forced_idle_low, p->when.forced_idle_high,
+                        pipeline_forced_idle_holds(d->p, i) ? "holds" : "does not hold",
+                        d->p->observe.caps->schedstats.available ? "" : "; not accounted: kernel.sched_schedstats is off");
+        }
         if (d->pass.plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->pass.plan->n_tasks, d->pass.plan->n_groups,
                         d->pass.plan->n_cookie_groups);
@@ -83,6 +99,23 @@ void status_print_json(const Daemon *d, Json *j) {
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
                 json_kv_bool(j, "in_force", d->p->decide.in_force[i]);
+                if (p->has_when && p->when.has_forced_idle) {
+                        const PolicyIdle *pi = &d->p->decide.idle[i];
+
+                        json_key(j, "forced_idle");
+                        json_object_begin(j);
+                        json_key(j, "permille");
+                        if (pi->have_share)
+                                json_uint(j, pi->share_permille);
+                        else
+                                json_null(j);
+                        json_kv_uint(j, "groups", pi->groups);
+                        json_kv_uint(j, "band_low_pct", p->when.forced_idle_low);
+                        json_kv_uint(j, "band_high_pct", p->when.forced_idle_high);
+                        json_kv_bool(j, "holds", pipeline_forced_idle_holds(d->p, i));
+                        json_kv_bool(j, "accounted", d->p->observe.caps->schedstats.available);
+                        json_object_end(j);
+                }
                 json_object_end(j);
         }
         json_array_end(j);

@@ -50,7 +50,7 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                                  * value is nobody's business here: no read of
                                  * it after the act. */
                                 tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
-                                                          .pinned = pins[j],
+                                                          .whole_process = true, .pinned = pins[j],
                                                           .pinned_checked = pins[j] &&
                                                                             items[j].moved == RECONCILE_DONE,
                                                           .no_value = true };

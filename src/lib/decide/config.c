@@ -67,6 +67,7 @@ int config_new(Config **ret) {
                 c->classify_majority = p.majority_pct;
                 c->classify_min_samples = p.min_samples;
                 c->avx_busy_min = p.avx_busy_min_pct;
+                c->avx512_ops_min = (unsigned) p.avx512_ops_min;
                 c->latency_wakeups_min = p.latency_wakeups_min;
                 c->latency_burst_max_usec = p.latency_burst_max_usec;
                 c->throughput_burst_min_usec = p.throughput_burst_min_usec;
@@ -155,6 +156,7 @@ static const KeyDef keys[] = {
         { "classifier", "majority", KEY_PERCENT, OFF(classify_majority), 1, 100, NULL, 0 },
         { "classifier", "min_samples", KEY_UINT, OFF(classify_min_samples), 1, CLASSIFY_RING_MAX, NULL, 0 },
         { "classifier", "avx_busy_min", KEY_PERCENT, OFF(avx_busy_min), 0, 100, NULL, 0 },
+        { "classifier", "avx512_ops_min", KEY_UINT, OFF(avx512_ops_min), 1, 4000000000u, NULL, 0 },
         { "classifier", "latency_wakeups_min", KEY_UINT, OFF(latency_wakeups_min), 0, 1000000, NULL, 0 },
         { "classifier", "latency_burst_max", KEY_DURATION, OFF(latency_burst_max_usec), 1, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "throughput_burst_min", KEY_DURATION, OFF(throughput_burst_min_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },

@@ -76,6 +76,7 @@ typedef struct Config {
         unsigned classify_majority;       /* percent of the window's samples that decide */
         unsigned classify_min_samples;
         unsigned avx_busy_min;            /* percent of a CPU alongside AVX-512 use */
+        unsigned avx512_ops_min;          /* AVX-512 FP operations per second, where counters tell */
         unsigned latency_wakeups_min;     /* voluntary switches per second */
         uint64_t latency_burst_max_usec;
         uint64_t throughput_burst_min_usec;

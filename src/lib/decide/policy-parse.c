@@ -145,7 +145,8 @@ static const char *const section_names[_SECTION_MAX + 1] = {
 };
 
 static const char *const keys_policy[] = { "name", "priority", "description", "enabled", NULL };
-static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load", NULL };
+static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load",
+                                          "forced_idle", NULL };
 static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", "unit", "exclude", NULL };
 static const char *const keys_place[] = { "group", "cookie", "cpus", "spread", "exclusive", "weight", NULL };
 static const char *const keys_kernel[] = { "cgroup_mode", NULL };
@@ -435,9 +436,8 @@ static int when_vendor(Parser *ps, const char *value, unsigned line) {
         return 0;
 }
 
-/* "load = LOW-HIGH%". */
-static int when_load(Parser *ps, const char *value, unsigned line) {
-        PolicyWhen *w = &ps->p->when;
+/* "LOW-HIGH%": 0 and *ret_lo, *ret_hi, else -ERANGE (past max) or -EINVAL. */
+static int parse_band(const char *value, unsigned max, unsigned *ret_lo, unsigned *ret_hi) {
         const char *s = value;
         unsigned lo, hi;
         int k;
@@ -452,6 +452,40 @@ static int when_load(Parser *ps, const char *value, unsigned line) {
                 k = -EINVAL;
         if (k >= 0 && *s)
                 k = -EINVAL;
+        if (k >= 0 && (lo > max || hi > max))
+                k = -ERANGE;
+        if (k < 0)
+                return k;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return 0;
+}
+
+/* "forced_idle = LOW-HIGH%": of the CPU time of the policy's groups. */
+static int when_forced_idle(Parser *ps, const char *value, unsigned line) {
+        PolicyWhen *w = &ps->p->when;
+        unsigned lo, hi;
+        int k = parse_band(value, 100, &lo, &hi);
+
+        if (k == -ERANGE)
+                return perr(ps, line, "out-of-range", "forced idle band '%s' goes past 100%%", value);
+        if (k < 0)
+                return perr(ps, line, "bad-value", "invalid forced_idle '%s': expected a band like '0-10%%'", value);
+        if (lo > hi)
+                return perr(ps, line, "bad-value", "forced idle band '%s' is empty: %u%% is above %u%%", value, lo, hi);
+        w->has_forced_idle = true;
+        w->forced_idle_low = lo;
+        w->forced_idle_high = hi;
+        w->forced_idle_line = line;
+        return 0;
+}
+
+/* "load = LOW-HIGH%". */
+static int when_load(Parser *ps, const char *value, unsigned line) {
+        PolicyWhen *w = &ps->p->when;
+        unsigned lo, hi;
+        int k = parse_band(value, POLICY_LOAD_MAX, &lo, &hi);
+
         if (k == -ERANGE)
                 return perr(ps, line, "out-of-range", "load band '%s' goes past %u%%", value, POLICY_LOAD_MAX);
         if (k < 0)
@@ -487,6 +521,8 @@ static int key_when(Parser *ps, const char *key, PolicyCmp cmp, bool has_cmp, co
                 return when_vendor(ps, value, line);
         if (streq(key, "load"))
                 return when_load(ps, value, line);
+        if (streq(key, "forced_idle"))
+                return when_forced_idle(ps, value, line);
         return 0;
 }
 

@@ -89,6 +89,11 @@ typedef struct PolicyWhen {
         bool has_load;
         unsigned load_low, load_high; /* percent, inclusive */
         unsigned load_line;
+        /* The share of its groups' CPU time their SMT siblings were kept
+         * idle (observe/forced-idle.h), a band over time as load is. */
+        bool has_forced_idle;
+        unsigned forced_idle_low, forced_idle_high; /* percent, inclusive */
+        unsigned forced_idle_line;
 } PolicyWhen;
 
 typedef enum PolicyClass {
@@ -296,6 +301,11 @@ typedef struct PolicyLoadBand {
         bool pending;       /* the load is on the other side, since since_usec */
         uint64_t since_usec;
 } PolicyLoadBand;
+
+/* Take a value (percent) read at now_usec into a band [low, high];
+ * whether it holds. The load band and the forced idle band both. */
+bool policy_band_update(PolicyLoadBand *b, unsigned low, unsigned high, unsigned value, unsigned hysteresis,
+                        uint64_t dwell_usec, uint64_t now_usec);
 
 /* Take the load (percent) read at now_usec; whether the band holds. */
 bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,

@@ -32,6 +32,7 @@ static void pipeline_observe_done(PipelineObserve *o) {
         users_free(o->users);
         bitmap_free(o->online);
         free(o->seen);
+        counter_set_free(o->counters);
         kernelcaps_free(o->caps);
         topology_free(o->topology);
         root_free(o->root);
@@ -41,6 +42,7 @@ static void pipeline_decide_done(PipelineDecide *d) {
         classifier_free(d->classifier);
         free(d->in_force);
         free(d->bands);
+        free(d->idle);
         policy_set_free(d->policies);
         config_free(d->config);
 }
@@ -102,7 +104,8 @@ static unsigned compute_in_force(Pipeline *p) {
         for (size_t i = 0; i < p->decide.policies->n; i++) {
                 const Policy *pol = p->decide.policies->policies[i];
                 bool f = pol->enabled && (!pol->has_when || (policy_when_holds_but_load(&pol->when, &m) &&
-                                                             (!pol->when.has_load || p->decide.bands[i].holds)));
+                                                             (!pol->when.has_load || p->decide.bands[i].holds) &&
+                                                             pipeline_forced_idle_holds(p, i)));
 
                 changed += f != p->decide.in_force[i];
                 p->decide.in_force[i] = f;
@@ -132,11 +135,12 @@ static void read_load(Pipeline *p, uint64_t now_usec) {
  * the others start from the next reading. Made before anything is
  * swapped: a failure leaves the running set whole. */
 static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const PolicyLoadBand *old_bands,
-                           bool **ret_in_force, PolicyLoadBand **ret_bands) {
+                           bool **ret_in_force, PolicyLoadBand **ret_bands, PolicyIdle **ret_idle) {
         _cleanup_free_ bool *in_force = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
         _cleanup_free_ PolicyLoadBand *bands = calloc(MAX(ps->n, (size_t) 1), sizeof(PolicyLoadBand));
+        _cleanup_free_ PolicyIdle *idle = calloc(MAX(ps->n, (size_t) 1), sizeof(PolicyIdle));
 
-        if (!in_force || !bands)
+        if (!in_force || !bands || !idle)
                 return -ENOMEM;
         for (size_t i = 0; old && old_bands && i < ps->n; i++) {
                 const PolicyWhen *w = &ps->policies[i]->when;
@@ -155,16 +159,19 @@ static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const Poli
         }
         *ret_in_force = TAKE_PTR(in_force);
         *ret_bands = TAKE_PTR(bands);
+        *ret_idle = TAKE_PTR(idle);
         return 0;
 }
 
 /* For the policy set now in p->decide.policies, with its arrays: the load taken
  * in, the policies in force worked out. */
-static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands) {
+static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands, PolicyIdle *idle) {
         free(p->decide.in_force);
         free(p->decide.bands);
+        free(p->decide.idle);
         p->decide.in_force = in_force;
         p->decide.bands = bands;
+        p->decide.idle = idle;
         read_load(p, pipeline_now_usec());
         (void) compute_in_force(p);
 }
@@ -282,6 +289,7 @@ static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
         char *paths[2] = {};
         bool *in_force;
         PolicyLoadBand *bands;
+        PolicyIdle *idle;
         int k;
 
         if (!dir)
@@ -290,9 +298,9 @@ static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
         k = policy_read_paths(paths, 1, d, &p->decide.policies);
         if (k < 0 && !p->decide.policies)
                 return fail(k, ret_reason, "cannot read the policies in %s", dir);
-        if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands)) < 0)
+        if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands, &idle)) < 0)
                 return k;
-        use_in_force_arrays(p, in_force, bands);
+        use_in_force_arrays(p, in_force, bands, idle);
         return 0;
 }
 
@@ -306,6 +314,8 @@ static int observe_tasks(Pipeline *p, char **ret_reason) {
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL,
                                   &p->observe.scanner)) < 0 ||
             (k = classifier_new(&params, &p->decide.classifier)) < 0)
@@ -375,6 +385,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         _cleanup_(config_freep) Config *config = NULL;
         bool *in_force;
         PolicyLoadBand *bands;
+        PolicyIdle *idle;
         _cleanup_(policy_set_freep) PolicySet *policies = NULL;
         _cleanup_free_ char *conf = config_path(p), *dir = NULL;
         char *paths[2] = {};
@@ -398,7 +409,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
                 return k;
         if ((k = settings_judge(config, policies, d, errors)) < 0)
                 return k; /* keep what runs */
-        if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands)) < 0)
+        if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands, &idle)) < 0)
                 return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
@@ -410,8 +421,10 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         policy_set_free(p->decide.policies);
         p->decide.policies = TAKE_PTR(policies);
         fastpath_policies_changed(p->fast);
-        use_in_force_arrays(p, in_force, bands);
+        use_in_force_arrays(p, in_force, bands, idle);
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         p->decide.classifier->params = params;
         return 0;
 }
@@ -602,7 +615,9 @@ static int sample(Pipeline *p, bool full, bool defer) {
                         task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
         }
         p->observe.samples++;
-        return classifier_update(p->decide.classifier, p->observe.snap);
+        if ((k = pipeline_counters_read(p)) < 0 || (k = classifier_update(p->decide.classifier, p->observe.snap)) < 0)
+                return k;
+        return pipeline_counters_sync(p);
 }
 
 int pipeline_sample(Pipeline *p, bool full) {

@@ -147,6 +147,9 @@ static KernelCaps fake_caps(void) {
                 .features = tokens,
                 .cgroup_mode = { .available = true },
                 .cgroup_modes = modes_list,
+                .avx512_state = { .available = true },
+                .avx512_evidence = { .available = true, .reason = (char *) "clean: ..." },
+                .avx512_arch_status = KERNEL_AVX_CLEAN,
         };
 }
 
@@ -212,6 +215,38 @@ static void test_machine_without_facilities(void) {
         ASSERT_DIAG(d, DIAG_WARNING, "never-holds", 4); /* smt = on, SMT off */
 }
 
+/* class = avx where arch_status cannot tell AVX-512 work: a warning at the
+ * class line, naming the evidence; a clean host says nothing; a policy
+ * without class avx says nothing either. */
+static void test_machine_avx_untellable(void) {
+        static const char *const files[] = { "m.ini", "t.ini" };
+        static const char *const texts[] = {
+                MACHINE_POLICY,
+                "[policy]\nname = t\n[match]\nclass = throughput\n[place]\ncpus = all\n",
+        };
+        for (int e = 0; e < _KERNEL_AVX_MAX; e++) {
+                _cleanup_(diag_freep) Diagnostics *d = diag_new();
+                _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 2, d);
+                KernelCaps caps = fake_caps();
+                bool warned = false;
+
+                caps.avx512_arch_status = (KernelAvxEvidence) e;
+                caps.avx512_evidence.available = e == KERNEL_AVX_CLEAN;
+                caps.avx512_evidence.reason = (char *) (e == KERNEL_AVX_POLLUTED ? "polluted: the C library" : "none: no line");
+                ASSERT_OK(check_policy_set(s, NULL, &caps, 0, d));
+                DUMP_DIAG(d);
+                for (size_t i = 0; i < d->n; i++)
+                        if (streq(d->items[i].id, "avx-untellable")) {
+                                ASSERT_STREQ(d->items[i].file, "m.ini");
+                                ASSERT_EQ(d->items[i].line, 9u);
+                                ASSERT_EQ(d->items[i].severity, DIAG_WARNING);
+                                ASSERT_STR_CONTAINS(d->items[i].message, kernel_avx_evidence_to_string((KernelAvxEvidence) e));
+                                warned = true;
+                        }
+                ASSERT_EQ(warned, e != KERNEL_AVX_CLEAN);
+        }
+}
+
 static void test_machine_unknown_mode(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = flat\n" };
@@ -258,6 +293,7 @@ int main(void) {
         RUN(test_offline_cgroup_mode_words);
         RUN(test_machine_warnings);
         RUN(test_machine_without_facilities);
+        RUN(test_machine_avx_untellable);
         RUN(test_machine_unknown_mode);
         RUN(test_machine_from);
         return 0;
