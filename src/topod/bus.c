@@ -12,6 +12,8 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-id128.h>
 
+#include "base/escape.h"
+
 typedef struct BusConnection {
         sd_bus *bus;
         bool doomed;     /* its peer does not read its replies: dropped soon */
@@ -125,12 +127,24 @@ static int dispatch(sd_bus_message *m, void *userdata, sd_bus_error *error, BusM
                                          bus_method_to_string(method), (unsigned) c->uid);
 
         k = s->handler(s->userdata, &call, &text, &message, &name);
-        if (k < 0)
-                return sd_bus_error_set(error, name ?: error_name_for(k), message ?: strerror(-k));
+        if (k < 0) {
+                /* A D-Bus string must be valid UTF-8: a policy's bad byte
+                 * in a file:line message would make the error unsendable
+                 * (and the caller wait for its timeout). */
+                _cleanup_free_ char *safe = escape_string(message ?: strerror(-k), ESCAPE_CONTROL | ESCAPE_KEEP_NEWLINE);
+
+                return sd_bus_error_set(error, name ?: error_name_for(k), safe ?: "out of memory");
+        }
         if (text && strlen(text) > BUS_REPLY_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "the reply would be %zu bytes, over %u",
                                          strlen(text), BUS_REPLY_MAX);
-        return sd_bus_reply_method_return(m, "s", text ?: "");
+        {
+                _cleanup_free_ char *safe = escape_string(text ?: "", ESCAPE_CONTROL | ESCAPE_KEEP_NEWLINE);
+
+                if (!safe)
+                        return -ENOMEM;
+                return sd_bus_reply_method_return(m, "s", safe);
+        }
 }
 
 static int m_explain(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_EXPLAIN); }
