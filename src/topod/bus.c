@@ -46,14 +46,18 @@ typedef struct BusBan {
         uint64_t until_usec;
 } BusBan;
 
+typedef struct BusListener {
+        int fd;
+        char *path;
+        sd_event_source *source;
+} BusListener;
+
 struct BusServer {
         sd_event *event;
-        sd_event_source *listener;
+        BusListener listeners[2]; /* anyone's socket, root's socket */
         sd_event_source *reaper; /* drops doomed connections, outside their callbacks */
         sd_event_source *tick;   /* each second while connections live: rates, timeouts */
         BusCloser *closer;
-        int fd;
-        char *path;
         BusHandler handler;
         void *userdata;
         BusConnection *conns[BUS_CONNECTIONS_MAX];
@@ -283,7 +287,7 @@ static void connection_read(BusConnection *c) {
                 union {
                         struct cmsghdr align;
                         uint8_t buf[CMSG_SPACE(BUS_RIGHTS_MAX * sizeof(int))];
-                } control;
+                } control = {};
                 struct iovec iov = { .iov_base = in, .iov_len = sizeof(in) };
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
                                      .msg_controllen = sizeof(control) };
@@ -293,6 +297,10 @@ static void connection_read(BusConnection *c) {
                 n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
+                if (n < 0) {
+                        connection_doom(c); /* and mh is as we made it: no control data to read */
+                        return;
+                }
                 if (mh.msg_controllen > 0 || (mh.msg_flags & MSG_CTRUNC)) {
                         take_rights(c, &mh); /* fds were refused in the handshake */
                         return;
@@ -485,39 +493,54 @@ static int on_accept(sd_event_source *es, int lfd, uint32_t revents, void *userd
         return 0;
 }
 
-int bus_server_new(sd_event *e, const char *path, BusHandler handler, void *userdata, BusServer **ret) {
-        _cleanup_(bus_server_freep) BusServer *s = NULL;
+/* Listen on path with the socket file's mode (umask: the bits cleared). */
+static int listen_on(BusServer *s, BusListener *l, const char *path, mode_t umask_bits) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        mode_t old;
         int k;
 
         if (strlen(path) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
+        if (!(l->path = strdup(path)))
+                return -ENOMEM;
+        memcpy(sa.sun_path, path, strlen(path));
+        l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (l->fd < 0)
+                return -errno;
+        (void) unlink(path);
+        old = umask(umask_bits);
+        k = bind(l->fd, (struct sockaddr *) &sa, sizeof(sa));
+        umask(old);
+        if (k < 0 || listen(l->fd, SOMAXCONN) < 0)
+                return -errno;
+        /* Refuse descriptors from the start: a connection's flags come
+         * from its listener, and a client may send before we accept. */
+        (void) setsockopt(l->fd, SOL_SOCKET, SO_PASSRIGHTS, &(int) { 0 }, sizeof(int));
+        return sd_event_add_io(s->event, &l->source, l->fd, EPOLLIN, on_accept, s);
+}
+
+int bus_server_new(sd_event *e, const char *path, BusHandler handler, void *userdata, BusServer **ret) {
+        _cleanup_(bus_server_freep) BusServer *s = NULL;
+        _cleanup_free_ char *root_path = NULL;
+        int k;
+
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->fd = -1;
+        s->listeners[0].fd = s->listeners[1].fd = -1;
         s->event = sd_event_ref(e);
         s->handler = handler;
         s->userdata = userdata;
-        if (!(s->path = strdup(path)))
+        if (asprintf(&root_path, "%s" BUS_ROOT_SOCKET_SUFFIX, path) < 0)
                 return -ENOMEM;
-        memcpy(sa.sun_path, path, strlen(path));
-        s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (s->fd < 0)
-                return -errno;
-        (void) unlink(path);
-        {
-                /* Anyone may connect: what one uid can hold and cost is
-                 * bounded (bus.h), and each call checks the caller. */
-                mode_t old = umask(0111);
-
-                k = bind(s->fd, (struct sockaddr *) &sa, sizeof(sa));
-                umask(old);
-        }
-        if (k < 0 || listen(s->fd, SOMAXCONN) < 0)
-                return -errno;
-        if ((k = sd_event_add_io(e, &s->listener, s->fd, EPOLLIN, on_accept, s)) < 0 ||
-            (k = sd_event_add_defer(e, &s->reaper, on_reap, s)) < 0 ||
+        /* Anyone may connect to path: what one uid can hold and cost is
+         * bounded (bus.h), and each call checks the caller. Only root
+         * reaches the other (mode 0600), so that no other user's
+         * connections can fill its backlog. */
+        if ((k = listen_on(s, &s->listeners[0], path, 0111)) < 0 ||
+            (k = listen_on(s, &s->listeners[1], root_path, 0177)) < 0)
+                return k;
+        if ((k = sd_event_add_defer(e, &s->reaper, on_reap, s)) < 0 ||
             (k = sd_event_source_set_enabled(s->reaper, SD_EVENT_OFF)) < 0 ||
             (k = sd_event_add_time_relative(e, &s->tick, CLOCK_MONOTONIC, 1000000, 0, on_tick, s)) < 0 ||
             (k = sd_event_source_set_enabled(s->tick, SD_EVENT_OFF)) < 0 || (k = bus_closer_new(&s->closer)) < 0)
@@ -531,15 +554,19 @@ BusServer *bus_server_free(BusServer *s) {
                 return NULL;
         while (s->n_conns > 0)
                 connection_drop(s, s->n_conns - 1);
-        sd_event_source_disable_unref(s->listener);
+        for (size_t i = 0; i < ELEMENTSOF(s->listeners); i++) {
+                BusListener *l = &s->listeners[i];
+
+                sd_event_source_disable_unref(l->source);
+                if (l->fd >= 0) {
+                        close(l->fd);
+                        (void) unlink(l->path);
+                }
+                free(l->path);
+        }
         sd_event_source_disable_unref(s->reaper);
         sd_event_source_disable_unref(s->tick);
         bus_closer_free(s->closer);
-        if (s->fd >= 0) {
-                close(s->fd);
-                (void) unlink(s->path);
-        }
-        free(s->path);
         sd_event_unref(s->event);
         free(s);
         return NULL;
