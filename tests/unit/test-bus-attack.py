@@ -260,7 +260,8 @@ def worker_oversized(bus, seconds):
     while time.monotonic() < end:
         try:
             s = raw_connect(bus, timeout=0.5)
-            s.sendall(auth(os.getuid()) + struct.pack("<cBBBIII", b"l", 1, 0, 1, 128 << 20, 1, 8) + b"\0" * 8)
+            # just under sd-bus's own 128 MiB limit
+            s.sendall(auth(os.getuid()) + struct.pack("<cBBBIII", b"l", 1, 0, 1, (128 << 20) - 4096, 1, 8) + b"\0" * 8)
             socks.append(s)
         except OSError:
             pass
@@ -274,36 +275,39 @@ def worker_oversized(bus, seconds):
 
 
 def worker_fds(bus, seconds):
-    """Descriptors passed over and over: 250 of /dev/null, and a loopback
-    TCP socket that lingers 30 s on its last close."""
+    """Descriptors passed over and over inside unfinished messages, the
+    connections held: 250 of /dev/null each time, and a loopback TCP
+    socket that lingers 30 s on its last close."""
     end = time.monotonic() + float(seconds)
     lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lst.bind(("127.0.0.1", 0))
     lst.listen(64)
     nulls = [os.open("/dev/null", os.O_RDONLY) for _ in range(250)]
-    refused = sent = 0
+    held, refused, sent = [], 0, 0
+    header = struct.pack("<cBBBIII", b"l", 1, 0, 1, 4096, 1, 8)  # a message never finished
     while time.monotonic() < end:
         t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         t.connect(lst.getsockname())
         t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 30))
         peer, _ = lst.accept()
         t.send(b"x")  # unread by the peer: the lingering close waits
+        s = None
         try:
             s = raw_connect(bus, timeout=0.5)
-            s.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
-            for fds in ([t.fileno()], nulls):
-                s.sendmsg([b"NEGOTIATE_UNIX_FD\r\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+            s.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n")
+            for i, fds in enumerate(([t.fileno()], nulls)):
+                s.sendmsg([header if i == 0 else b"\0" * 8], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
                 sent += 1
+            held.append(s)
         except OSError:
             refused += 1
-        finally:
-            try:
+            if s:
                 s.close()
-            except (OSError, UnboundLocalError):
-                pass
+        if len(held) > 8:
+            held.pop(0).close()
         t.close()
         peer.close()
-        time.sleep(0.005)
+        time.sleep(0.01)
     print("  fds: %d messages with descriptors sent, %d refused" % (sent, refused))
 
 
@@ -410,7 +414,7 @@ def main():
         during(d, "connections held (nobody)", [as_nobody(["connections", d.bus, 4], wait=False)], 4)
 
         during(d, "backlog loops (nobody x2)",
-               [as_nobody(["backlog", d.bus, 5], wait=False, nice=True) for _ in range(2)], 5, checks=10)
+               [as_nobody(["backlog", d.bus, 5], wait=False) for _ in range(2)], 5, checks=10)
 
         for member, pid in (("Status", 0), ("Explain", os.getpid())):
             share = cpu_share(d, [as_nobody(["calls", d.bus, 6, member, pid], wait=False)], 4.0)
