@@ -423,6 +423,33 @@ def main():
                 d.fail("%s loop: daemon CPU %.1f%% over %.0f%%" % (member, 100 * share, 100 * CPU_MAX))
             d.check(member + " loop")
 
+        # a comm with a terminal sequence, a newline and a byte that is not
+        # UTF-8: explain answers, escaped; nobody sees no root exe path
+        named = os.fork()
+        if named == 0:
+            with open("/proc/self/comm", "wb") as f:
+                f.write(b"\x1b]0;x\nfake\xff")
+            time.sleep(30)
+            os._exit(0)
+        time.sleep(2.5)  # seen by a pass
+        r = subprocess.run([d.topoctl, "--state-dir", d.state, "explain", str(named)], capture_output=True, timeout=30)
+        rj = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                             d.topoctl, "--state-dir", d.state, "explain", "--json", str(named)],
+                            capture_output=True, timeout=30)
+        os.kill(named, signal.SIGKILL)
+        os.waitpid(named, 0)
+        print("  explain of a hostile comm: rc %d, %r" % (r.returncode, r.stdout[:60]))
+        try:
+            text_ok = r.returncode == 0 and b"\x1b" not in r.stdout and b"\\x1b]0;x\\x0afake\\xff" in r.stdout
+            r.stdout.decode("utf-8")
+            rj.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            text_ok = False
+        if not text_ok:
+            d.fail("explain of a hostile comm: not answered, or not escaped")
+        if rj.returncode != 0 or b'"exe": null' not in rj.stdout:
+            d.fail("explain as nobody of root's process: %r" % rj.stdout[:200])
+
         zombie = os.fork()
         if zombie == 0:
             os._exit(0)
