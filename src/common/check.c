@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/escape.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -71,12 +72,15 @@ static void print_text(const Diagnostics *d, bool strict) {
         for (size_t i = 0; i < d->n; i++) {
                 const Diagnostic *x = &d->items[i];
                 bool as_error = x->severity == DIAG_ERROR || strict;
+                /* a file name or a quoted value may hold any byte */
+                _cleanup_free_ char *file = escape_string(x->file, ESCAPE_CONTROL),
+                                    *message = escape_string(x->message, ESCAPE_CONTROL);
 
                 if (x->line > 0)
-                        printf("%s:%u: %s: %s%s\n", x->file, x->line, as_error ? "error" : "warning", x->message,
+                        printf("%s:%u: %s: %s%s\n", file ?: "?", x->line, as_error ? "error" : "warning", message ?: "?",
                                x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
                 else
-                        printf("%s: %s: %s%s\n", x->file, as_error ? "error" : "warning", x->message,
+                        printf("%s: %s: %s%s\n", file ?: "?", as_error ? "error" : "warning", message ?: "?",
                                x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
         }
         if (d->truncated)

@@ -117,6 +117,11 @@ typedef struct DaemonGates {
 typedef struct DaemonServe {
         BusServer *bus;
         uint64_t last_explain_pass_usec;
+        /* The task the last explain-forced pass was for (pid, start
+         * time): one that the pass did not make known (a zombie, a task
+         * the scan skips) forces no second pass. */
+        pid_t last_explain_pid;
+        uint64_t last_explain_start;
         char *plan_reply[2];          /* the last Plan reply, text [0] and JSON [1] */
         uint64_t plan_reply_usec[2];
         uint64_t plan_reply_passes[2]; /* d->pass.count when it was made */

@@ -9,6 +9,7 @@
 
 #include "apply/cgroup.h"
 #include "base/bitmap.h"
+#include "base/escape.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -471,9 +472,14 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
 
-        fprintf(f, "Thread %d (%s)\n", (int) a->t->tid, a->t->comm);
-        if (a->unmanaged)
-                fprintf(f, "  %s\n", a->unmanaged);
+        fprintf(f, "Thread %d (", (int) a->t->tid);
+        escape_write(f, a->t->comm, ESCAPE_CONTROL);
+        fputs(")\n", f);
+        if (a->unmanaged) {
+                fputs("  ", f);
+                escape_write(f, a->unmanaged, ESCAPE_CONTROL);
+                fputc('\n', f);
+        }
         if (!a->t->kernel_thread) {
                 fprintf(f, "  class:    %s", policy_class_to_string(a->class));
                 if (a->has_ev && classify_evidence_format(&a->ev, cp, &ev) >= 0)
@@ -499,7 +505,8 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
                         : !x->p->observe.caps->core_sched.available ? x->p->observe.caps->core_sched.reason ?: "no core scheduling"
                                                             : strerror(-a->cookie_error));
         print_forced_idle_text(x, a, f);
-        fprintf(f, "  cgroup:   %s", a->cgroup ?: "(unknown)");
+        fputs("  cgroup:   ", f);
+        escape_write(f, a->cgroup ?: "(unknown)", ESCAPE_CONTROL);
         if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))
                 fprintf(f, " (planned: %s)", a->planned_cgroup);
         fputc('\n', f);
@@ -653,6 +660,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         const TaskSnapshot *snap = x->p->observe.snap;
         _cleanup_free_ ThreadAnswer *answers = NULL;
         const TaskFacts *asked;
+        const char *exe;
         size_t n = 0, total = 0;
         pid_t tgid;
         int k = 0;
@@ -662,6 +670,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         asked = task_snapshot_find(snap, pid);
         if (!asked)
                 return -ESRCH;
+        exe = x->caller_uid == 0 || (asked->has_uid && asked->uid == x->caller_uid) ? asked->process->exe : NULL;
         /* A process id: all its threads; a thread id: that thread. */
         tgid = asked->tgid == pid ? pid : 0;
         answers = calloc(EXPLAIN_THREADS_MAX, sizeof(ThreadAnswer));
@@ -689,7 +698,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                         json_kv_int(j, "pid", pid);
                         json_kv_int(j, "tgid", asked->tgid);
                         json_kv_string(j, "comm", asked->comm);
-                        json_kv_string(j, "exe", asked->process->exe);
+                        json_kv_string(j, "exe", exe);
                         json_kv_bool(j, "paused", x->paused);
                         print_kernel_json(x, j);
                         json_key(j, "threads");
@@ -701,8 +710,11 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                         json_object_end(j);
                 }
         } else if (k >= 0) {
-                fprintf(f, "Process %d (%s)%s%s\n", (int) asked->tgid, asked->comm, asked->process->exe ? " " : "",
-                        asked->process->exe ?: "");
+                fprintf(f, "Process %d (", (int) asked->tgid);
+                escape_write(f, asked->comm, ESCAPE_CONTROL);
+                fputs(exe ? ") " : ")", f);
+                escape_write(f, exe ?: "", ESCAPE_CONTROL);
+                fputc('\n', f);
                 for (size_t i = 0; i < n; i++)
                         print_thread_text(x, &answers[i], f);
                 if (total > n)

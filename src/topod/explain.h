@@ -36,6 +36,10 @@ typedef struct ExplainContext {
         /* PR_SCHED_CORE_GET of a thread; NULL: not asked */
         int (*get_cookie)(pid_t tid, uint64_t *ret_cookie, void *userdata);
         void *userdata;
+        /* Who asks (SO_PEERCRED): a process's exe path is told to root and
+         * to a caller of the process's own real uid only, as the kernel's
+         * readlink of /proc/PID/exe would (other users' are withheld). */
+        uid_t caller_uid;
 } ExplainContext;
 
 /* -ESRCH when pid is neither a process nor a thread the last scan saw and

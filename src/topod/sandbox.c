@@ -66,6 +66,8 @@ static const char *const allow_list[] = {
          * socket. socket() itself is in the argument rules below. */
         "connect", "accept4", "sendmsg", "recvmsg", "recvmmsg", "sendto", "recvfrom",
         "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown",
+        /* The bus: each client's socket pair to its sd-bus (bus-feed.h). */
+        "socketpair",
 
         /* Core scheduling: pidfds pin the threads a cookie goes to (the
          * cookie prctl is in the argument rules). */

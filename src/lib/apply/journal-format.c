@@ -418,11 +418,26 @@ static int parse_end(const Journal *j, char **tok, int ntok, unsigned lineno, Jo
         return 0;
 }
 
-int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+/* A damaged line in salvage mode: counted, the first one kept; 0 to go
+ * on, or k (the strict parse's answer) when not salvaging. */
+static int damaged(Journal *j, bool salvage, int k, const JournalError *e) {
+        if (!salvage || k == -ENOMEM || k == -EPROTONOSUPPORT || (e && e->line <= 1))
+                return k;
+        if (j->n_damaged++ == 0 && e) {
+                j->damage = malloc(sizeof(*j->damage));
+                if (!j->damage)
+                        return -ENOMEM;
+                *j->damage = *e;
+        }
+        return 0;
+}
+
+static int parse_text(const char *text, size_t len, bool salvage, Journal **ret, JournalError *ret_error) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *line = NULL;
+        JournalError local = {}, *e = ret_error ?: &local;
         unsigned lineno = 0;
-        bool ended = false;
+        bool ended = false, torn = false;
         size_t pos = 0;
         int k;
 
@@ -430,10 +445,16 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
                 return journal_parse_error(ret_error, 0, -EFBIG, "larger than %u bytes", JOURNAL_SIZE_MAX);
         if (len == 0)
                 return journal_parse_error(ret_error, 0, -EBADMSG, "empty");
-        if (memchr(text, '\0', len))
+        if (!salvage && memchr(text, '\0', len))
                 return journal_parse_error(ret_error, 0, -EBADMSG, "contains a NUL byte");
-        if (text[len - 1] != '\n')
-                return journal_parse_error(ret_error, 0, -EBADMSG, "incomplete: does not end with a newline");
+        if (text[len - 1] != '\n') {
+                const char *nl = memrchr(text, '\n', len);
+
+                if (!salvage || !nl)
+                        return journal_parse_error(ret_error, 0, -EBADMSG, "incomplete: does not end with a newline");
+                len = (size_t) (nl - text) + 1; /* a torn last line: dropped */
+                torn = true;
+        }
 
         k = journal_new(NULL, &j);
         if (k < 0)
@@ -444,34 +465,50 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
 
         while (pos < len) {
                 char *tok[TOKENS_MAX];
+                const char *nl = memchr(text + pos, '\n', len - pos);
                 int ntok;
 
                 lineno++;
-                if (ended)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG, "text after \"end\"");
-                ntok = next_line(text, len, &pos, line, tok);
-                if (ntok == -E2BIG)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG, "line longer than %u bytes",
-                                                   JOURNAL_LINE_MAX);
-                if (ntok < 0)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG,
-                                                   "malformed line (empty field, control character or too many fields)");
-
-                if (lineno == 1)
-                        k = parse_header(tok, ntok, ret_error);
+                if (ended) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "text after \"end\"");
+                        pos = (size_t) (nl - text) + 1;
+                } else if (salvage && memchr(text + pos, '\0', (size_t) (nl - (text + pos)))) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "contains a NUL byte");
+                        pos = (size_t) (nl - text) + 1;
+                } else if ((ntok = next_line(text, len, &pos, line, tok)) == -E2BIG) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "line longer than %u bytes", JOURNAL_LINE_MAX);
+                        pos = (size_t) (nl - text) + 1;
+                } else if (ntok < 0)
+                        k = journal_parse_error(e, lineno, -EBADMSG,
+                                                "malformed line (empty field, control character or too many fields)");
+                else if (lineno == 1)
+                        k = parse_header(tok, ntok, e);
                 else if (streq(tok[0], "end")) {
-                        k = parse_end(j, tok, ntok, lineno, ret_error);
+                        k = parse_end(j, tok, ntok, lineno, e);
                         ended = true;
                 } else
-                        k = parse_entry(j, tok, ntok, lineno, ret_error);
-                if (k < 0)
+                        k = parse_entry(j, tok, ntok, lineno, e);
+                if (k < 0 && (k = damaged(j, salvage, k, e)) < 0)
                         return k;
         }
-        if (!ended)
-                return journal_parse_error(ret_error, lineno, -EBADMSG, "incomplete: no \"end\" line");
+        if (!ended || torn) {
+                k = journal_parse_error(e, lineno, -EBADMSG, "incomplete: no \"end\" line");
+                if ((k = damaged(j, salvage, k, e)) < 0)
+                        return k;
+        }
+        if (j->n_damaged > 0 && ret_error)
+                *ret_error = *j->damage;
         j->dirty = false;
         *ret = TAKE_PTR(j);
         return 0;
+}
+
+int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+        return parse_text(text, len, false, ret, ret_error);
+}
+
+int journal_parse_salvage(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+        return parse_text(text, len, true, ret, ret_error);
 }
 
 /* The length of the complete blocks: the text up to the last "end" line. */

@@ -214,6 +214,7 @@ Journal *journal_free(Journal *j) {
                 return NULL;
         free(j->dir);
         free(j->boot_id);
+        free(j->damage);
         for (size_t i = 0; i < j->n_features; i++)
                 free(j->features[i].name);
         free(j->features);

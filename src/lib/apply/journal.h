@@ -130,6 +130,11 @@ typedef struct Journal {
         size_t n_cgroups;
 
         bool dirty; /* changed since the last commit or load */
+        /* Lines journal_load() skipped as damaged (a torn write, a disk
+         * error, an edit): the entries on the other lines are restored;
+         * the first such line is in damage. */
+        unsigned n_damaged;
+        struct JournalError *damage;
 
         /* Private: index for first-original-wins lookups. */
         struct JournalIndexSlot *index;
@@ -212,6 +217,13 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len);
  * -E2BIG past JOURNAL_ENTRIES_MAX, -ENOMEM. ret_error (may be NULL) is
  * filled in on those failures. The journal returned has no dir. */
 int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error);
+/* The same, keeping what is good: a damaged line (an entry that does not
+ * parse, a NUL byte in it, a torn last line, a missing or wrong "end") is
+ * skipped and counted in ->n_damaged, the first in ->damage. Only what makes
+ * the whole text unreadable (no header, a version it does not know, over
+ * the size limit) fails it. journal_load() reads this way: one bad line
+ * must not leave every cgroup and cookie topod made behind. */
+int journal_parse_salvage(const char *text, size_t len, Journal **ret, JournalError *ret_error);
 
 /* Write atomically into j->dir (created, mode 0700, when missing; its parent
  * must exist), folding in and removing the log. Nothing is written when the
