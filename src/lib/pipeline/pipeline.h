@@ -82,6 +82,7 @@ typedef struct PipelineDecide {
         bool have_load;        /* the last reading of the load worked, */
         unsigned load_percent; /* and said this (sysload_read_percent()) */
         Classifier *classifier;
+        bool slices;           /* the cgroup driver is systemd's: groups are slices (PlanInputs.slices) */
 } PipelineDecide;
 
 /* Measured concurrency of the groups (pipeline_measure()), for the concur
