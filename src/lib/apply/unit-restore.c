@@ -210,7 +210,7 @@ int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
                 if (!name)
                         return -ENOMEM;
                 if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SCOPE &&
-                    (k = restore_scope(env, &ce, j, report, name)) < 0)
+                    (k = restore_scope(env, &ce, j, report, name)) == -ENOMEM)
                         return k;
         }
         /* What is left of the tasks was not in a scope of topod's (moved
@@ -232,7 +232,8 @@ int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
 
                 if (!name)
                         return -ENOMEM;
-                if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SLICE && (k = restore_slice(env, &ce, j, report, name)) < 0)
+                if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SLICE &&
+                    (k = restore_slice(env, &ce, j, report, name)) == -ENOMEM)
                         return k;
         }
         return (int) cgroup_report_failed_since(report, first);
