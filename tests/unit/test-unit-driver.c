@@ -189,10 +189,46 @@ static void test_restore(void) {
         fake_root_remove(dir);
 }
 
+/* A process in one of topod's scopes (and a child forked there): back to
+ * its original unit, which systemd refuses (not delegated), so into a new
+ * scope in the original's slice; the entries forgotten. */
+static void test_restore_scope(void) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        char *dir = fake_root_new();
+        CgroupEnv ce;
+        UnitEnv env;
+
+        fk.n = 0;
+        fk.n_props = 0;
+        fake_write(dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n190\n");
+        fake_write(dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
+        ASSERT_OK(root_open(dir, &root));
+        ce = (CgroupEnv) { .root = root, .mount = "/sys/fs/cgroup" };
+        env = (UnitEnv) { .cgroup = &ce, .ops = &fake_ops };
+        ASSERT_OK(journal_new(NULL, &j));
+        ASSERT_OK(journal_record_unit(j, "topod.slice"));
+        ASSERT_OK(journal_record_unit(j, "topod-a.slice"));
+        ASSERT_OK(journal_record_unit(j, "topod-a-171.scope"));
+        ASSERT_OK(journal_record_task(j, 171, 9473, "/system.slice/byhand.scope"));
+        ASSERT_OK(journal_record_task(j, 500, 9999, "/user.slice"));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(unit_restore(&env, j, r), 0);
+        ASSERT_EQ(fk.n, (size_t) 4);
+        ASSERT_STREQ(fk.calls[0], "attach byhand.scope");
+        ASSERT_STREQ(fk.calls[1], "start_scope topod-back-171.scope system.slice 171");
+        ASSERT_STREQ(fk.calls[2], "stop topod-a.slice");
+        ASSERT_STREQ(fk.calls[3], "stop topod.slice");
+        ASSERT_TRUE(journal_is_empty(j));
+        fake_root_remove(dir);
+}
+
 int main(void) {
         RUN(test_bitmask);
         RUN(test_majority);
         RUN(test_journal_units);
         RUN(test_restore);
+        RUN(test_restore_scope);
         return 0;
 }

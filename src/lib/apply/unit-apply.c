@@ -405,9 +405,10 @@ static int apply_processes(const UnitEnv *env, const CgroupEnv *ce, const Plan *
                 return k;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
+                pid_t tid;
                 UnitRef u;
 
-                if (proc_cgroup_read_process(ce->root, procs[i].tgid, NULL, &path, NULL) < 0)
+                if (proc_cgroup_read_process(ce->root, procs[i].tgid, NULL, &path, &tid) < 0)
                         continue; /* gone: the next pass does not plan it */
                 if (!cgroup_path_is_below(path, plan->cgroup_root) && unit_from_cgroup(path, &u) >= 0 &&
                     u.type == UNIT_TYPE_SERVICE)

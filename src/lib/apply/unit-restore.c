@@ -73,7 +73,7 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
                 CgroupResult *it = cgroup_item_new(r, CGROUP_ITEM_MOVE, orig ?: "/", NULL);
 
                 if (!it) {
-                        cgroup_members_free(&m, 1);
+                        free(m.pids);
                         return -ENOMEM;
                 }
                 it->back = true;
@@ -89,7 +89,7 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
                         back = slice_of(orig);
                         free(dest);
                         if (!back || asprintf(&dest, "topod-back-%d.scope", (int) tgid) < 0) {
-                                cgroup_members_free(&m, 1);
+                                free(m.pids);
                                 return -ENOMEM;
                         }
                         k = env->ops->start_scope(env->ops->userdata, dest, back, m.pids, m.n);
@@ -109,7 +109,7 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
                         (void) journal_forget_task(j, t->tid, t->start_time);
                 (void) journal_forget_unit(j, scope);
         }
-        cgroup_members_free(&m, 1);
+        free(m.pids);
         return 0;
 }
 
