@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/macro.h"
+#include "base/unit-name.h"
 #include "base/util.h"
 #include "common/state-dir.h"
 #include "daemon-internal.h"
@@ -51,6 +52,16 @@ static int choose_driver(Daemon *d) {
                 snprintf(buf, sizeof(buf), "%s%s", want == CONFIG_CGROUP_DRIVER_AUTO ? "auto: " : "driver = cgroupfs; ",
                          why);
         } else {
+                const char *root = d->p->decide.config->cgroup_root, *last = strrchr(root, '/');
+                _cleanup_free_ char *want_path = NULL;
+
+                /* A slice's cgroup is where its name says. */
+                if (unit_slice_cgroup_path(last ? last + 1 : root, &want_path) < 0 || !streq(want_path, root) ||
+                    streq(root, "/")) {
+                        log_error(d, "cgroup driver systemd: cgroup_root %s is not the cgroup of a slice "
+                                     "(such as /topod.slice)", root);
+                        return -EINVAL;
+                }
                 if ((k = unit_bus_open(&w->unit_bus)) < 0) {
                         log_error(d, "cgroup driver systemd: cannot connect to the system bus: %s", strerror(-k));
                         return k;
