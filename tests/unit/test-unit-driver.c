@@ -152,76 +152,88 @@ static void test_journal_units(void) {
         ASSERT_EQ(journal_n_entries(back), (size_t) 4);
 }
 
+/* A fake root, the ops, an empty journal and report. */
+typedef struct Rig {
+        char *dir;
+        Root *root;
+        CgroupEnv ce;
+        UnitEnv env;
+        Journal *j;
+        CgroupReport *r;
+} Rig;
+
+static void rig_new(Rig *g) {
+        *g = (Rig) { .dir = fake_root_new() };
+        fk.n = 0;
+        fk.n_props = 0;
+        ASSERT_OK(journal_new(NULL, &g->j));
+        ASSERT_OK(cgroup_report_new(&g->r));
+}
+
+/* After the files are written: the Root over them. */
+static void rig_open(Rig *g) {
+        ASSERT_OK(root_open(g->dir, &g->root));
+        g->ce = (CgroupEnv) { .root = g->root, .mount = "/sys/fs/cgroup" };
+        g->env = (UnitEnv) { .cgroup = &g->ce, .ops = &fake_ops };
+}
+
+static void rig_done(Rig *g) {
+        journal_free(g->j);
+        cgroup_report_free(g->r);
+        root_free(g->root);
+        fake_root_remove(g->dir);
+}
+
 /* Restore: crunch.service still holds what topod wrote (put back), other.service
  * was changed since (released, not written), gone.service is gone (moot);
  * an empty slice is stopped, a populated one is not. */
 static void test_restore(void) {
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
-        char *dir = fake_root_new();
-        CgroupEnv ce;
-        UnitEnv env;
+        Rig g;
 
-        fk.n = 0;
-        fk.n_props = 0;
+        rig_new(&g);
         fk.props[fk.n_props++] = (FakeUnit) { "crunch.service", UNIT_PROP_CPUS, "0-1" };
         fk.props[fk.n_props++] = (FakeUnit) { "other.service", UNIT_PROP_CPUS, "3" };
-        fake_write(dir, "sys/fs/cgroup/topod.slice/cgroup.events", "populated 0\nfrozen 0\n");
-        fake_write(dir, "sys/fs/cgroup/topod.slice/topod-busy.slice/cgroup.events", "populated 1\nfrozen 0\n");
-        ASSERT_OK(root_open(dir, &root));
-        ce = (CgroupEnv) { .root = root, .mount = "/sys/fs/cgroup" };
-        env = (UnitEnv) { .cgroup = &ce, .ops = &fake_ops };
-        ASSERT_OK(journal_new(NULL, &j));
-        ASSERT_OK(journal_record_unit(j, "topod.slice"));
-        ASSERT_OK(journal_record_unit(j, "topod-busy.slice"));
-        ASSERT_OK(journal_record_unit_prop(j, "crunch.service", "AllowedCPUs", "", "0-1"));
-        ASSERT_OK(journal_record_unit_prop(j, "other.service", "AllowedCPUs", "", "0-1"));
-        ASSERT_OK(journal_record_unit_prop(j, "gone.service", "AllowedCPUs", "", "0-1"));
-        ASSERT_OK(cgroup_report_new(&r));
-        ASSERT_EQ(unit_restore(&env, j, r), 1); /* the busy slice */
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/cgroup.events", "populated 0\nfrozen 0\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-busy.slice/cgroup.events", "populated 1\nfrozen 0\n");
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit(g.j, "topod.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-busy.slice"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "crunch.service", "AllowedCPUs", "", "0-1"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "other.service", "AllowedCPUs", "", "0-1"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "gone.service", "AllowedCPUs", "", "0-1"));
+        ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 1); /* the busy slice */
         ASSERT_EQ(fk.n, (size_t) 2);
         ASSERT_STREQ(fk.calls[0], "set crunch.service AllowedCPUs=");
         ASSERT_STREQ(fk.calls[1], "stop topod.slice");
-        ASSERT_EQ(j->n_unit_props, (size_t) 0);
-        ASSERT_EQ(j->n_units, (size_t) 1);
-        ASSERT_STREQ(j->units[0], "topod-busy.slice");
-        fake_root_remove(dir);
+        ASSERT_EQ(g.j->n_unit_props, (size_t) 0);
+        ASSERT_EQ(g.j->n_units, (size_t) 1);
+        ASSERT_STREQ(g.j->units[0], "topod-busy.slice");
+        rig_done(&g);
 }
 
 /* A process in one of topod's scopes (and a child forked there): back to
  * its original unit, which systemd refuses (not delegated), so into a new
  * scope in the original's slice; the entries forgotten. */
 static void test_restore_scope(void) {
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
-        char *dir = fake_root_new();
-        CgroupEnv ce;
-        UnitEnv env;
+        Rig g;
 
-        fk.n = 0;
-        fk.n_props = 0;
-        fake_write(dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n190\n");
-        fake_write(dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
-        ASSERT_OK(root_open(dir, &root));
-        ce = (CgroupEnv) { .root = root, .mount = "/sys/fs/cgroup" };
-        env = (UnitEnv) { .cgroup = &ce, .ops = &fake_ops };
-        ASSERT_OK(journal_new(NULL, &j));
-        ASSERT_OK(journal_record_unit(j, "topod.slice"));
-        ASSERT_OK(journal_record_unit(j, "topod-a.slice"));
-        ASSERT_OK(journal_record_unit(j, "topod-a-171.scope"));
-        ASSERT_OK(journal_record_task(j, 171, 9473, "/system.slice/byhand.scope"));
-        ASSERT_OK(journal_record_task(j, 500, 9999, "/user.slice"));
-        ASSERT_OK(cgroup_report_new(&r));
-        ASSERT_EQ(unit_restore(&env, j, r), 0);
+        rig_new(&g);
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n190\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit(g.j, "topod.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-171.scope"));
+        ASSERT_OK(journal_record_task(g.j, 171, 9473, "/system.slice/byhand.scope"));
+        ASSERT_OK(journal_record_task(g.j, 500, 9999, "/user.slice"));
+        ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 0);
         ASSERT_EQ(fk.n, (size_t) 4);
         ASSERT_STREQ(fk.calls[0], "attach byhand.scope");
         ASSERT_STREQ(fk.calls[1], "start_scope topod-back-171.scope system.slice 171");
         ASSERT_STREQ(fk.calls[2], "stop topod-a.slice");
         ASSERT_STREQ(fk.calls[3], "stop topod.slice");
-        ASSERT_TRUE(journal_is_empty(j));
-        fake_root_remove(dir);
+        ASSERT_TRUE(journal_is_empty(g.j));
+        rig_done(&g);
 }
 
 int main(void) {
