@@ -131,6 +131,14 @@ static int batch_moves(PlaceBatch *pb) {
                                 return k;
                         continue;
                 }
+                /* The systemd driver moves nothing here (no bus call):
+                 * placed already (forked in a unit topod placed), or
+                 * left to the next pass. */
+                if (rc->unit_ops) {
+                        if (unit_process_placed(rc->root, plan, it->group, rc->journal, it->tgid))
+                                it->moved = RECONCILE_ALREADY;
+                        continue;
+                }
                 /* A cookie's journal entry and its later checks name the
                  * process as the move does: by its pidfd's inode where
                  * the cookie applier checks those (the pass names it by
@@ -310,8 +318,7 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_(cgroup_report_clear) CgroupReport crs = {};
         /* Under the systemd driver no move here: no bus round trip in the
-         * fast path. A process forked in a unit topod placed is there
-         * already; the others are left to the next pass (counted left). */
+         * fast path (batch_moves()). */
         PlaceBatch pb = { .rc = rc, .plan = plan, .items = items, .n = n, .sc = sc, .cr = &crs,
                           .env = reconcile_cgroup_env(rc, true),
                           .cgroups = rc->caps->cgroup2_mount != NULL && !rc->unit_ops };

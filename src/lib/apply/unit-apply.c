@@ -428,6 +428,28 @@ out:
         return k;
 }
 
+bool unit_process_placed(const Root *root, const Plan *plan, int g, const Journal *journal, pid_t tgid) {
+        _cleanup_free_ char *path = NULL, *where = NULL, *parent = NULL, *cpus = NULL;
+        const JournalUnitProp *e;
+        pid_t tid;
+        UnitRef u;
+
+        if (g < 0 || (size_t) g >= plan->n_groups || proc_cgroup_read_process(root, tgid, NULL, &path, &tid) < 0 ||
+            cgroup_path_join(plan->cgroup_root, plan->groups[g].path, &where) < 0)
+                return false;
+        if (cgroup_path_is_below(path, plan->cgroup_root))
+                return cgroup_path_parent(path, &parent) >= 0 && streq(parent, where);
+        if (!journal || unit_from_cgroup(path, &u) < 0 || u.type != UNIT_TYPE_SERVICE)
+                return false;
+        {
+                char name[UNIT_NAME_MAX + 1];
+
+                snprintf(name, sizeof(name), "%.*s", (int) u.len, u.name);
+                e = journal_get_unit_prop(journal, name, unit_property_name(UNIT_PROP_CPUS));
+        }
+        return e && bitmap_format_list(plan->groups[g].cpus, &cpus) >= 0 && cgroup_bitmap_text_equal(e->written, cpus);
+}
+
 int unit_apply(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupReport *report) {
         size_t first = report->n;
         CgroupEnv ce;

@@ -143,6 +143,12 @@ int unit_majority_group(const unsigned *weights, const pid_t *lowest_tgid, size_
  * or a negative errno as cgroup_apply(). */
 int unit_apply(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
 
+/* For the fast path, no bus call: is process tgid where group g of the
+ * plan would have it already? In a scope of topod's in g's slice, or in a
+ * service unit the journal says topod gave g's CPUs (a process forked or
+ * exec'd in a unit topod placed). A read of its proc/PID/cgroup. */
+bool unit_process_placed(const Root *root, const Plan *plan, int g, const Journal *journal, pid_t tgid);
+
 /* Put back what the journal's "unit", "unitprop" and "task" entries
  * record (see above), forgetting each once restored, released or moot.
  * Not committed. Returns the number of failed items or a negative errno. */
