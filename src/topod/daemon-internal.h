@@ -66,7 +66,6 @@ typedef struct DaemonWriters {
         char *driver_why;
         UnitBus *unit_bus;
         UnitOps unit_ops;
-        UnitMemory *unit_memory;
 } DaemonWriters;
 
 /* The daemon's lock: a ticket, served in turn (placer.c). */

@@ -21,7 +21,7 @@ Reconciler reconciler(const Daemon *d) {
 
         return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
                               .held = w->held, .pidref = &w->pidref,
-                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL, .unit_memory = w->unit_memory };
+                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL };
 }
 
 /* The pass's figures, and its plan put in force: lent to the fast path

@@ -66,8 +66,6 @@ static int choose_driver(Daemon *d) {
                         log_error(d, "cgroup driver systemd: cannot connect to the system bus: %s", strerror(-k));
                         return k;
                 }
-                if ((k = unit_memory_new(&w->unit_memory)) < 0)
-                        return k;
                 w->unit_ops = unit_bus_ops(w->unit_bus);
                 w->driver = CONFIG_CGROUP_DRIVER_SYSTEMD;
                 d->p->decide.slices = true;
@@ -149,7 +147,6 @@ void daemon_writers_done(DaemonWriters *w) {
         w->cookies = cookie_applier_free(w->cookies);
         w->held = cgroup_held_free(w->held);
         w->unit_bus = unit_bus_free(w->unit_bus);
-        w->unit_memory = unit_memory_free(w->unit_memory);
         w->driver_why = mfree(w->driver_why);
         /* The lock file goes with the journal: nothing left behind. */
         state_dir_unlock(w->state_dir, &w->lock, w->journal && journal_is_empty(w->journal));

@@ -139,17 +139,20 @@ static void test_journal_units(void) {
         ASSERT_EQ(journal_record_unit_prop(j, "crunch.service", "CPUWeight", "", "300"), 1);
         ASSERT_EQ(journal_record_unit_prop(j, "crunch.service", "Nice", "", "3"), -EINVAL);
         ASSERT_EQ(journal_update_unit_prop(j, "crunch.service", "CPUWeight", "200"), 1);
+        ASSERT_EQ(journal_record_unit_prop(j, "other.service", "CPUWeight", "", "300"), 1);
+        ASSERT_EQ(journal_release_unit_prop(j, "other.service", "CPUWeight", "77"), 1);
         ASSERT_OK(journal_format(j, &text, &len));
+        ASSERT_TRUE(strstr(text, "unitprop other.service CPUWeight released 77\n") != NULL);
         ASSERT_TRUE(startswith(text, "topod-journal 4\n"));
         ASSERT_TRUE(strstr(text, "unitprop crunch.service AllowedCPUs - 0-1\n") != NULL);
         ASSERT_TRUE(strstr(text, "unit topod-latency\\x5cx2dservices.slice\n") != NULL);
         ASSERT_OK(journal_parse(text, len, &back, &e));
         ASSERT_EQ(back->n_units, (size_t) 2);
         ASSERT_STREQ(back->units[1], "topod-latency\\x2dservices.slice");
-        ASSERT_EQ(back->n_unit_props, (size_t) 2);
+        ASSERT_EQ(back->n_unit_props, (size_t) 3);
         ASSERT_STREQ(journal_get_unit_prop(back, "crunch.service", "AllowedCPUs")->original, "");
         ASSERT_STREQ(journal_get_unit_prop(back, "crunch.service", "CPUWeight")->written, "200");
-        ASSERT_EQ(journal_n_entries(back), (size_t) 4);
+        ASSERT_EQ(journal_n_entries(back), (size_t) 5);
 }
 
 /* A fake root, the ops, an empty journal and report. */
@@ -201,6 +204,9 @@ static void test_restore(void) {
         ASSERT_OK(journal_record_unit_prop(g.j, "crunch.service", "AllowedCPUs", "", "0-1"));
         ASSERT_OK(journal_record_unit_prop(g.j, "other.service", "AllowedCPUs", "", "0-1"));
         ASSERT_OK(journal_record_unit_prop(g.j, "gone.service", "AllowedCPUs", "", "0-1"));
+        fk.props[fk.n_props++] = (FakeUnit) { "third.service", UNIT_PROP_WEIGHT, "77" };
+        ASSERT_OK(journal_record_unit_prop(g.j, "third.service", "CPUWeight", "", "300"));
+        ASSERT_OK(journal_release_unit_prop(g.j, "third.service", "CPUWeight", "77"));
         ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 1); /* the busy slice */
         ASSERT_EQ(fk.n, (size_t) 2);
         ASSERT_STREQ(fk.calls[0], "set crunch.service AllowedCPUs=");

@@ -122,6 +122,24 @@ int journal_update_unit_prop(Journal *j, const char *unit, const char *property,
         return 1;
 }
 
+int journal_release_unit_prop(Journal *j, const char *unit, const char *property, const char *found) {
+        ssize_t pos = find_prop(j, unit, property);
+        char *o;
+        int k;
+
+        if (pos < 0)
+                return 0;
+        if ((k = journal_update_unit_prop(j, unit, property, found)) < 0)
+                return k;
+        if (!(o = strdup(JOURNAL_UNIT_RELEASED)))
+                return -ENOMEM;
+        free(j->unit_props[pos].original);
+        j->unit_props[pos].original = o;
+        j->dirty = true;
+        j->need_rewrite = true;
+        return 1;
+}
+
 int journal_forget_unit(Journal *j, const char *name) {
         ssize_t pos = find_unit(j, name);
 

@@ -76,7 +76,10 @@
  *     unit it did not create (AllowedCPUs, AllowedMemoryNodes, CPUWeight),
  *     with the value before, as systemd reported it, and the value topod
  *     wrote; "-" stands for "not set" (an empty list, no weight). Restore
- *     writes ORIGINAL back only while the unit still holds WRITTEN.
+ *     writes ORIGINAL back only while the unit still holds WRITTEN. An
+ *     ORIGINAL of "released" (JOURNAL_UNIT_RELEASED) marks one someone
+ *     else changed since: WRITTEN is the value found then, which topod
+ *     leaves alone, and restore forgets.
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
@@ -206,6 +209,10 @@ int journal_set_boot_id(Journal *j, const char *boot_id);
 int journal_record_unit(Journal *j, const char *name);
 int journal_record_unit_prop(Journal *j, const char *unit, const char *property, const char *original,
                              const char *written);
+#define JOURNAL_UNIT_RELEASED "released"
+/* Released to someone else's change: original "released", written the
+ * value the unit holds now (see above). */
+int journal_release_unit_prop(Journal *j, const char *unit, const char *property, const char *found);
 /* The value topod writes now to a property it recorded (the original stays). */
 int journal_update_unit_prop(Journal *j, const char *unit, const char *property, const char *written);
 int journal_forget_unit(Journal *j, const char *name);

@@ -473,7 +473,7 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
                 if (rc->unit_ops) {
-                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops, .memory = rc->unit_memory,
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
                                        .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
 
                         k = unit_apply(&ue, plan, rc->journal, cr);
@@ -709,7 +709,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
                 if (rc->unit_ops && (rc->journal->n_units > 0 || rc->journal->n_unit_props > 0 || rc->journal->n_tasks > 0)) {
-                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops, .memory = rc->unit_memory,
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
                                        .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
 
                         if ((k = unit_restore(&ue, rc->journal, cr)) < 0)

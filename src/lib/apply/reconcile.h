@@ -77,7 +77,6 @@ typedef struct Reconciler {
          * cgroup.procs is written; the fast path then gives cookies and
          * leaves the moves to the next pass. NULL: the cgroupfs writer. */
         const UnitOps *unit_ops;
-        UnitMemory *unit_memory;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a

@@ -266,16 +266,21 @@ static int unit_prop_decide(const UnitEnv *env, Journal *journal, CgroupReport *
                 return cgroup_item_fail(it, k, "%s", unit_error_text(env, k));
         cgroup_set_str(&it->found, cur);
         e = journal ? journal_get_unit_prop(journal, unit, unit_property_name(p)) : NULL;
-        if (unit_memory_released(env->memory, unit, p, cur)) {
-                cgroup_set_str(&it->reason, "released: set by someone else since topod set it; left alone");
-                return cgroup_item_ok(it, CGROUP_SKIPPED);
+        if (e && streq(e->original, JOURNAL_UNIT_RELEASED)) {
+                if (streq(cur, e->written)) {
+                        cgroup_set_str(&it->reason, "released: set by someone else since topod set it; left alone");
+                        return cgroup_item_ok(it, CGROUP_SKIPPED);
+                }
+                /* Changed again since (a reset, a new value): topod's to
+                 * set, from this original. */
+                (void) journal_forget_unit_prop(journal, unit, unit_property_name(p));
+                e = NULL;
         }
         if (e && !streq(cur, e->written) && !value_equal(p, cur, want)) {
-                /* Someone else's change wins: forgotten, and not written
+                /* Someone else's change wins: released, and not written
                  * over while the unit holds it. */
-                (void) journal_forget_unit_prop(journal, unit, unit_property_name(p));
-                if ((k = unit_memory_release(env->memory, unit, p, cur)) < 0)
-                        return k;
+                if ((k = journal_release_unit_prop(journal, unit, unit_property_name(p), cur)) < 0)
+                        return cgroup_item_fail(it, k, "cannot journal the release");
                 cgroup_set_str(&it->reason, "released: set by someone else since topod set it; left alone");
                 return cgroup_item_ok(it, CGROUP_SKIPPED);
         }

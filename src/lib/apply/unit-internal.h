@@ -6,8 +6,6 @@
 
 #include "apply/unit.h"
 
-bool unit_memory_released(UnitMemory *m, const char *unit, UnitProperty p, const char *current);
-int unit_memory_release(UnitMemory *m, const char *unit, UnitProperty p, const char *current);
 
 /* The last path component ("topod-avx.slice" of ".../topod-avx.slice"). */
 const char *unit_last_component(const char *path);

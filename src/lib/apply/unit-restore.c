@@ -138,7 +138,7 @@ static int restore_prop(const UnitEnv *env, Journal *j, CgroupReport *r, const J
         if (k < 0)
                 return cgroup_item_fail(it, k, "%s", unit_error_text(env, k));
         cgroup_set_str(&it->found, cur);
-        if (!streq(cur, e->written)) {
+        if (streq(e->original, JOURNAL_UNIT_RELEASED) || !streq(cur, e->written)) {
                 /* Changed by someone else since: theirs wins. */
                 cgroup_set_str(&it->reason, "released: changed since topod set it; left as it is");
                 (void) journal_forget_unit_prop(j, unit, prop);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The systemd driver's pure parts: property names, the ay bitmasks of
  * AllowedCPUs / AllowedMemoryNodes, the majority rule of a unit whose
- * processes the plan puts in different groups, and the memory of
- * properties released to someone else's change. Its own file: what the
+ * processes the plan puts in different groups. Its own file: what the
  * unit tests check without any ops. */
 #include "apply/unit-internal.h"
 
@@ -74,76 +73,4 @@ int unit_majority_group(const unsigned *weights, const pid_t *lowest_tgid, size_
                 if (weights[g] == best && (pick < 0 || lowest_tgid[g] < lowest_tgid[pick]))
                         pick = (int) g;
         return pick;
-}
-
-/* ---- released properties ------------------------------------------------ */
-
-typedef struct Released {
-        char *unit;
-        UnitProperty property;
-        char *value; /* what the unit held when it was released */
-} Released;
-
-struct UnitMemory {
-        Released *items;
-        size_t n;
-};
-
-int unit_memory_new(UnitMemory **ret) {
-        UnitMemory *m = calloc(1, sizeof(UnitMemory));
-
-        if (!m)
-                return -ENOMEM;
-        *ret = m;
-        return 0;
-}
-
-UnitMemory *unit_memory_free(UnitMemory *m) {
-        if (!m)
-                return NULL;
-        for (size_t i = 0; i < m->n; i++) {
-                free(m->items[i].unit);
-                free(m->items[i].value);
-        }
-        free(m->items);
-        free(m);
-        return NULL;
-}
-
-/* Is (unit, p) released, with the unit still holding the value found
- * then? A unit that holds another value since is topod's to set again (its
- * memory is forgotten). */
-bool unit_memory_released(UnitMemory *m, const char *unit, UnitProperty p, const char *current) {
-        for (size_t i = 0; m && i < m->n; i++) {
-                Released *r = &m->items[i];
-
-                if (r->property != p || !streq(r->unit, unit))
-                        continue;
-                if (streq(r->value, current))
-                        return true;
-                free(r->unit);
-                free(r->value);
-                m->items[i] = m->items[--m->n];
-                return false;
-        }
-        return false;
-}
-
-int unit_memory_release(UnitMemory *m, const char *unit, UnitProperty p, const char *current) {
-        Released *n;
-
-        if (!m)
-                return 0;
-        n = realloc(m->items, (m->n + 1) * sizeof(Released));
-        if (!n)
-                return -ENOMEM;
-        m->items = n;
-        n[m->n] = (Released) { .unit = strdup(unit), .property = p, .value = strdup(current) };
-        if (!n[m->n].unit || !n[m->n].value) {
-                free(n[m->n].unit);
-                free(n[m->n].value);
-                return -ENOMEM;
-        }
-        m->n++;
-        return 0;
 }

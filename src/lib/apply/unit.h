@@ -27,8 +27,9 @@
  *     property as systemctl show reports it), journaled with the value
  *     topod wrote ("unitprop"); restore writes the original back only while
  *     the unit still holds what topod wrote. A change by someone else wins:
- *     the entry is released (forgotten) and topod does not set that
- *     property of that unit again while it holds the value found.
+ *     the entry is released: kept as "released VALUE" (journal.h), so that
+ *     topod, this run or the next, does not set that property of that
+ *     unit again while it holds the value found, and restore leaves it.
  *     One unit whose processes the plan puts in different groups follows
  *     the group where most of its planned threads are; on a tie, the group
  *     of the lowest tgid among the processes in the tied groups.
@@ -108,18 +109,9 @@ UnitOps unit_bus_ops(UnitBus *b);
 /* Calls made since unit_bus_open(): for the bench and status. */
 uint64_t unit_bus_calls(const UnitBus *b);
 
-/* What the driver keeps between passes: the properties released to
- * someone else's change (left alone while the unit holds the value
- * found). */
-typedef struct UnitMemory UnitMemory;
-int unit_memory_new(UnitMemory **ret);
-UnitMemory *unit_memory_free(UnitMemory *m);
-DEFINE_TRIVIAL_CLEANUP_FUNC(UnitMemory *, unit_memory_free);
-
 typedef struct UnitEnv {
         const CgroupEnv *cgroup; /* root, mount, the writes of partitions; its pidref for identities */
         const UnitOps *ops;
-        UnitMemory *memory;      /* NULL: released properties are not remembered */
         /* How long a read-back waits for systemd to realize what it was
          * asked (its jobs run after the call returns), in microseconds;
          * 0: read once. */
