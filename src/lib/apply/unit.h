@@ -28,8 +28,10 @@
  *     topod wrote ("unitprop"); restore writes the original back only while
  *     the unit still holds what topod wrote. A change by someone else wins:
  *     the entry is released: kept as "released VALUE" (journal.h), so that
- *     topod, this run or the next, does not set that property of that
- *     unit again while it holds the value found, and restore leaves it.
+ *     topod does not set that property of that unit again while it holds
+ *     the value found, and restore leaves it as it is and forgets the
+ *     entry. A start after a restore (a stop, the recovery after a crash)
+ *     places the unit afresh, the value found then its original.
  *     One unit whose processes the plan puts in different groups follows
  *     the group where most of its planned threads are; on a tie, the group
  *     of the lowest tgid among the processes in the tied groups.
