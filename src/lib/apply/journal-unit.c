@@ -44,6 +44,13 @@ static ssize_t find_prop(const Journal *j, const char *unit, const char *propert
         return -1;
 }
 
+static void prop_done(JournalUnitProp *p) {
+        free(p->unit);
+        free(p->property);
+        free(p->original);
+        free(p->written);
+}
+
 bool journal_has_unit(const Journal *j, const char *name) {
         return find_unit(j, name) >= 0;
 }
@@ -91,10 +98,7 @@ int journal_record_unit_prop(Journal *j, const char *unit, const char *property,
         p.original = strdup(original);
         p.written = strdup(written);
         if (!p.unit || !p.property || !p.original || !p.written) {
-                free(p.unit);
-                free(p.property);
-                free(p.original);
-                free(p.written);
+                prop_done(&p);
                 return -ENOMEM;
         }
         j->unit_props[j->n_unit_props++] = p;
@@ -160,10 +164,7 @@ int journal_forget_unit_prop(Journal *j, const char *unit, const char *property)
         if (pos < 0)
                 return 0;
         p = &j->unit_props[pos];
-        free(p->unit);
-        free(p->property);
-        free(p->original);
-        free(p->written);
+        prop_done(p);
         memmove(p, p + 1, (j->n_unit_props - (size_t) pos - 1) * sizeof(JournalUnitProp));
         j->n_unit_props--;
         j->dirty = true;
@@ -181,11 +182,7 @@ void journal_units_free(Journal *j) {
         for (size_t i = 0; i < j->n_units; i++)
                 free(j->units[i]);
         free(j->units);
-        for (size_t i = 0; i < j->n_unit_props; i++) {
-                free(j->unit_props[i].unit);
-                free(j->unit_props[i].property);
-                free(j->unit_props[i].original);
-                free(j->unit_props[i].written);
-        }
+        for (size_t i = 0; i < j->n_unit_props; i++)
+                prop_done(&j->unit_props[i]);
         free(j->unit_props);
 }
