@@ -110,6 +110,20 @@ static void test_bitmask(void) {
         ASSERT_EQ(unit_list_to_bytes("3-x", &b, &n), -EINVAL);
 }
 
+/* Plan naming under the systemd driver: a slice per level, parts escaped. */
+static void test_slice_names(void) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+
+        ASSERT_OK(plan_slice_path("topod.slice", "node0/llc1/avx", &a));
+        ASSERT_STREQ(a, "topod-node0.slice/topod-node0-llc1.slice/topod-node0-llc1-avx.slice");
+        ASSERT_OK(plan_slice_path("topod.slice", "latency-services-llc0", &b));
+        ASSERT_STREQ(b, "topod-latency\\x2dservices\\x2dllc0.slice");
+        ASSERT_OK(plan_slice_path("lab-topod.slice", "batch", &c));
+        ASSERT_STREQ(c, "lab-topod-batch.slice");
+        ASSERT_EQ(plan_slice_path("-.slice", "batch", &c), -EINVAL);
+        ASSERT_EQ(plan_slice_path("topod.service", "batch", &c), -EINVAL);
+}
+
 static void test_majority(void) {
         unsigned w1[3] = { 2, 5, 1 };
         pid_t t1[3] = { 10, 20, 5 };
@@ -244,6 +258,7 @@ static void test_restore_scope(void) {
 
 int main(void) {
         RUN(test_bitmask);
+        RUN(test_slice_names);
         RUN(test_majority);
         RUN(test_journal_units);
         RUN(test_restore);
