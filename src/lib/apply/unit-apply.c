@@ -123,6 +123,49 @@ static int ensure_slice(const UnitEnv *env, CgroupReport *r, const char *name, c
         return cgroup_item_ok(it, CGROUP_DONE);
 }
 
+/* Does every slice on the way from the mount to topod's root belong to
+ * topod (journaled as started by it)? */
+static bool chain_owned(const Plan *plan, const Journal *journal) {
+        UnitRef u[32];
+        size_t n = unit_path_units(plan->cgroup_root, u, 32);
+
+        for (size_t i = 0; i < n; i++) {
+                char name[UNIT_NAME_MAX + 1];
+
+                snprintf(name, sizeof(name), "%.*s", (int) u[i].len, u[i].name);
+                if (!journal || !journal_has_unit(journal, name))
+                        return false;
+        }
+        return n > 0;
+}
+
+/* Partitions: systemd has no property for them; written by topod, in its
+ * own slices only, with the cgroupfs writer's rules (cgroup-exclusive.c:
+ * cpuset.cpus.exclusive on the way down, where the kernel has it). */
+static int apply_partitions(const CgroupEnv *ce, const Plan *plan, Journal *journal, CgroupReport *r) {
+        bool exclusive = false;
+        int k;
+
+        if ((k = cgroup_exclusive_prepare(ce, plan, journal, r, chain_owned(plan, journal), &exclusive)) < 0)
+                return k;
+        for (size_t i = 0; i < plan->n_groups; i++) {
+                const PlanGroup *g = &plan->groups[i];
+                _cleanup_(bitmap_freep) Bitmap *x = NULL;
+                _cleanup_free_ char *cg = NULL;
+
+                if (!journal || !journal_has_unit(journal, unit_last_component(g->path)))
+                        continue;
+                if ((k = cgroup_path_join(plan->cgroup_root, g->path, &cg)) < 0)
+                        return k;
+                if (exclusive && ((k = cgroup_exclusive_under(plan, g->path, &x)) < 0 ||
+                                  (k = cgroup_set_exclusive(ce, r, cg, x, false)) == -ENOMEM))
+                        return -ENOMEM;
+                if (g->policy >= 0 && (k = cgroup_set_partition(ce, r, cg, g->exclusive)) == -ENOMEM)
+                        return k;
+        }
+        return 0;
+}
+
 static int apply_tree(const UnitEnv *env, const CgroupEnv *ce, const Plan *plan, Journal *journal, CgroupReport *r) {
         const char *root_name = unit_last_component(plan->cgroup_root);
         _cleanup_free_ bool *pending = calloc(MAX(plan->n_groups, (size_t) 1), sizeof(bool));
@@ -161,19 +204,8 @@ static int apply_tree(const UnitEnv *env, const CgroupEnv *ce, const Plan *plan,
                         return k;
         }
         unit_settle(env, tree_settled, &(Settle) { ce, plan, pending });
-        /* Partitions: systemd has none; written by topod, in its own
-         * slices only. */
-        for (size_t i = 0; i < plan->n_groups; i++) {
-                const PlanGroup *g = &plan->groups[i];
-                _cleanup_free_ char *cg = NULL;
-
-                if (g->policy < 0 || !journal || !journal_has_unit(journal, unit_last_component(g->path)))
-                        continue;
-                if ((k = cgroup_path_join(plan->cgroup_root, g->path, &cg)) < 0)
-                        return k;
-                if ((k = cgroup_set_partition(ce, r, cg, g->exclusive)) == -ENOMEM)
-                        return k;
-        }
+        if ((k = apply_partitions(ce, plan, journal, r)) < 0)
+                return k;
         for (size_t i = 0; i < plan->n_groups; i++) {
                 _cleanup_free_ char *cg = NULL, *list = NULL, *cur = NULL;
                 CgroupResult *it;
