@@ -60,6 +60,12 @@ typedef struct DaemonWriters {
         CookieApplier *cookies;
         CgroupHeld *held; /* held for the groups of the plan in force */
         PidRefOps pidref; /* the kernel's, naming pinned processes by pidfd inode where it can */
+        /* The cgroup driver, chosen at start (writers.c): systemd's (a bus
+         * and its ops) or cgroupfs (unit_bus NULL); why, for status. */
+        ConfigCgroupDriver driver;
+        char *driver_why;
+        UnitBus *unit_bus;
+        UnitOps unit_ops;
 } DaemonWriters;
 
 /* The daemon's lock: a ticket, served in turn (placer.c). */

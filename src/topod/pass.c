@@ -20,7 +20,8 @@ Reconciler reconciler(const Daemon *d) {
         const DaemonWriters *w = &d->writers;
 
         return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
-                              .held = w->held, .pidref = &w->pidref };
+                              .held = w->held, .pidref = &w->pidref,
+                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL };
 }
 
 /* The pass's figures, and its plan put in force: lent to the fast path

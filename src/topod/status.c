@@ -21,6 +21,11 @@ void status_print_text(const Daemon *d, FILE *f) {
         fprintf(f, "topod %s, pid %d, up %" PRIu64 " s: %s\n", TOPOD_VERSION, (int) getpid(),
                 (now - d->started_usec) / 1000000u,
                 d->paused ? "paused by 'topoctl reset' ('topoctl reload' resumes)" : d->ready ? "running" : "starting");
+        fprintf(f, "cgroup driver: %s (%s)", config_cgroup_driver_to_string(d->writers.driver),
+                d->writers.driver_why ?: "not chosen yet");
+        if (d->writers.unit_bus)
+                fprintf(f, "; %" PRIu64 " calls to systemd so far", unit_bus_calls(d->writers.unit_bus));
+        fputc('\n', f);
         fputs("policies in force:", f);
         {
                 size_t shown = 0, in_force = 0;
@@ -150,6 +155,12 @@ void status_print_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "reloads_refused", d->reloads.refused);
         json_kv_string(j, "last_reload", d->reloads.last);
         json_kv_bool(j, "proc_connector", d->p->observe.events != NULL);
+        json_key(j, "cgroup_driver");
+        json_object_begin(j);
+        json_kv_string(j, "driver", config_cgroup_driver_to_string(d->writers.driver));
+        json_kv_string(j, "why", d->writers.driver_why);
+        json_kv_uint(j, "bus_calls", unit_bus_calls(d->writers.unit_bus));
+        json_object_end(j);
         json_key(j, "kernel");
         (void) kernelcaps_print_json(j, d->p->observe.caps, root_path(d->p->observe.root));
         json_object_end(j);

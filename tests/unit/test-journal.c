@@ -484,7 +484,7 @@ static void test_malformed(void) {
                 { "topod-journal 1\nfeature A on\n", EBADMSG, 2, "no \"end\"" },
                 { "hello\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal\nend 0\n", EBADMSG, 1, "header" },
-                { "topod-journal 4\nend 0\n", EPROTONOSUPPORT, 1, "version 4" },
+                { "topod-journal 5\nend 0\n", EPROTONOSUPPORT, 1, "version 5" },
                 { "topod-journal 0\nend 0\n", EPROTONOSUPPORT, 1, "version 0" },
                 { "topod-journal 01\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal 1\nend 1\n", EBADMSG, 2, "counts 1" },

@@ -155,6 +155,25 @@ static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bo
                 put_escaped(t, j->cgroups[i]);
                 text_put(t, "\n", 1);
         }
+        /* The systemd driver's, with settings: in the file alone. */
+        for (size_t i = 0; settings && i < j->n_units; i++, n++) {
+                text_str(t, "unit ");
+                put_escaped(t, j->units[i]);
+                text_put(t, "\n", 1);
+        }
+        for (size_t i = 0; settings && i < j->n_unit_props; i++, n++) {
+                const JournalUnitProp *p = &j->unit_props[i];
+
+                text_str(t, "unitprop ");
+                put_escaped(t, p->unit);
+                text_put(t, " ", 1);
+                text_str(t, p->property);
+                text_put(t, " ", 1);
+                text_str(t, *p->original ? p->original : "-");
+                text_put(t, " ", 1);
+                text_str(t, *p->written ? p->written : "-");
+                text_put(t, "\n", 1);
+        }
         return n;
 }
 
@@ -184,7 +203,9 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
 
         text_str(&t, JOURNAL_HEADER " ");
         /* Settings (3) only here: the log never holds them. */
-        text_u64(&t, j->n_settings > 0 ? 3 : journal_entries_version(j, all));
+        text_u64(&t, j->n_units > 0 || j->n_unit_props > 0 ? 4
+                     : j->n_settings > 0                   ? 3
+                                                           : journal_entries_version(j, all));
         text_put(&t, "\n", 1);
         if (j->boot_id) {
                 text_str(&t, "boot ");
@@ -379,6 +400,20 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
                 if (!unescape(tok[1]))
                         return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in path");
                 k = journal_record_cgroup(j, tok[1]);
+        } else if (streq(kind, "unit")) {
+                if (n != 2)
+                        return journal_parse_error(e, lineno, -EBADMSG, "expected \"unit NAME\"");
+                if (!unescape(tok[1]))
+                        return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in unit name");
+                k = journal_record_unit(j, tok[1]);
+        } else if (streq(kind, "unitprop")) {
+                if (n != 5)
+                        return journal_parse_error(e, lineno, -EBADMSG,
+                                                   "expected \"unitprop UNIT PROPERTY ORIGINAL WRITTEN\"");
+                if (!unescape(tok[1]))
+                        return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in unit name");
+                k = journal_record_unit_prop(j, tok[1], tok[2], streq(tok[3], "-") ? "" : tok[3],
+                                             streq(tok[4], "-") ? "" : tok[4]);
         } else if (streq(kind, "boot")) {
                 if (n != 2 || j->boot_id)
                         return journal_parse_error(e, lineno, -EBADMSG, "expected one \"boot ID\"");

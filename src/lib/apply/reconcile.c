@@ -111,7 +111,17 @@ int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
         for (size_t i = 0; i < cr->n; i++) {
                 const CgroupResult *c = &cr->items[i];
 
-                if (c->kind == CGROUP_ITEM_EFFECTIVE)
+                if (c->path[0] != '/' && c->kind != CGROUP_ITEM_MOVE)
+                        /* The systemd driver's items on units (unit.h). */
+                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason, "unit %s: %s%s%s%s",
+                                          c->path, c->back ? "back " : "",
+                                          c->kind == CGROUP_ITEM_MKDIR   ? "start"
+                                          : c->kind == CGROUP_ITEM_RMDIR ? "stop"
+                                          : c->kind == CGROUP_ITEM_MEMS  ? unit_property_name(UNIT_PROP_MEMS)
+                                          : c->kind == CGROUP_ITEM_WEIGHT ? unit_property_name(UNIT_PROP_WEIGHT)
+                                                                          : unit_property_name(UNIT_PROP_CPUS),
+                                          c->value ? " " : "", c->value ?: "");
+                else if (c->kind == CGROUP_ITEM_EFFECTIVE)
                         /* A read-back changes nothing: a match is "already so". */
                         k = reconcile_add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : reconcile_from_cgroup(c->outcome),
                                           c->error, c->reason, "cgroup %s: %s %s (read back)", c->path,
@@ -543,7 +553,13 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
-                k = cgroup_apply(&env, plan, rc->journal, cr);
+                if (rc->unit_ops) {
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
+                                       .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
+
+                        k = unit_apply(&ue, plan, rc->journal, cr);
+                } else
+                        k = cgroup_apply(&env, plan, rc->journal, cr);
                 if (k < 0 && k != -ENOENT)
                         (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
                 /* Originals of processes that have exited are moot: the
@@ -551,7 +567,7 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
                 (void) cgroup_journal_prune(&env, plan, rc->journal);
                 /* Those it no longer places: back where they came from
                  * (cgroups not topod's: no files held for them). */
-                {
+                if (!rc->unit_ops) {
                         CgroupEnv out = reconcile_cgroup_env(rc, false);
 
                         if ((k = cgroup_release_unplanned(&out, plan, rc->journal, cr)) == -ENOMEM)
@@ -773,7 +789,15 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
-                k = cgroup_restore(&env, rc->journal, cr);
+                if (rc->unit_ops && (rc->journal->n_units > 0 || rc->journal->n_unit_props > 0 || rc->journal->n_tasks > 0)) {
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
+                                       .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
+
+                        if ((k = unit_restore(&ue, rc->journal, cr)) < 0)
+                                (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "unit restore");
+                }
+                /* The cgroupfs writer's entries (a journal a cgroupfs run left). */
+                k = !rc->unit_ops || rc->journal->n_cgroups > 0 ? cgroup_restore(&env, rc->journal, cr) : 0;
                 if (k < 0)
                         (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup restore");
                 if ((k = reconcile_add_cgroup_report(r, cr)) < 0)

@@ -18,6 +18,7 @@
 #include "apply/cookie.h"
 #include "apply/feat.h"
 #include "apply/journal.h"
+#include "apply/unit.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -71,6 +72,11 @@ typedef struct Reconciler {
         /* reconcile_place() only: NULL, or where the descriptors it is done
          * with go, closed together by the caller (fd_bin_empty()). */
         FdBin *fds;
+        /* The systemd driver (apply/unit.h): groups are slices, processes
+         * placed through their units or moved by systemd, and no
+         * cgroup.procs is written; the fast path then gives cookies and
+         * leaves the moves to the next pass. NULL: the cgroupfs writer. */
+        const UnitOps *unit_ops;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a

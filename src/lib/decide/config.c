@@ -14,6 +14,12 @@
 
 static const char *const hierarchy_names[_CONFIG_HIERARCHY_MAX + 1] = { "auto", "flat", "nested", NULL };
 static const char *const seccomp_names[_CONFIG_SECCOMP_MAX + 1] = { "off", "log", "enforce", NULL };
+/* [cgroup] driver */
+static const char *const cgroup_driver_names[_CONFIG_CGROUP_DRIVER_MAX + 1] = { "auto", "systemd", "cgroupfs", NULL };
+const char *config_cgroup_driver_to_string(ConfigCgroupDriver d) {
+        return d >= 0 && d < _CONFIG_CGROUP_DRIVER_MAX ? cgroup_driver_names[d] : "?";
+}
+
 static const char *const log_level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
 const char *config_hierarchy_to_string(ConfigHierarchy h) {
@@ -146,6 +152,7 @@ static const KeyDef keys[] = {
         { "daemon", "seccomp", KEY_ENUM, OFF(seccomp), 0, 0, seccomp_names, 0 },
         { "cgroup", "cgroup_root", KEY_PATH, OFF(cgroup_root), 0, 0, NULL, 0 },
         { "cgroup", "hierarchy", KEY_ENUM, OFF(hierarchy), 0, 0, hierarchy_names, 0 },
+        { "cgroup", "driver", KEY_ENUM, OFF(cgroup_driver), 0, 0, cgroup_driver_names, 0 },
         { "classifier", "avx512_recent", KEY_DURATION, OFF(avx512_recent_usec), 1 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "latency_voluntary_min", KEY_PERCENT, OFF(latency_voluntary_min), 0, 100, NULL, 0 },
         { "classifier", "latency_cpu_max", KEY_PERCENT, OFF(latency_cpu_max), 0, 100, NULL, 0 },

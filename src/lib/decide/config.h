@@ -34,6 +34,14 @@ typedef enum ConfigHierarchy {
         _CONFIG_HIERARCHY_MAX,
 } ConfigHierarchy;
 
+/* [cgroup] driver: who makes topod's groups and moves processes. */
+typedef enum ConfigCgroupDriver {
+        CONFIG_CGROUP_DRIVER_AUTO,     /* systemd where PID 1 is systemd on a pure cgroup2 host */
+        CONFIG_CGROUP_DRIVER_SYSTEMD,  /* transient units over the system bus (apply/unit.h) */
+        CONFIG_CGROUP_DRIVER_CGROUPFS, /* topod's own writes to cgroupfs (apply/cgroup.h) */
+        _CONFIG_CGROUP_DRIVER_MAX,
+} ConfigCgroupDriver;
+
 typedef enum ConfigSeccomp {
         CONFIG_SECCOMP_OFF,
         CONFIG_SECCOMP_LOG,     /* report syscalls outside the allow-list, kill nothing */
@@ -61,6 +69,7 @@ typedef struct Config {
         /* [cgroup] */
         char *cgroup_root;
         ConfigHierarchy hierarchy;
+        ConfigCgroupDriver cgroup_driver;
 
         /* [scope]: include, exclude, protect (scope.h; self is left 0 here) */
         Scope scope;
@@ -110,6 +119,7 @@ int config_parse_duration(const char *s, uint64_t *ret);
 
 const char *config_hierarchy_to_string(ConfigHierarchy h);
 const char *config_seccomp_to_string(ConfigSeccomp s);
+const char *config_cgroup_driver_to_string(ConfigCgroupDriver d);
 const char *config_log_level_to_string(ConfigLogLevel l);
 
 /* What is wrong with a cgroup_root, or NULL: "/" itself, or a cgroup

@@ -696,6 +696,7 @@ int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret) {
                 .keep = p->fast->plan,
                 .usage = p->measure.usage,
                 .n_usage = p->measure.n_usage,
+                .slices = p->decide.slices,
         };
         return plan_build(&in, ret);
 }

@@ -100,6 +100,7 @@ typedef struct PipelineDecide {
         unsigned load_percent; /* and said this (sysload_read_percent()) */
         PolicyIdle *idle;      /* per policy: its [when] forced_idle band and readings */
         Classifier *classifier;
+        bool slices;           /* the cgroup driver is systemd's: groups are slices (PlanInputs.slices) */
 } PipelineDecide;
 
 /* Measured concurrency of the groups (pipeline_measure()), for the concur
