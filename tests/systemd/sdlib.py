@@ -183,13 +183,6 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
     shipped policies/*.ini too when shipped), files ({guest path: (text,
     mode)}, before the install's daemon-reload), run tests/systemd/SCRIPT.
     Returns an SdResult; raises Skip / VMFailure as vmlib does."""
-    kernel = vmlib.find_kernel(KERNEL)
-    qemu = vmlib.find_qemu()
-    for p in (args.topod, args.topoctl, args.unit, args.conf, args.workload, args.sdsnap):
-        if not os.path.isfile(p):
-            raise vmlib.VMFailure("%s does not exist (not built?)" % p)
-    img = rootfs()
-
     run_dir = os.path.abspath(os.path.join(vmlib.default_logdir(), "%s@%s" % (name, KERNEL)))
     if os.environ.get("TOPOD_SD_RECHECK") == "1" and os.path.isdir(os.path.join(run_dir, "out")):
         # Check the last run's outputs again, without a boot (editing the checks).
@@ -198,6 +191,13 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
             console = f.read().decode("utf-8", "replace")
         with open(os.path.join(run_dir, "rig", "rc")) as f:
             return SdResult(run_dir, int(f.read().strip() or -1), console, 0.0, "")
+    kernel = vmlib.find_kernel(KERNEL)
+    qemu = vmlib.find_qemu()
+    for p in (args.topod, args.topoctl, args.unit, args.conf, args.workload, args.sdsnap):
+        if not os.path.isfile(p):
+            raise vmlib.VMFailure("%s does not exist (not built?)" % p)
+    img = rootfs()
+
     if os.path.isdir(run_dir):
         shutil.rmtree(run_dir)
     payload = os.path.join(run_dir, "payload")
