@@ -155,7 +155,7 @@ topod_stop > "$OUT/stop2.kv" 2>&1
 snap stopped2
 systemctl start --no-block topod
 # the first placement done, the pass still going: the crunch unit's CPUs set
-wait_for 30 sh -c '[ "$(cat '$CG'/cpuset.cpus.effective 2>/dev/null)" = 2-3 ]'
+wait_for "$([ -z "$WAIT_FAILED" ] && echo 30 || echo 3)" sh -c '[ "$(cat '$CG'/cpuset.cpus.effective 2>/dev/null)" = 2-3 ]'
 kill -9 "$(systemctl show -p MainPID --value topod)"
 echo "killed_rc=$?" > "$OUT/kill.kv"
 record killed
