@@ -29,8 +29,15 @@ t0=$SECONDS
 wait_for 30 sh -c '[ "$(cat '$CG'/cpuset.cpus.effective 2>/dev/null)" = 2-3 ] &&
 	sed -n "s/^0:://p" /proc/$(pgrep -x scoped-1)/cgroup | grep -q "^/topod.slice/"'
 echo "placed_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
-# a while: the classifier's window and dwell, and more passes
-sleep 30
+# a while: until topod's classifier calls the ping-pong pair latency and
+# the busy loop throughput (what the shipped latency-services and
+# throughput-batch are for), then a few more passes
+t0=$SECONDS
+wait_for 120 sh -c 'topoctl explain --json $(pgrep -x ping) | grep -q "\"class\": *\"latency\"" &&
+	topoctl explain --json $(pgrep -x workload | head -n 1) | grep -q "\"class\": *\"throughput\""'
+echo "classified_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
+topoctl explain --json "$(pgrep -x ping)" > "$OUT/explain-ping.json" 2>&1
+sleep 5
 {
 	echo "crunch.cpus=$(cat $CG/cpuset.cpus.effective 2>/dev/null)"
 	echo "crunch.weight=$(cat $CG/cpu.weight 2>/dev/null)"
@@ -39,6 +46,7 @@ sleep 30
 	echo "scoped.cgroup=$(cgroup_of "$(pgrep -x scoped-1)")"
 	echo "scoped.cookie=$(workload cookie "$(pgrep -x scoped-1)" | awk '{print $2}')"
 	echo "topod.active=$(systemctl is-active topod)"
+	echo "ping=$(pgrep -x ping)"
 	echo "topod.pid=$(systemctl show -p MainPID --value topod)"
 } > "$OUT/running.kv"
 snap running

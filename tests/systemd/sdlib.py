@@ -142,30 +142,6 @@ def _qemu_argv(qemu, kernel, img, rig, host):
             "-virtfs", "local,path=%s,mount_tag=host,security_model=none,id=host0" % host]
 
 
-def _run(argv, console_path, timeout):
-    """qemu with its console into console_path: (exit status, timed out,
-    stuck before the test script started)."""
-    t0 = time.monotonic()
-    started = False
-    with open(console_path, "wb") as con:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=con, stderr=subprocess.STDOUT)
-        while True:
-            try:
-                return proc.wait(timeout=1), False, False
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic() - t0
-            if not started:
-                with open(console_path, "rb") as f:
-                    started = MARK_STARTED.encode() in f.read()
-                if not started and now > min(BOOT_LIMIT, timeout):
-                    proc.kill()
-                    return proc.wait(), True, True
-            if now > timeout:
-                proc.kill()
-                return proc.wait(), True, False
-
-
 # crunch.service: Type=simple, Restart=always; its main process (a bash
 # script, comm "crunch") forks two workers, crunch-w1 and crunch-w2
 # (tests/vm/workload idle, renamed after a second), and waits.
@@ -232,7 +208,7 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
     vmlib.info("kernel %s (%s), image %s" % (kernel, vmlib.bzimage_version(kernel), img))
     for attempt in (1, 2):
         t0 = time.monotonic()
-        qrc, timed_out, stuck = _run(argv, console_path, timeout)
+        qrc, timed_out, stuck = vmlib._run_qemu(argv, console_path, timeout, MARK_STARTED, BOOT_LIMIT)
         elapsed = time.monotonic() - t0
         if not stuck:
             break

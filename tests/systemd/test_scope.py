@@ -8,7 +8,8 @@ test's that name a unit (unit = crunch.service) and a process in a
 a busy loop and a ping-pong pair, what the shipped throughput and latency
 policies are for. Every process's cgroup, every loaded unit's AllowedCPUs /
 AllowedMemoryNodes / CPUWeight / StartupCPUWeight and every thread's
-cookie are recorded before topod starts, after it ran 30 s, and after its
+cookie are recorded before topod starts, once its classifier has called the
+bystanders latency and throughput (what the shipped policies act on), and after its
 stop:
 
 - while it runs, the system services (journald, dbus, logind, udevd, cron,
@@ -45,7 +46,9 @@ def test(args):
     c.eq(r.rc, 0, "the guest script ran to its end")
     c.eq((start.get("start_rc"), start.get("active")), ("0", "active"), "systemctl start topod: started, active")
     print("  placed: %s" % start.get("placed_rc"))
-    c.eq(run.get("topod.active"), "active", "topod still running after 30 s")
+    c.eq(start.get("classified_rc", "").split()[:1], ["0"],
+         "topod's classifier calls the ping-pong pair latency and the busy loop throughput (within 120 s)")
+    c.eq(run.get("topod.active"), "active", "topod still running")
     shipped = sorted(os.path.basename(p) for p in os.listdir(os.path.join(r.run_dir, "payload", "policies")))
     print("  policies: " + " ".join(shipped))
 
