@@ -98,6 +98,7 @@ install_topod() {
 	install -D -m 644 "$P/topod.conf" /etc/topod/topod.conf &&
 	install -D -m 755 "$P/workload" /usr/local/bin/workload &&
 	install -D -m 755 "$P/sdsnap" /usr/local/bin/sdsnap &&
+	install -D -m 755 "$P/ticker" /usr/local/bin/ticker &&
 	# the test's own files (its units, their programs) under payload/root/
 	{ [ ! -d "$P/root" ] || cp -r "$P/root/." /; } &&
 	mkdir -p /etc/topod/policies.d || return 1

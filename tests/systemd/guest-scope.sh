@@ -11,8 +11,9 @@ systemctl start crunch
 systemd-run --scope --unit=lab-job --quiet \
 	bash -c 'workload idle scoped-1 & exec workload idle lab-keeper' </dev/null >/dev/null 2>&1 &
 # processes of the kind the shipped class policies are for, in a unit no
-# policy names: a busy loop (throughput) and a ping-pong pair (latency)
-systemd-run --unit=bystander --quiet bash -c 'workload busy & workload pingpong & wait'
+# policy names: a busy loop (throughput) and a ticker (latency: sleeps 2 ms
+# at a time)
+systemd-run --unit=bystander --quiet bash -c 'workload busy & ticker & wait'
 wait_for 30 pgrep -x crunch-w1
 wait_for 30 pgrep -x scoped-1
 wait_for 30 pgrep -x lab-keeper
@@ -29,14 +30,13 @@ t0=$SECONDS
 wait_for 30 sh -c '[ "$(cat '$CG'/cpuset.cpus.effective 2>/dev/null)" = 2-3 ] &&
 	sed -n "s/^0:://p" /proc/$(pgrep -x scoped-1)/cgroup | grep -q "^/topod.slice/"'
 echo "placed_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
-# a while: until topod's classifier calls the ping-pong pair latency and
-# the busy loop throughput (what the shipped latency-services and
-# throughput-batch are for), then a few more passes
+# a while: until topod's classifier calls the ticker latency (what the
+# shipped latency-services acts on), then a few more passes
 t0=$SECONDS
-wait_for 120 sh -c 'topoctl explain --json $(pgrep -x ping) | grep -q "\"class\": *\"latency\"" &&
-	topoctl explain --json $(pgrep -x workload | head -n 1) | grep -q "\"class\": *\"throughput\""'
+wait_for 120 sh -c 'topoctl explain --json $(pgrep -x ticker) | grep -q "\"class\": *\"latency\""'
 echo "classified_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
-topoctl explain --json "$(pgrep -x ping)" > "$OUT/explain-ping.json" 2>&1
+topoctl explain --json "$(pgrep -x ticker)" > "$OUT/explain-ticker.json" 2>&1
+topoctl explain --json "$(pgrep -x workload | head -n 1)" > "$OUT/explain-busy.json" 2>&1
 sleep 5
 {
 	echo "crunch.cpus=$(cat $CG/cpuset.cpus.effective 2>/dev/null)"
@@ -46,14 +46,14 @@ sleep 5
 	echo "scoped.cgroup=$(cgroup_of "$(pgrep -x scoped-1)")"
 	echo "scoped.cookie=$(workload cookie "$(pgrep -x scoped-1)" | awk '{print $2}')"
 	echo "topod.active=$(systemctl is-active topod)"
-	echo "ping=$(pgrep -x ping)"
+	echo "ticker=$(pgrep -x ticker)"
 	echo "topod.pid=$(systemctl show -p MainPID --value topod)"
 } > "$OUT/running.kv"
 snap running
 topoctl status --json > "$OUT/status.json" 2> "$OUT/status.err"
 topoctl plan --json > "$OUT/plan.json" 2> "$OUT/plan.err"
 
-# the busy and ping-pong bystanders slow the emulated guest: gone before the stop
+# the busy bystander slows the emulated guest: gone before the stop
 systemctl stop bystander
 
 log "stop topod"

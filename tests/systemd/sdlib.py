@@ -110,6 +110,7 @@ def add_args(parser):
     parser.add_argument("--conf", required=True, help="the shipped conf/topod.conf")
     parser.add_argument("--workload", required=True, help="tests/vm/workload")
     parser.add_argument("--sdsnap", required=True, help="tests/systemd/sdsnap")
+    parser.add_argument("--ticker", required=True, help="tests/systemd/ticker")
     parser.add_argument("--policies-dir", required=True, help="the shipped policies/ (its *.ini)")
     return parser
 
@@ -169,7 +170,7 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
             return SdResult(run_dir, int(f.read().strip() or -1), console, 0.0, "")
     kernel = vmlib.find_kernel(KERNEL)
     qemu = vmlib.find_qemu()
-    for p in (args.topod, args.topoctl, args.unit, args.conf, args.workload, args.sdsnap):
+    for p in (args.topod, args.topoctl, args.unit, args.conf, args.workload, args.sdsnap, args.ticker):
         if not os.path.isfile(p):
             raise vmlib.VMFailure("%s does not exist (not built?)" % p)
     img = rootfs()
@@ -181,7 +182,7 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
     for d in (payload, os.path.join(payload, "policies"), rig, os.path.join(run_dir, "out")):
         os.makedirs(d)
     for src, dst in ((args.topod, "topod"), (args.topoctl, "topoctl"), (args.unit, "topod.service"),
-                     (args.conf, "topod.conf"), (args.workload, "workload"), (args.sdsnap, "sdsnap"),
+                     (args.conf, "topod.conf"), (args.workload, "workload"), (args.sdsnap, "sdsnap"), (args.ticker, "ticker"),
                      (GUEST_LIB, "guest-lib.sh"), (os.path.join(HERE, script), "test.sh")):
         shutil.copy(src, os.path.join(payload, dst))
     if shipped:

@@ -5,17 +5,17 @@ topod as installed: topod.conf as shipped (the default scope), the shipped
 policies/*.ini (class-based: they name nothing), and two policies of this
 test's that name a unit (unit = crunch.service) and a process in a
 `systemd-run --scope` scope (comm = scoped-*). A unit no policy names runs
-a busy loop and a ping-pong pair, what the shipped throughput and latency
-policies are for. Every process's cgroup, every loaded unit's AllowedCPUs /
+a busy loop and a ticker (sleeps 2 ms at a time), what the shipped
+throughput and latency policies are for. Every process's cgroup, every loaded unit's AllowedCPUs /
 AllowedMemoryNodes / CPUWeight / StartupCPUWeight and every thread's
 cookie are recorded before topod starts, once its classifier has called the
-bystanders latency and throughput (what the shipped policies act on), and after its
+ticker latency (what the shipped latency-services acts on), and after its
 stop:
 
 - while it runs, the system services (journald, dbus, logind, udevd, cron,
   and every other process but the two named) are where they were, with
-  their unit properties and no cookie; the unnamed busy and ping-pong
-  processes too;
+  their unit properties and no cookie; the unnamed busy loop and
+  ticker too;
 - in the same run the named unit has its CPUs and weight and its threads a
   cookie, and the named process was moved into topod's slices: the scope
   does not pass by excluding everything;
@@ -47,7 +47,7 @@ def test(args):
     c.eq((start.get("start_rc"), start.get("active")), ("0", "active"), "systemctl start topod: started, active")
     print("  placed: %s" % start.get("placed_rc"))
     c.eq(start.get("classified_rc", "").split()[:1], ["0"],
-         "topod's classifier calls the ping-pong pair latency and the busy loop throughput (within 120 s)")
+         "topod's classifier calls the ticker latency (within 120 s): latency-services would place it by class")
     c.eq(run.get("topod.active"), "active", "topod still running")
     shipped = sorted(os.path.basename(p) for p in os.listdir(os.path.join(r.run_dir, "payload", "policies")))
     print("  policies: " + " ".join(shipped))
