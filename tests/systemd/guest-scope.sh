@@ -35,9 +35,12 @@ echo "placed_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
 t0=$SECONDS
 wait_for 120 sh -c 'topoctl explain --json $(pgrep -x ticker) | grep -q "\"class\": *\"latency\""'
 echo "classified_rc=$? after $((SECONDS - t0)) s" >> "$OUT/start.kv"
-topoctl explain --json "$(pgrep -x ticker)" > "$OUT/explain-ticker.json" 2>&1
+# what topod decides for it, whatever the apply could do: 8 looks, 2 s apart
+for i in 1 2 3 4 5 6 7 8; do
+	topoctl explain --json "$(pgrep -x ticker)" > "$OUT/explain-ticker-$i.json" 2>&1
+	sleep 2
+done
 topoctl explain --json "$(pgrep -x workload | head -n 1)" > "$OUT/explain-busy.json" 2>&1
-sleep 5
 {
 	echo "crunch.cpus=$(cat $CG/cpuset.cpus.effective 2>/dev/null)"
 	echo "crunch.weight=$(cat $CG/cpu.weight 2>/dev/null)"

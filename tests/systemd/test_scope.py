@@ -23,6 +23,7 @@ stop:
 Exit 0 pass, 1 fail, 77 skip."""
 
 import argparse
+import json
 import os
 import sys
 
@@ -83,6 +84,20 @@ def test(args):
              if g not in named and g != topod and k != cb.get(t, (g, 0))[1]]
     c.true(len(cr) > 10 and not given, "while topod runs: no thread of a process no policy names got a cookie",
            "\n".join(given))
+
+    # What topod decided for the ticker, 8 times while it runs: no policy
+    # (the apply may fail where the decision is wrong; the decision shows).
+    looks = []
+    for i in range(1, 9):
+        try:
+            ex = json.loads(r.out("explain-ticker-%d.json" % i) or "{}")
+        except ValueError:
+            ex = {}
+        looks += [(i, t.get("class"), t.get("managed"), (t.get("policy") or {}).get("name"))
+                  for t in ex.get("threads", [])]
+    c.true(len(looks) >= 8 and all(m is False for _, _, m, _ in looks),
+           "while topod runs: `topoctl explain` never has a policy managing the unnamed ticker (%d looks)" % len(looks),
+           "\n".join("look %d: class %s, managed %s, policy %s" % l for l in looks) or "no explain output")
 
     # The named ones: placed (the scope is not "exclude everything").
     c.eq((run.get("crunch.cpus"), run.get("crunch.weight")), ("2-3", "300"),
