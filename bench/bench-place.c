@@ -121,7 +121,7 @@ int main(int argc, char *argv[]) {
         in.config = config;
         in.policies = ps;
         in.in_force = in_force;
-        if ((k = plan_build(&in, &plan)) < 0 || (k = place_state_new(plan, ps, in_force, t, &s)) < 0) {
+        if ((k = plan_build(&in, &plan)) < 0 || (k = place_state_new(plan, ps, in_force, &config->scope, t, &s)) < 0) {
                 fprintf(stderr, "bench-place: planning: %s\n", strerror(-k));
                 return 1;
         }

@@ -21,6 +21,9 @@
 #define BUS_INTERFACE "io.topod.Manager1"
 #define BUS_PATH "/io/topod/Manager1"
 #define BUS_SOCKET_NAME "bus"
+/* Beside it, root's own socket (mode 0600): the same server, whose
+ * backlog no other user can fill. topoctl run as root connects there. */
+#define BUS_ROOT_SOCKET_SUFFIX "-root"
 
 /* Errors beyond the standard org.freedesktop.DBus.Error.* ones. */
 #define BUS_ERROR_PREFIX "io.topod.Error"

@@ -8,10 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/escape.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
 #include "base/util.h"
+#include "report.h"
 #include "decide/config.h"
 #include "decide/diag.h"
 #include "decide/policy-check.h"
@@ -70,12 +72,15 @@ static void print_text(const Diagnostics *d, bool strict) {
         for (size_t i = 0; i < d->n; i++) {
                 const Diagnostic *x = &d->items[i];
                 bool as_error = x->severity == DIAG_ERROR || strict;
+                /* a file name or a quoted value may hold any byte */
+                _cleanup_free_ char *file = escape_string(x->file, ESCAPE_CONTROL),
+                                    *message = escape_string(x->message, ESCAPE_CONTROL);
 
                 if (x->line > 0)
-                        printf("%s:%u: %s: %s%s\n", x->file, x->line, as_error ? "error" : "warning", x->message,
+                        printf("%s:%u: %s: %s%s\n", file ?: "?", x->line, as_error ? "error" : "warning", message ?: "?",
                                x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
                 else
-                        printf("%s: %s: %s%s\n", x->file, as_error ? "error" : "warning", x->message,
+                        printf("%s: %s: %s%s\n", file ?: "?", as_error ? "error" : "warning", message ?: "?",
                                x->severity == DIAG_WARNING && strict ? " [--strict]" : "");
         }
         if (d->truncated)
@@ -101,19 +106,7 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_string(j, *p);
         json_array_end(j);
         json_key(j, "diagnostics");
-        json_array_begin(j);
-        for (size_t i = 0; i < d->n; i++) {
-                const Diagnostic *x = &d->items[i];
-
-                json_object_begin(j);
-                json_kv_string(j, "file", x->file);
-                json_kv_uint(j, "line", x->line);
-                json_kv_string(j, "severity", diag_severity_to_string(x->severity));
-                json_kv_string(j, "id", x->id);
-                json_kv_string(j, "message", x->message);
-                json_object_end(j);
-        }
-        json_array_end(j);
+        report_print_diagnostics_json(j, d);
         json_key(j, "policies");
         json_array_begin(j);
         for (size_t i = 0; s && i < s->n; i++) {
@@ -141,6 +134,21 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_kv_uint(j, "sample_interval_usec", c->sample_interval_usec);
                 json_kv_uint(j, "rescan_interval_usec", c->rescan_interval_usec);
                 json_kv_bool(j, "restore_on_exit", c->restore_on_exit);
+                json_key(j, "scope");
+                json_object_begin(j);
+                {
+                        const ScopePatterns *lists[] = { &c->scope.include, &c->scope.exclude, &c->scope.protect };
+                        static const char *const names[] = { "include", "exclude", "protect" };
+
+                        for (size_t i = 0; i < ELEMENTSOF(lists); i++) {
+                                json_key(j, names[i]);
+                                json_array_begin(j);
+                                for (size_t p = 0; p < lists[i]->n; p++)
+                                        json_string(j, lists[i]->items[p].glob);
+                                json_array_end(j);
+                        }
+                }
+                json_object_end(j);
                 json_object_end(j);
         }
         json_object_end(j);

@@ -25,6 +25,22 @@ void report_print_nothing(FILE *f, bool json, const char *why) {
                 fprintf(f, "nothing to restore: %s\n", why);
 }
 
+void report_print_diagnostics_json(Json *j, const Diagnostics *d) {
+        json_array_begin(j);
+        for (size_t i = 0; i < d->n; i++) {
+                const Diagnostic *x = &d->items[i];
+
+                json_object_begin(j);
+                json_kv_string(j, "file", x->file);
+                json_kv_uint(j, "line", x->line);
+                json_kv_string(j, "severity", diag_severity_to_string(x->severity));
+                json_kv_string(j, "id", x->id);
+                json_kv_string(j, "message", x->message);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
 void report_print_diagnostics(FILE *f, const Diagnostics *d) {
         for (size_t i = 0; i < d->n; i++)
                 fprintf(f, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,

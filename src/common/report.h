@@ -18,3 +18,6 @@ int report_print(FILE *f, const ReconcileReport *r, bool json);
  * restore: why". */
 void report_print_nothing(FILE *f, bool json, const char *why);
 void report_print_diagnostics(FILE *f, const Diagnostics *d);
+/* The same as a JSON array (file, line, severity, id, message each). */
+struct Json;
+void report_print_diagnostics_json(struct Json *j, const Diagnostics *d);

@@ -92,6 +92,10 @@ int state_dir_open_journal(const char *state_dir, const Root *root, Journal **re
                         e.message[0] ? e.message : strerror(-k));
                 return k;
         }
+        if (k > 0 && (*ret)->n_damaged > 0)
+                fprintf(stderr, "%s: %s/journal:%u: %s; %u damaged line%s skipped, the other entries restored\n",
+                        program_invocation_short_name, dir, (*ret)->damage->line, (*ret)->damage->message,
+                        (*ret)->n_damaged, (*ret)->n_damaged == 1 ? "" : "s");
         /* A journal of an earlier boot records changes that died with
          * it (cgroups, cookies, features are the kernel's): restoring them
          * now would move whoever has those pids today. */

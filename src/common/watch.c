@@ -38,7 +38,7 @@ int watch_and_plan(const char *program, const PipelineOptions *o, unsigned sampl
                         pipeline_wait_until(p, next);
                 }
         }
-        if ((k = pipeline_plan(p, &plan)) < 0) {
+        if ((k = pipeline_plan(p, NULL, &plan)) < 0) {
                 fprintf(stderr, "%s: planning failed: %s\n", program, strerror(-k));
                 return k;
         }

@@ -6,11 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <systemd/sd-bus.h>
 
 #include "base/root.h"
+#include "base/util.h"
 #include "common/bus-protocol.h"
 #include "common/state-dir.h"
+
+/* How long a client waits for room in the daemon's backlog. */
+#define CLIENT_CONNECT_USEC (5u * 1000000u)
 
 struct Client {
         sd_bus *bus;
@@ -24,21 +32,62 @@ Client *client_free(Client *c) {
         return NULL;
 }
 
+/* Connect to path, waiting up to CLIENT_CONNECT_USEC for room in the
+ * daemon's listen backlog: other local users can fill it (each such
+ * connection is accepted and closed at once), and a nonblocking connect()
+ * would fail at once with EAGAIN. A blocking connect() with a send
+ * timeout waits in the kernel for the daemon to accept, and gives up with
+ * EAGAIN when the time is out. */
+static int connect_bounded(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = CLIENT_CONNECT_USEC / 1000000, .tv_usec = CLIENT_CONNECT_USEC % 1000000 };
+        int fd, k;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path));
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+            connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                k = errno == EINPROGRESS ? -EAGAIN : -errno;
+                close(fd);
+                return k;
+        }
+        tv = (struct timeval) {};
+        (void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        return fd;
+}
+
 int client_open(const char *root_dir, const char *state_dir, Client **ret, char **ret_reason) {
         _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_free_ char *dir = NULL, *address = NULL;
+        _cleanup_free_ char *dir = NULL, *path = NULL;
         _cleanup_(client_freep) Client *c = NULL;
-        int k;
+        int k, fd;
 
         if ((k = root_open(root_dir, &root)) < 0 || (k = state_dir_path(state_dir, root, &dir)) < 0) {
                 (void) asprintf(ret_reason, "cannot open the root %s: %s", root_dir ?: "/", strerror(-k));
                 return k;
         }
         c = calloc(1, sizeof(*c));
-        if (!c || asprintf(&address, "unix:path=%s/" BUS_SOCKET_NAME, dir) < 0)
+        if (!c || asprintf(&path, "%s/" BUS_SOCKET_NAME, dir) < 0)
                 return -ENOMEM;
-        if ((k = sd_bus_new(&c->bus)) < 0 || (k = sd_bus_set_address(c->bus, address)) < 0 ||
-            (k = sd_bus_set_description(c->bus, "topod")) < 0 || (k = sd_bus_start(c->bus)) < 0) {
+        /* root: its own socket, which no other user can fill (absent: an
+         * older daemon, the common one) */
+        fd = k = -ENOENT;
+        if (geteuid() == 0) {
+                _cleanup_free_ char *root_path = strjoin(path, BUS_ROOT_SOCKET_SUFFIX);
+
+                fd = k = root_path ? connect_bounded(root_path) : -ENOMEM;
+        }
+        if (k == -ENOENT || k == -ECONNREFUSED)
+                fd = k = connect_bounded(path);
+        if (k >= 0 && (k = sd_bus_new(&c->bus)) < 0)
+                close(fd);
+        if (k >= 0 && (k = sd_bus_set_fd(c->bus, fd, fd)) < 0)
+                close(fd);
+        if (k < 0 || (k = sd_bus_set_description(c->bus, "topod")) < 0 || (k = sd_bus_start(c->bus)) < 0) {
                 /* Only these mean no daemon listens; EAGAIN (a full
                  * backlog), EACCES and the rest mean one may well run. */
                 (void) asprintf(ret_reason, "%s (cannot connect to %s/" BUS_SOCKET_NAME ": %s)",

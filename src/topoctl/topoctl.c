@@ -179,6 +179,12 @@ static int ask_daemon(const Args *a, BusMethod method, pid_t pid, char **ret_rea
                 return EXIT_FAILURE;
         }
         k = client_call(c, method, pid, a->json, &text, &name, &message);
+        if (k < 0 && a->json && method == BUS_METHOD_RELOAD && message && message[0] == '{') {
+                /* A refused reload answers JSON too: on stdout, exit 1. */
+                fputs(message, stdout);
+                (void) fflush(stdout);
+                return EXIT_FAILURE;
+        }
         if (k < 0) {
                 /* A refused reload's message is the file:line list. */
                 fprintf(stderr, "%s%s", message ?: strerror(-k),

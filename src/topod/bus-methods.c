@@ -18,8 +18,8 @@
 #include "observe/tasks.h"
 
 /* Explain of a task the last scan did not see runs a pass, at most this
- * often. */
-#define DAEMON_EXPLAIN_PASS_USEC 100000u
+ * often, and once per task (pid and start time): any user may ask. */
+#define DAEMON_EXPLAIN_PASS_USEC 1000000u
 /* A Plan reply (the plan compared with the machine: a read of every
  * managed process's cgroup, with the lock held) is made at most this often
  * and given again meanwhile: any user may ask, as often as they like. */
@@ -44,7 +44,7 @@ static int get_cookie(pid_t tid, uint64_t *ret, void *userdata) {
 /* Does the last scan know pid as it is now (same start time: not a
  * reused pid)? A pid that does not exist counts as known: the answer is
  * then "no such process". */
-static bool explain_current(const Daemon *d, pid_t pid) {
+static bool explain_current(const Daemon *d, pid_t pid, uint64_t *ret_start) {
         const TaskFacts *t = d->p->observe.snap ? task_snapshot_find(d->p->observe.snap, pid) : NULL;
         _cleanup_free_ char *text = NULL;
         char rel[40];
@@ -54,6 +54,7 @@ static bool explain_current(const Daemon *d, pid_t pid) {
         snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
         if (root_read_file(d->p->observe.root, rel, 4096, &text, &len) < 0 || procfs_parse_stat(text, len, &st) < 0)
                 return true;
+        *ret_start = st.start_time;
         return t && t->start_time == st.start_time;
 }
 
@@ -63,8 +64,7 @@ static int answer_reload(Daemon *d, const BusCall *call, char **ret_text, char *
         _cleanup_free_ char *text = NULL;
         int k;
 
-        (void) call;
-        k = reload(d, &text);
+        k = reload(d, call->json, &text);
         if (k < 0) {
                 *ret_name = k == -EINVAL ? BUS_ERROR_POLICY_REJECTED : NULL;
                 *ret_error = TAKE_PTR(text);
@@ -75,10 +75,12 @@ static int answer_reload(Daemon *d, const BusCall *call, char **ret_text, char *
 }
 
 static int prepare_explain(Daemon *d, const BusCall *call, char **ret_error, const char **ret_name) {
-        uint64_t now;
+        uint64_t now, start = 0;
 
-        if (explain_current(d, call->pid))
+        if (explain_current(d, call->pid, &start))
                 return 0;
+        if (d->serve.last_explain_pid == call->pid && d->serve.last_explain_start == start)
+                return 0; /* a pass already looked: answer from what it saw */
         now = pipeline_now_usec();
         /* Started since the last scan, or its pid reused? Look
          * again before answering, but at most every
@@ -91,12 +93,15 @@ static int prepare_explain(Daemon *d, const BusCall *call, char **ret_error, con
                 return -EAGAIN;
         }
         d->serve.last_explain_pass_usec = now;
+        d->serve.last_explain_pid = call->pid;
+        d->serve.last_explain_start = start;
         (void) pass(d, PASS_EXPLAIN);
         return 0;
 }
 
 static int write_explain(Daemon *d, const BusCall *call, FILE *f, char **ret_error) {
-        ExplainContext x = { .p = d->p, .plan = d->pass.plan, .paused = d->paused, .get_cookie = get_cookie };
+        ExplainContext x = { .p = d->p, .plan = d->pass.plan, .origins = d->writers.journal, .paused = d->paused,
+                             .get_cookie = get_cookie, .caller_uid = call->uid };
         int k;
 
         k = explain_write(&x, call->pid, call->json, f);

@@ -60,6 +60,12 @@ typedef struct DaemonWriters {
         CookieApplier *cookies;
         CgroupHeld *held; /* held for the groups of the plan in force */
         PidRefOps pidref; /* the kernel's, naming pinned processes by pidfd inode where it can */
+        /* The cgroup driver, chosen at start (writers.c): systemd's (a bus
+         * and its ops) or cgroupfs (unit_bus NULL); why, for status. */
+        ConfigCgroupDriver driver;
+        char *driver_why;
+        UnitBus *unit_bus;
+        UnitOps unit_ops;
 } DaemonWriters;
 
 /* The daemon's lock: a ticket, served in turn (placer.c). */
@@ -117,6 +123,11 @@ typedef struct DaemonGates {
 typedef struct DaemonServe {
         BusServer *bus;
         uint64_t last_explain_pass_usec;
+        /* The task the last explain-forced pass was for (pid, start
+         * time): one that the pass did not make known (a zombie, a task
+         * the scan skips) forces no second pass. */
+        pid_t last_explain_pid;
+        uint64_t last_explain_start;
         char *plan_reply[2];          /* the last Plan reply, text [0] and JSON [1] */
         uint64_t plan_reply_usec[2];
         uint64_t plan_reply_passes[2]; /* d->pass.count when it was made */
@@ -228,7 +239,7 @@ int restore_all(Daemon *d, const char *why, ReconcileReport **ret);
 /* reload.c */
 /* Read the configuration again, all or nothing; ret_messages (may be
  * NULL): file:line of each finding and how it went. */
-int reload(Daemon *d, char **ret_messages);
+int reload(Daemon *d, bool json, char **ret_messages);
 /* SIGHUP. */
 int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata);
 

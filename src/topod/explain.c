@@ -9,11 +9,15 @@
 
 #include "apply/cgroup.h"
 #include "base/bitmap.h"
+#include "base/escape.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "base/util.h"
 #include "decide/classify.h"
 #include "decide/policy-check.h"
+#include "observe/forced-idle.h"
+#include "pipeline/origin.h"
 
 /* Why a policy that looked at the thread did not place it. */
 typedef enum Verdict {
@@ -23,6 +27,7 @@ typedef enum Verdict {
         VERDICT_DISABLED,    /* matched, but enabled = no */
         VERDICT_NO_PLACE,    /* matched, but has no [place]: kernel settings only */
         VERDICT_CLASS,       /* its patterns match, but it wants another class */
+        VERDICT_SCOPE,       /* its patterns match, but the scope keeps it out (decide/scope.h) */
 } Verdict;
 
 typedef struct Candidate {
@@ -50,6 +55,10 @@ typedef struct ThreadAnswer {
         int cookie_error;
         uint64_t cookie;
         unsigned cookie_shared_by;
+        int idle_error;          /* the thread's forced idle: 0, or why not */
+        uint64_t idle_usec;      /* core_forceidle_sum */
+        int group_idle_error;    /* its cgroup's: 0, or why not */
+        ForcedIdleStat group_idle;
 } ThreadAnswer;
 
 static void answer_done(ThreadAnswer *a) {
@@ -96,21 +105,35 @@ static char *strf(const char *fmt, ...) _printf_(1, 2);
 static char *strf(const char *fmt, ...);
 
 /* Why policy i (enabled) is not in force: its [when], and where the load
- * band is what keeps it out, the band's state. */
+ * band or the forced idle band is what keeps it out, the band's state. */
 static char *not_in_force_why(const ExplainContext *x, size_t i) {
         const Policy *p = x->p->decide.policies->policies[i];
         const PolicyLoadBand *b = &x->p->decide.bands[i];
         PolicyMachine m;
 
         check_machine_from(x->p->observe.topology, x->p->observe.caps, x->p->observe.kernel_version, &m);
-        if (!p->when.has_load || !policy_when_holds_but_load(&p->when, &m))
+        if (!policy_when_holds_but_load(&p->when, &m))
                 return strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line);
-        if (!b->started)
+        if (p->when.has_load && !b->started)
                 return strf("[when] load = %u-%u%% (%s:%u): the load has not been read", p->when.load_low,
                             p->when.load_high, p->file, p->when_line);
-        return strf("[when] load = %u-%u%% (%s:%u): the load is %u%%%s", p->when.load_low, p->when.load_high, p->file,
-                    p->when_line, x->p->decide.load_percent,
-                    b->pending ? ", inside the band: it enters force once it has stayed there the [load] dwell" : "");
+        if (p->when.has_load && !b->holds)
+                return strf("[when] load = %u-%u%% (%s:%u): the load is %u%%%s", p->when.load_low, p->when.load_high,
+                            p->file, p->when_line, x->p->decide.load_percent,
+                            b->pending ? ", inside the band: it enters force once it has stayed there the [load] dwell"
+                                       : "");
+        if (!pipeline_forced_idle_holds(x->p, i)) {
+                const PolicyIdle *pi = &x->p->decide.idle[i];
+
+                return strf("[when] forced_idle = %u-%u%% (%s:%u): its groups' SMT siblings were kept idle %u.%u%% of "
+                            "their CPU time%s",
+                            p->when.forced_idle_low, p->when.forced_idle_high, p->file, p->when.forced_idle_line,
+                            pi->share_permille / 10u, pi->share_permille % 10u,
+                            pi->band.pending ? "; inside the band now: it enters force once it has stayed there the "
+                                               "[load] dwell"
+                                             : "");
+        }
+        return strf("[when] does not hold on this machine now (%s:%u)", p->file, p->when_line);
 }
 
 static char *strf(const char *fmt, ...) {
@@ -136,11 +159,26 @@ static const char *class_list(unsigned classes, char buf[static 64]) {
 
 /* Walk the policies in precedence order, as the planner does, and say of
  * each one that matches (or would, but for the class) what became of it. */
+/* For a policy that wants class avx where arch_status cannot tell it
+ * (observe/kernelcaps.h): the classifier never says avx here. */
+static const char *avx_untellable(const ExplainContext *x, const Policy *p) {
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_tellable(x->p->observe.caps))
+                return "";
+        return x->p->observe.caps->avx512_arch_status == KERNEL_AVX_POLLUTED
+                       ? "; class avx cannot hold on this host: no counters, and arch_status is polluted by the C "
+                         "library (topoctl status: avx512-counters, avx512-evidence), so AVX work must be named by "
+                         "comm, exe or cgroup"
+                       : "; class avx cannot hold on this host: no AVX-512 state is reported, so AVX work "
+                         "must be named by comm, exe or cgroup";
+}
+
 static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
         const PolicySet *ps = x->p->decide.policies;
         PolicyTask task;
 
         pipeline_policy_task(x->p, a->t, a->class, &task);
+        task.cgroup = origin_cgroup(x->origins, x->p->decide.config->cgroup_root, x->p->observe.snap, a->t->tgid,
+                                    a->t->process->start_time, a->t->ppid, a->t->process->cgroup);
         a->placed_by = -1;
         for (size_t i = 0; i < ps->n; i++) {
                 const Policy *p = ps->policies[i];
@@ -161,11 +199,17 @@ static int judge_policies(const ExplainContext *x, ThreadAnswer *a) {
                         if (c == _POLICY_CLASS_MAX || !policy_match_task(&p->match, &other))
                                 continue;
                         k = add_cand(a, (int) i, VERDICT_CLASS,
-                                     strf("wants class %s (%s:%u); the thread is %s%s", class_list(p->match.classes, classes),
+                                     strf("wants class %s (%s:%u); the thread is %s%s%s", class_list(p->match.classes, classes),
                                           p->file, p->match.class_line, policy_class_to_string(a->class),
+                                          avx_untellable(x, p),
                                           !p->enabled ? "; and it is disabled"
                                           : !x->p->decide.in_force[i] ? "; and its [when] does not hold now" : ""));
-                } else if (!p->enabled)
+                } else if (!policy_takes(p, &x->p->decide.config->scope, &task))
+                        k = add_cand(a, (int) i, VERDICT_SCOPE,
+                                     strf("matches, but out of scope at %s: %s", task.cgroup ?: "(no cgroup)",
+                                          scope_refusal(&x->p->decide.config->scope, task.tgid,
+                                                        policy_match_names(&p->match), &p->match.exclude, task.cgroup)));
+                else if (!p->enabled)
                         k = add_cand(a, (int) i, VERDICT_DISABLED, strf("disabled (%s:%u)", p->file, p->enabled_line));
                 else if (!x->p->decide.in_force[i])
                         k = add_cand(a, (int) i, VERDICT_NOT_IN_FORCE, not_in_force_why(x, i));
@@ -196,6 +240,7 @@ static const char *verdict_to_string(Verdict v) {
                 [VERDICT_PLACED] = "placed",         [VERDICT_SHADOWED] = "shadowed",
                 [VERDICT_NOT_IN_FORCE] = "not-in-force", [VERDICT_DISABLED] = "disabled",
                 [VERDICT_NO_PLACE] = "no-place",     [VERDICT_CLASS] = "class",
+                [VERDICT_SCOPE] = "out-of-scope",
         };
         return names[v];
 }
@@ -241,6 +286,64 @@ static int judge_like(ThreadAnswer *a, const ThreadAnswer *done, size_t n_done) 
         return 0;
 }
 
+/* What core scheduling cost the thread and its cgroup (observe/forced-idle.h):
+ * nothing to read without core scheduling; nothing accounted without
+ * schedstats. */
+static void read_forced_idle(const ExplainContext *x, ThreadAnswer *a) {
+        const KernelCaps *caps = x->p->observe.caps;
+
+        a->idle_error = a->group_idle_error = -ENODATA;
+        if (a->t->kernel_thread || !caps->core_sched.available)
+                return;
+        if (!caps->schedstats.available)
+                a->idle_error = a->group_idle_error = -ENOTSUP;
+        else
+                a->idle_error = forced_idle_read_task(x->p->observe.root, a->t->tid, &a->idle_usec);
+        if (a->cgroup && caps->schedstats.available)
+                a->group_idle_error = forced_idle_read_cgroup(x->p->observe.root, caps->cgroup2_mount, a->cgroup,
+                                                              &a->group_idle);
+}
+
+static void print_forced_idle_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
+        if (a->idle_error == -ENODATA && a->group_idle_error == -ENODATA)
+                return;
+        if (a->idle_error == -ENOTSUP) {
+                fprintf(f, "  idle:     forced idle not accounted: %s\n", x->p->observe.caps->schedstats.reason ?: "");
+                return;
+        }
+        fputs("  idle:     forced idle ", f);
+        if (a->idle_error == 0)
+                fprintf(f, "%" PRIu64 ".%03" PRIu64 " ms on its siblings", a->idle_usec / 1000, a->idle_usec % 1000);
+        else
+                fprintf(f, "of the thread unknown (%s)", errno_name(a->idle_error));
+        if (a->group_idle_error == 0 && a->group_idle.has_force_idle)
+                fprintf(f, "; its cgroup's %" PRIu64 " ms of %" PRIu64 " ms CPU time", a->group_idle.force_idle_usec / 1000,
+                        a->group_idle.usage_usec / 1000);
+        fputc('\n', f);
+}
+
+static void print_forced_idle_json(const ThreadAnswer *a, Json *j) {
+        json_key(j, "forced_idle");
+        json_object_begin(j);
+        json_kv_bool(j, "accounted", a->idle_error != -ENOTSUP && a->idle_error != -ENODATA);
+        json_key(j, "thread_usec");
+        if (a->idle_error == 0)
+                json_uint(j, a->idle_usec);
+        else
+                json_null(j);
+        json_key(j, "cgroup_usec");
+        if (a->group_idle_error == 0 && a->group_idle.has_force_idle)
+                json_uint(j, a->group_idle.force_idle_usec);
+        else
+                json_null(j);
+        json_key(j, "cgroup_usage_usec");
+        if (a->group_idle_error == 0)
+                json_uint(j, a->group_idle.usage_usec);
+        else
+                json_null(j);
+        json_object_end(j);
+}
+
 static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, const ThreadAnswer *done,
                   size_t n_done) {
         const Plan *plan = x->plan;
@@ -265,6 +368,7 @@ static int gather(const ExplainContext *x, const TaskFacts *t, ThreadAnswer *a, 
                         return k;
         }
         read_cgroup(x, a);
+        read_forced_idle(x, a);
         a->cookie_error = -ENODATA;
         if (!x->p->observe.caps->core_sched.available)
                 a->cookie_error = x->p->observe.caps->core_sched.error ?: -EOPNOTSUPP;
@@ -368,9 +472,14 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
 
-        fprintf(f, "Thread %d (%s)\n", (int) a->t->tid, a->t->comm);
-        if (a->unmanaged)
-                fprintf(f, "  %s\n", a->unmanaged);
+        fprintf(f, "Thread %d (", (int) a->t->tid);
+        escape_write(f, a->t->comm, ESCAPE_CONTROL);
+        fputs(")\n", f);
+        if (a->unmanaged) {
+                fputs("  ", f);
+                escape_write(f, a->unmanaged, ESCAPE_CONTROL);
+                fputc('\n', f);
+        }
         if (!a->t->kernel_thread) {
                 fprintf(f, "  class:    %s", policy_class_to_string(a->class));
                 if (a->has_ev && classify_evidence_format(&a->ev, cp, &ev) >= 0)
@@ -395,7 +504,9 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
                         a->cookie_error == -ENODATA ? "not asked"
                         : !x->p->observe.caps->core_sched.available ? x->p->observe.caps->core_sched.reason ?: "no core scheduling"
                                                             : strerror(-a->cookie_error));
-        fprintf(f, "  cgroup:   %s", a->cgroup ?: "(unknown)");
+        print_forced_idle_text(x, a, f);
+        fputs("  cgroup:   ", f);
+        escape_write(f, a->cgroup ?: "(unknown)", ESCAPE_CONTROL);
         if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))
                 fprintf(f, " (planned: %s)", a->planned_cgroup);
         fputc('\n', f);
@@ -471,6 +582,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
                 json_null(j);
         json_kv_string(j, "kernel_error", a->cookie_error == 0 || a->cookie_error == -ENODATA ? NULL : strerror(-a->cookie_error));
         json_object_end(j);
+        print_forced_idle_json(a, j);
         json_key(j, "cgroup");
         json_object_begin(j);
         json_kv_string(j, "path", a->cgroup);
@@ -548,6 +660,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         const TaskSnapshot *snap = x->p->observe.snap;
         _cleanup_free_ ThreadAnswer *answers = NULL;
         const TaskFacts *asked;
+        const char *exe;
         size_t n = 0, total = 0;
         pid_t tgid;
         int k = 0;
@@ -557,6 +670,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         asked = task_snapshot_find(snap, pid);
         if (!asked)
                 return -ESRCH;
+        exe = x->caller_uid == 0 || (asked->has_uid && asked->uid == x->caller_uid) ? asked->process->exe : NULL;
         /* A process id: all its threads; a thread id: that thread. */
         tgid = asked->tgid == pid ? pid : 0;
         answers = calloc(EXPLAIN_THREADS_MAX, sizeof(ThreadAnswer));
@@ -584,7 +698,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                         json_kv_int(j, "pid", pid);
                         json_kv_int(j, "tgid", asked->tgid);
                         json_kv_string(j, "comm", asked->comm);
-                        json_kv_string(j, "exe", asked->process->exe);
+                        json_kv_string(j, "exe", exe);
                         json_kv_bool(j, "paused", x->paused);
                         print_kernel_json(x, j);
                         json_key(j, "threads");
@@ -596,8 +710,11 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                         json_object_end(j);
                 }
         } else if (k >= 0) {
-                fprintf(f, "Process %d (%s)%s%s\n", (int) asked->tgid, asked->comm, asked->process->exe ? " " : "",
-                        asked->process->exe ?: "");
+                fprintf(f, "Process %d (", (int) asked->tgid);
+                escape_write(f, asked->comm, ESCAPE_CONTROL);
+                fputs(exe ? ") " : ")", f);
+                escape_write(f, exe ?: "", ESCAPE_CONTROL);
+                fputc('\n', f);
                 for (size_t i = 0; i < n; i++)
                         print_thread_text(x, &answers[i], f);
                 if (total > n)

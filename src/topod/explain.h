@@ -31,10 +31,15 @@
 typedef struct ExplainContext {
         const Pipeline *p;
         const Plan *plan; /* in force; NULL before the first pass */
+        const Journal *origins; /* where moved processes came from (pipeline/origin.h); NULL: none */
         bool paused;      /* topoctl reset: nothing is applied until a reload */
         /* PR_SCHED_CORE_GET of a thread; NULL: not asked */
         int (*get_cookie)(pid_t tid, uint64_t *ret_cookie, void *userdata);
         void *userdata;
+        /* Who asks (SO_PEERCRED): a process's exe path is told to root and
+         * to a caller of the process's own real uid only, as the kernel's
+         * readlink of /proc/PID/exe would (other users' are withheld). */
+        uid_t caller_uid;
 } ExplainContext;
 
 /* -ESRCH when pid is neither a process nor a thread the last scan saw and

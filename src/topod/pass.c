@@ -20,7 +20,8 @@ Reconciler reconciler(const Daemon *d) {
         const DaemonWriters *w = &d->writers;
 
         return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
-                              .held = w->held, .pidref = &w->pidref };
+                              .held = w->held, .pidref = &w->pidref,
+                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL };
 }
 
 /* The pass's figures, and its plan put in force: lent to the fast path
@@ -107,6 +108,34 @@ static void pass_report(Daemon *d, PassCause cause, ReconcileReport *r, const Ta
         }
 }
 
+/* The [when] forced_idle bands after a pass: each policy that entered or
+ * left force by its band, said once, with the figure. */
+static void measure_forced_idle(Daemon *d) {
+        const PolicySet *ps = d->p->decide.policies;
+        _cleanup_free_ bool *was = malloc(MAX(ps->n, (size_t) 1) * sizeof(bool));
+        int k;
+
+        if (was)
+                memcpy(was, d->p->decide.in_force, ps->n * sizeof(bool));
+        k = was ? pipeline_measure_forced_idle(d->p, d->pass.plan) : -ENOMEM;
+        if (k < 0) {
+                log_warning(d, "cannot measure the groups' forced idle: %s", strerror(-k));
+                return;
+        }
+        for (size_t i = 0; k > 0 && i < ps->n; i++) {
+                const Policy *p = ps->policies[i];
+                const PolicyIdle *pi = &d->p->decide.idle[i];
+
+                if (was[i] == d->p->decide.in_force[i] || !p->has_when || !p->when.has_forced_idle)
+                        continue;
+                log_notice(d, "policy %s %s force: its groups' SMT siblings were kept idle %u.%u%% of their CPU time "
+                              "([when] forced_idle = %u-%u%%, %s:%u)",
+                           p->name, d->p->decide.in_force[i] ? "entered" : "left", pi->share_permille / 10u,
+                           pi->share_permille % 10u, p->when.forced_idle_low, p->when.forced_idle_high, p->file,
+                           p->when.forced_idle_line);
+        }
+}
+
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
 static int pass_run(Daemon *d, PassCause cause) {
@@ -149,7 +178,7 @@ static int pass_run(Daemon *d, PassCause cause) {
          * account of who decides the LLC, and status, read them. */
         if (kernelcaps_refresh_settings(d->p->observe.caps, d->p->observe.root) == -ENOMEM)
                 log_warning(d, "cannot read the scheduler settings again: %s, ignoring", strerror(ENOMEM));
-        if ((k = pipeline_plan(d->p, &plan)) < 0) {
+        if ((k = pipeline_plan(d->p, d->writers.journal, &plan)) < 0) {
                 log_error(d, "planning failed: %s", strerror(-k));
                 return k;
         }
@@ -165,6 +194,9 @@ static int pass_run(Daemon *d, PassCause cause) {
         /* the groups' concurrency, for the next plan's emulated concur */
         if (!d->paused && (k = pipeline_measure(d->p, d->pass.plan)) < 0)
                 log_warning(d, "cannot measure the groups' concurrency: %s", strerror(-k));
+        /* and their forced idle, for the [when] forced_idle bands */
+        if (!d->paused)
+                measure_forced_idle(d);
         if (r)
                 pass_report(d, cause, TAKE_PTR(r), &ss);
         return 0;

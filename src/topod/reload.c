@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A reload (SIGHUP, or the Reload call): the new configuration whole or
  * not at all. Its own file: two entry points, and the one place that swaps
- * the policies under a running daemon. */
+ * the policies under a running daemon. What the new set is judged by is
+ * the pipeline's rule, the one start-up uses (pipeline_reload()). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "base/json.h"
 #include "base/macro.h"
 #include "common/report.h"
 #include "daemon-internal.h"
@@ -17,7 +19,26 @@
  * changes; a bad one is refused (file:line in ret_messages and the log)
  * and the running policy stays in force; a good one is swapped in and
  * reconciled, changing only what differs. A reload also ends a pause. */
-int reload(Daemon *d, char **ret_messages) {
+/* The reply of `topoctl reload --json`: whether the new set is in force,
+ * how many policies, the pass after it, every finding. */
+static void print_json(FILE *f, const Daemon *d, const Diagnostics *dg, int k, int pk) {
+        _cleanup_(json_freep) Json *j = json_new(f, true);
+
+        if (!j)
+                return;
+        json_object_begin(j);
+        json_kv_bool(j, "reloaded", k >= 0);
+        json_kv_string(j, "refused", k >= 0 ? NULL : k == -EINVAL ? "errors in the files" : strerror(-k));
+        json_kv_uint(j, "policies", d->p->decide.policies->n);
+        json_kv_string(j, "pass", k < 0 ? NULL : pk < 0 ? strerror(-pk) : "ok");
+        json_kv_uint(j, "errors", dg->n_errors);
+        json_kv_uint(j, "warnings", dg->n_warnings);
+        json_key(j, "diagnostics");
+        report_print_diagnostics_json(j, dg);
+        json_object_end(j);
+}
+
+int reload(Daemon *d, bool json, char **ret_messages) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -55,7 +76,10 @@ int reload(Daemon *d, char **ret_messages) {
                 d->reloads.last = pk < 0 ? strdup("ok, but the pass after it failed") : strdup("ok");
         }
         f = open_memstream(&text, &len);
-        if (f) {
+        if (f && json) {
+                print_json(f, d, dg, k, pk);
+                fclose(f);
+        } else if (f) {
                 report_print_diagnostics(f, dg);
                 if (k < 0)
                         fprintf(f, "reload refused (%s): the running policy stays in force\n",
@@ -76,7 +100,7 @@ int reload(Daemon *d, char **ret_messages) {
 int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         (void) s;
         (void) si;
-        (void) reload(userdata, NULL);
+        (void) reload(userdata, false, NULL);
         return 0;
 }
 

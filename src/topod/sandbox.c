@@ -66,10 +66,16 @@ static const char *const allow_list[] = {
          * socket. socket() itself is in the argument rules below. */
         "connect", "accept4", "sendmsg", "recvmsg", "recvmmsg", "sendto", "recvfrom",
         "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown",
+        /* The bus: each client's socket pair to its sd-bus (bus-feed.h). */
+        "socketpair",
 
         /* Core scheduling: pidfds pin the threads a cookie goes to (the
          * cookie prctl is in the argument rules). */
         "pidfd_open",
+
+        /* AVX-512 evidence: a counting event per candidate thread
+         * (observe/counters.h), read() and close()d as any fd. */
+        "perf_event_open",
 
         /* Who we are: sd-event's and sd_notify's checks, the cookie agents'
          * gettid(). */

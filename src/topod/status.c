@@ -21,6 +21,11 @@ void status_print_text(const Daemon *d, FILE *f) {
         fprintf(f, "topod %s, pid %d, up %" PRIu64 " s: %s\n", TOPOD_VERSION, (int) getpid(),
                 (now - d->started_usec) / 1000000u,
                 d->paused ? "paused by 'topoctl reset' ('topoctl reload' resumes)" : d->ready ? "running" : "starting");
+        fprintf(f, "cgroup driver: %s (%s)", config_cgroup_driver_to_string(d->writers.driver),
+                d->writers.driver_why ?: "not chosen yet");
+        if (d->writers.unit_bus)
+                fprintf(f, "; %" PRIu64 " calls to systemd so far", unit_bus_calls(d->writers.unit_bus));
+        fputc('\n', f);
         fputs("policies in force:", f);
         {
                 size_t shown = 0, in_force = 0;
@@ -39,6 +44,22 @@ void status_print_text(const Daemon *d, FILE *f) {
                 fprintf(f, "load: %u%% (1-minute load average per CPU; [when] load = bands)\n", d->p->decide.load_percent);
         else
                 fputs("load: unknown (/proc/loadavg unreadable): [when] load = bands stay as they were\n", f);
+        for (size_t i = 0; i < d->p->decide.policies->n; i++) {
+                const Policy *p = d->p->decide.policies->policies[i];
+                const PolicyIdle *pi = &d->p->decide.idle[i];
+
+                if (!p->has_when || !p->when.has_forced_idle)
+                        continue;
+                fprintf(f, "forced idle: %s: ", p->name);
+                if (pi->have_share)
+                        fprintf(f, "%u.%u%% of its %u groups' CPU time", pi->share_permille / 10u, pi->share_permille % 10u,
+                                pi->groups);
+                else
+                        fputs("not measured yet", f);
+                fprintf(f, " ([when] forced_idle = %u-%u%%: %s)%s\n", p->when.forced_idle_low, p->when.forced_idle_high,
+                        pipeline_forced_idle_holds(d->p, i) ? "holds" : "does not hold",
+                        d->p->observe.caps->schedstats.available ? "" : "; not accounted: kernel.sched_schedstats is off");
+        }
         if (d->pass.plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->pass.plan->n_tasks, d->pass.plan->n_groups,
                         d->pass.plan->n_cookie_groups);
@@ -83,6 +104,23 @@ void status_print_json(const Daemon *d, Json *j) {
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
                 json_kv_bool(j, "in_force", d->p->decide.in_force[i]);
+                if (p->has_when && p->when.has_forced_idle) {
+                        const PolicyIdle *pi = &d->p->decide.idle[i];
+
+                        json_key(j, "forced_idle");
+                        json_object_begin(j);
+                        json_key(j, "permille");
+                        if (pi->have_share)
+                                json_uint(j, pi->share_permille);
+                        else
+                                json_null(j);
+                        json_kv_uint(j, "groups", pi->groups);
+                        json_kv_uint(j, "band_low_pct", p->when.forced_idle_low);
+                        json_kv_uint(j, "band_high_pct", p->when.forced_idle_high);
+                        json_kv_bool(j, "holds", pipeline_forced_idle_holds(d->p, i));
+                        json_kv_bool(j, "accounted", d->p->observe.caps->schedstats.available);
+                        json_object_end(j);
+                }
                 json_object_end(j);
         }
         json_array_end(j);
@@ -117,6 +155,12 @@ void status_print_json(const Daemon *d, Json *j) {
         json_kv_uint(j, "reloads_refused", d->reloads.refused);
         json_kv_string(j, "last_reload", d->reloads.last);
         json_kv_bool(j, "proc_connector", d->p->observe.events != NULL);
+        json_key(j, "cgroup_driver");
+        json_object_begin(j);
+        json_kv_string(j, "driver", config_cgroup_driver_to_string(d->writers.driver));
+        json_kv_string(j, "why", d->writers.driver_why);
+        json_kv_uint(j, "bus_calls", unit_bus_calls(d->writers.unit_bus));
+        json_object_end(j);
         json_key(j, "kernel");
         (void) kernelcaps_print_json(j, d->p->observe.caps, root_path(d->p->observe.root));
         json_object_end(j);

@@ -4,12 +4,78 @@
  * worker, the cgroup files held open; and restore_all(), at a reset, at a
  * stop, and when recovering the journal of a crashed run. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "base/macro.h"
+#include "base/unit-name.h"
+#include "base/util.h"
 #include "common/state-dir.h"
 #include "daemon-internal.h"
+
+/* Is PID 1 systemd on a pure cgroup2 host (the Root's proc/1/comm and
+ * run/systemd/system, as sd_booted() looks)? Why not, in why. */
+static bool systemd_runs(Daemon *d, const char **why) {
+        const KernelCaps *c = d->p->observe.caps;
+        _cleanup_free_ char *comm = NULL;
+
+        if (root_read_line(d->p->observe.root, "proc/1/comm", &comm) < 0 || !streq(comm, "systemd")) {
+                *why = "PID 1 is not systemd";
+                return false;
+        }
+        if (root_exists(d->p->observe.root, "run/systemd/system") <= 0) {
+                *why = "PID 1 is systemd, but run/systemd/system is missing (not booted with it)";
+                return false;
+        }
+        if (!c->cgroup2_mount || c->cgroup_hybrid) {
+                *why = "PID 1 is systemd, but cgroup v2 is not the only hierarchy";
+                return false;
+        }
+        *why = "PID 1 is systemd on a pure cgroup2 host";
+        return true;
+}
+
+/* The cgroup driver: [cgroup] driver, auto resolved once at start. The
+ * systemd driver needs the system bus; asked for and not had, topod does
+ * not start (it would write behind systemd's back). */
+static int choose_driver(Daemon *d) {
+        DaemonWriters *w = &d->writers;
+        ConfigCgroupDriver want = d->p->decide.config->cgroup_driver;
+        const char *why = NULL;
+        bool sd = systemd_runs(d, &why);
+        char buf[192];
+        int k;
+
+        if (want == CONFIG_CGROUP_DRIVER_CGROUPFS || (want == CONFIG_CGROUP_DRIVER_AUTO && !sd)) {
+                w->driver = CONFIG_CGROUP_DRIVER_CGROUPFS;
+                snprintf(buf, sizeof(buf), "%s%s", want == CONFIG_CGROUP_DRIVER_AUTO ? "auto: " : "driver = cgroupfs; ",
+                         why);
+        } else {
+                const char *root = d->p->decide.config->cgroup_root, *last = strrchr(root, '/');
+                _cleanup_free_ char *want_path = NULL;
+
+                /* A slice's cgroup is where its name says. */
+                if (unit_slice_cgroup_path(last ? last + 1 : root, &want_path) < 0 || !streq(want_path, root) ||
+                    streq(root, "/")) {
+                        log_error(d, "cgroup driver systemd: cgroup_root %s is not the cgroup of a slice "
+                                     "(such as /topod.slice)", root);
+                        return -EINVAL;
+                }
+                if ((k = unit_bus_open(&w->unit_bus)) < 0) {
+                        log_error(d, "cgroup driver systemd: cannot connect to the system bus: %s", strerror(-k));
+                        return k;
+                }
+                w->unit_ops = unit_bus_ops(w->unit_bus);
+                w->driver = CONFIG_CGROUP_DRIVER_SYSTEMD;
+                d->p->decide.slices = true;
+                snprintf(buf, sizeof(buf), "%s%s", want == CONFIG_CGROUP_DRIVER_AUTO ? "auto: " : "driver = systemd; ",
+                         why);
+        }
+        w->driver_why = strdup(buf);
+        log_info(d, "cgroup driver: %s (%s)", config_cgroup_driver_to_string(w->driver), buf);
+        return 0;
+}
 
 void daemon_writers_init(DaemonWriters *w) {
         *w = (DaemonWriters) { .lock = -EBADF, .pidref = pidref_ops_host };
@@ -23,6 +89,8 @@ int daemon_writers_open(Daemon *d) {
         bool found = false;
         int k;
 
+        if ((k = choose_driver(d)) < 0)
+                return k;
         if ((k = state_dir_open_journal(d->args->state_dir, d->p->observe.root, &w->journal, &found, &w->lock)) < 0 ||
             (k = state_dir_path(d->args->state_dir, d->p->observe.root, &w->state_dir)) < 0)
                 return k;
@@ -78,6 +146,8 @@ int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
 void daemon_writers_done(DaemonWriters *w) {
         w->cookies = cookie_applier_free(w->cookies);
         w->held = cgroup_held_free(w->held);
+        w->unit_bus = unit_bus_free(w->unit_bus);
+        w->driver_why = mfree(w->driver_why);
         /* The lock file goes with the journal: nothing left behind. */
         state_dir_unlock(w->state_dir, &w->lock, w->journal && journal_is_empty(w->journal));
         w->journal = journal_free(w->journal);

@@ -24,6 +24,7 @@
 
 typedef struct FakeTask {
         pid_t tid, tgid;
+        pid_t ppid; /* 0: 1 */
         uint64_t start;
         char cgroup[CG_MAX];
         bool dead;
@@ -115,9 +116,10 @@ static void write_task_files(FakeTask *t) {
                 threads += !fake.tasks[i].dead && fake.tasks[i].tgid == t->tgid;
         snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) t->tid, (int) t->tid);
         snprintf(text, sizeof(text),
-                 "%d (t %d) %c 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %u 0 %" PRIu64
+                 "%d (t %d) %c %d %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 %u 0 %" PRIu64
                  " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
-                 (int) t->tid, (int) t->tid, t->exited ? 'Z' : 'S', (int) t->tgid, (int) t->tgid, MAX(threads, 1u),
+                 (int) t->tid, (int) t->tid, t->exited ? 'Z' : 'S', (int) (t->ppid ?: 1), (int) t->tgid, (int) t->tgid,
+                 MAX(threads, 1u),
                  t->start);
         fake_write(fake.root_dir, rel, text);
         if (t->tid != t->tgid) { /* listed in its process's task/ too */
@@ -148,6 +150,13 @@ static FakeTask *find_task(pid_t tid) {
                 if (fake.tasks[i].tid == tid && !fake.tasks[i].dead)
                         return &fake.tasks[i];
         return NULL;
+}
+
+/* A one-thread process forked by ppid, in cg (its start time: 10 x pid). */
+static void add_child(pid_t pid, pid_t ppid, const char *cg) {
+        add_task(pid, pid, 10 * (uint64_t) pid, cg);
+        find_task(pid)->ppid = ppid;
+        write_task_files(find_task(pid));
 }
 
 static void kill_task(pid_t tid) {
@@ -1442,6 +1451,43 @@ static void restore_gone_original(bool busy) {
         teardown(TAKE_PTR(root));
 }
 
+/* A child forked after its parent was placed (born in the parent's group,
+ * never journaled) goes back with it on restore: to the original of its
+ * nearest journaled ancestor while the chain lives, never to the root
+ * cgroup; one whose parent is gone goes to the nearest cgroup topod did
+ * not create, as before. */
+static void test_restore_forked_child(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        CgroupEnv env = env_for(root);
+        const char *placed;
+
+        j = apply_standard(&env, p);
+        placed = find_task(100)->cgroup;
+        ASSERT_TRUE(startswith(placed, "/topod.slice/"));
+        /* 100's child and grandchild, forked in its group */
+        add_child(300, 100, placed);
+        add_child(310, 300, placed);
+        /* a child of 201's process, in another group */
+        add_child(320, 200, find_task(201)->cgroup);
+        /* an orphan (its parent gone: reparented to 1) */
+        add_task(330, 330, 3300, placed);
+
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_restore(&env, j, r), 0);
+        dump(r);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(300), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(310), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(320), "/user.slice");
+        ASSERT_STREQ(task_cgroup(330), "/");
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
 static void test_restore_nearest_ancestor(void) {
         restore_gone_original(false);
         restore_gone_original(true);
@@ -1885,6 +1931,7 @@ int main(void) {
         RUN(test_effective_differs);
         RUN(test_internal_process);
         RUN(test_restore_nearest_ancestor);
+        RUN(test_restore_forked_child);
         RUN(test_restore_exited_main_thread);
         RUN(test_bad_inputs);
         RUN(test_fast_moves);

@@ -139,6 +139,113 @@ static void test_avx_false_positive(void) {
         ASSERT_EQ(evidence_of(c, 20).avx_permille, 1000);
 }
 
+/* A host whose C library leaves AVX-512 registers dirty in every process
+ * (arch_status polluted, observe/kernelcaps.h): arch_status never votes
+ * avx. The inputs recorded on such a host: a busy integer loop and a busy
+ * shell loop show AVX512_elapsed_ms 0-4 in every sample, as the zmm FMA
+ * loop does; all three are throughput, and the ping-pong stays latency.
+ * The same inputs where arch_status tells: the busy loops are avx. */
+static void test_avx_polluted(void) {
+        for (int tells = 0; tells <= 1; tells++) {
+                _cleanup_(classifier_freep) Classifier *c = NULL;
+                ClassifyParams p;
+                Sim s[4];
+
+                classify_params_default(&p);
+                p.avx_arch_status_tells = tells;
+                ASSERT_OK(classifier_new(&p, &c));
+                sim_init(&s[0], 30, true); /* integer loop, glibc-linked */
+                sim_init(&s[1], 31, true); /* sh -c 'while :; do :; done' */
+                sim_init(&s[2], 32, true); /* zmm FMA loop */
+                sim_init(&s[3], 33, true); /* ping-pong */
+                feed(c, s, 4, 0);
+                for (uint64_t t = 1; t <= 10; t++) {
+                        sim_step(&s[0], 1000, 1, 0, 1, (int) (t % 2) * 4);
+                        sim_step(&s[1], 990, 2, 0, 2, 0);
+                        sim_step(&s[2], 1000, 1, 0, 1, 4);
+                        sim_step(&s[3], 40, 2000, 2000, 10, 0);
+                        feed(c, s, 4, t);
+                }
+                printf("  arch_status %s\n", tells ? "tells" : "polluted");
+                for (pid_t tid = 30; tid <= 32; tid++)
+                        ASSERT_EQ(class_of(c, tid), tells ? POLICY_CLASS_AVX : POLICY_CLASS_THROUGHPUT);
+                ASSERT_EQ(class_of(c, 33), POLICY_CLASS_LATENCY);
+                if (!tells) {
+                        ClassifyEvidence e = evidence_of(c, 30);
+                        _cleanup_free_ char *line = NULL;
+
+                        ASSERT_EQ(e.avx_permille, 1000);
+                        ASSERT_OK(classify_evidence_format(&e, &c->params, &line));
+                        ASSERT_STR_CONTAINS(line, "arch_status polluted on this host: no avx vote");
+                }
+        }
+}
+
+/* With counters (observe/counters.h): the hardware's count decides, at the
+ * threshold's edges, whatever arch_status says; a thread without a reading
+ * is not avx; the candidates for a counter are the busy threads arch_status
+ * flags. Recorded readings: 1 s samples. */
+static void test_avx_counters(void) {
+        static const struct {
+                uint64_t ops_per_sec;
+                PolicyClass want;
+        } cases[] = {
+                { 999999, POLICY_CLASS_THROUGHPUT }, /* one below the default 1,000,000/s */
+                { 1000000, POLICY_CLASS_AVX },
+                { 0, POLICY_CLASS_THROUGHPUT },      /* glibc's dirty registers, no FP op */
+        };
+
+        for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+                _cleanup_(classifier_freep) Classifier *c = NULL;
+                ClassifyParams p;
+                Sim s[2];
+                pid_t cand[4];
+
+                classify_params_default(&p);
+                p.avx_arch_status_tells = false; /* polluted: only the counter can say */
+                p.avx_counters = true;
+                ASSERT_OK(classifier_new(&p, &c));
+                sim_init(&s[0], 40, true);
+                sim_init(&s[1], 41, true); /* no counter reading ever */
+                s[0].f.has_avx512_ops = true;
+                feed(c, s, 2, 0);
+                for (uint64_t t = 1; t <= 10; t++) {
+                        sim_step(&s[0], 1000, 1, 0, 1, 0);
+                        sim_step(&s[1], 1000, 1, 0, 1, 0);
+                        s[0].f.avx512_ops += cases[k].ops_per_sec;
+                        feed(c, s, 2, t);
+                }
+                printf("  %llu ops/s\n", (unsigned long long) cases[k].ops_per_sec);
+                ASSERT_EQ(class_of(c, 40), cases[k].want);
+                ASSERT_EQ(class_of(c, 41), POLICY_CLASS_THROUGHPUT);
+                ASSERT_EQ(evidence_of(c, 40).avx512_ops_per_sec, cases[k].ops_per_sec);
+                ASSERT_TRUE(evidence_of(c, 40).has_ops);
+                ASSERT_FALSE(evidence_of(c, 41).has_ops);
+                ASSERT_EQ(classifier_avx_candidates(c, cand, 4), 2u);
+                ASSERT_EQ(cand[0], 40);
+                ASSERT_EQ(cand[1], 41);
+                {
+                        ClassifyEvidence e = evidence_of(c, 40);
+                        _cleanup_free_ char *line = NULL;
+
+                        ASSERT_OK(classify_evidence_format(&e, &c->params, &line));
+                        ASSERT_STR_CONTAINS(line, "(counter; avx at >= 1000000/s)");
+                }
+        }
+        /* An idle thread with AVX-512 state is no candidate. */
+        {
+                _cleanup_(classifier_freep) Classifier *c = new_classifier();
+                Sim s;
+                pid_t cand[1];
+
+                sim_init(&s, 42, true);
+                feed(c, &s, 1, 0);
+                sim_step(&s, 5, 20, 20, 0, 1);
+                feed(c, &s, 1, 1);
+                ASSERT_EQ(classifier_avx_candidates(c, cand, 1), 0u);
+        }
+}
+
 /* No arch_status line (a CPU without AVX-512): never avx, whatever. */
 static void test_no_avx_line(void) {
         _cleanup_(classifier_freep) Classifier *c = new_classifier();
@@ -391,6 +498,8 @@ int main(void) {
         RUN(test_classes);
         RUN(test_avx_false_positive);
         RUN(test_no_avx_line);
+        RUN(test_avx_polluted);
+        RUN(test_avx_counters);
         RUN(test_flapping);
         RUN(test_blip);
         RUN(test_kernel_and_reuse);

@@ -20,6 +20,7 @@
 
 typedef struct FakeTask {
         pid_t tid;
+        pid_t tgid;     /* its process; 0: its own (a main thread) */
         uint64_t cookie;
         bool alive;
         bool is_self;   /* one of the applier's threads */
@@ -175,6 +176,41 @@ static int fake_share_to(pid_t tid, void *userdata) {
         return 0;
 }
 
+/* PIDTYPE_TGID: every live thread of tid's process takes the cookie. */
+static void fake_set_process(Fake *f, FakeTask *t, uint64_t cookie) {
+        pid_t g = t->tgid ?: t->tid;
+
+        for (size_t i = 0; i < f->n; i++)
+                if (f->tasks[i].alive && (f->tasks[i].tgid ?: f->tasks[i].tid) == g)
+                        f->tasks[i].cookie = cookie;
+}
+
+static int fake_create_process(pid_t tid, void *userdata) {
+        Fake *f = userdata;
+        FakeTask *t;
+        int k;
+
+        fake_log(f, "create_process", tid);
+        if ((k = fake_target(f, tid, &t)) < 0)
+                return k;
+        fake_set_process(f, t, ++f->next_cookie);
+        fake_after_op(f, t);
+        return 0;
+}
+
+static int fake_share_to_process(pid_t tid, void *userdata) {
+        Fake *f = userdata;
+        FakeTask *t;
+        int k;
+
+        fake_log(f, "share_to_process", tid);
+        if ((k = fake_target(f, tid, &t)) < 0)
+                return k;
+        fake_set_process(f, t, fake_self(f)->cookie);
+        fake_after_op(f, t);
+        return 0;
+}
+
 static int fake_get(pid_t tid, uint64_t *ret, void *userdata) {
         Fake *f = userdata;
         FakeTask *t;
@@ -260,6 +296,8 @@ static void fake_reset(void) {
                 .create = fake_create,
                 .share_from = fake_share_from,
                 .share_to = fake_share_to,
+                .create_process = fake_create_process,
+                .share_to_process = fake_share_to_process,
                 .get = fake_get,
                 .pidref = &fake_pidref_ops,
                 .userdata = &fake,
@@ -647,6 +685,58 @@ static void test_clear_and_join(void) {
         teardown(&s);
 }
 
+/* A thread of process tgid (not its main thread). */
+static void add_thread(pid_t tid, pid_t tgid) {
+        ASSERT_LT(fake.n, FAKE_MAX);
+        fake.tasks[fake.n++] = (FakeTask) { .tid = tid, .tgid = tgid, .alive = true };
+}
+
+/* A whole process (CookieTask.whole_process, the fast path's placements):
+ * every one of its threads takes the cookie in the one call, whether the
+ * process gets a new cookie or joins a group's; without the process ops
+ * (NULL) the main thread alone does. */
+static void test_whole_process(void) {
+        Setup s = setup();
+        CookieTask p = add_task(201), q = add_task(301), g = add_task(401);
+        CookieResult r[1];
+        uint64_t c;
+
+        add_thread(202, 201);
+        add_thread(203, 201);
+        add_thread(302, 301);
+        p.whole_process = q.whole_process = true;
+
+        ASSERT_EQ(cookie_assign(s.a, &g, 1, r), 1); /* the keep-alive, and a group's cookie */
+        fake.log[0] = '\0';
+        ASSERT_EQ(cookie_assign(s.a, &p, 1, r), 1);
+        ASSERT_STREQ(fake.log, "create_process:201 get:201");
+        c = cookie_of(201);
+        ASSERT_NE(c, 0u);
+        ASSERT_EQ(cookie_of(202), c);
+        ASSERT_EQ(cookie_of(203), c);
+
+        fake.log[0] = '\0';
+        ASSERT_EQ(cookie_join(s.a, &g, &q, 1, r), 1);
+        ASSERT_STR_CONTAINS(fake.log, "share_to_process:301");
+        ASSERT_EQ(cookie_of(301), cookie_of(401));
+        ASSERT_EQ(cookie_of(302), cookie_of(401));
+        ASSERT_NE(cookie_of(301), c);
+        teardown(&s);
+
+        /* Ops without the process scope: the main thread alone. */
+        s = setup();
+        fake_ops.create_process = fake_ops.share_to_process = NULL;
+        cookie_applier_free(s.a);
+        ASSERT_OK(cookie_applier_new(s.root, &fake_ops, &s.a));
+        p = add_task(201);
+        add_thread(202, 201);
+        p.whole_process = true;
+        ASSERT_EQ(cookie_assign(s.a, &p, 1, r), 1);
+        ASSERT_NE(cookie_of(201), 0u);
+        ASSERT_EQ(cookie_of(202), 0u);
+        teardown(&s);
+}
+
 static void test_strings(void) {
         ASSERT_STREQ(cookie_outcome_to_string(COOKIE_DONE), "done");
         ASSERT_STREQ(cookie_outcome_to_string(COOKIE_ALREADY), "already");
@@ -809,6 +899,7 @@ int main(void) {
         RUN(test_errors);
         RUN(test_interlocks);
         RUN(test_clear_and_join);
+        RUN(test_whole_process);
         RUN(test_pidref_host);
         RUN(test_pidfd_cgroup_id_host);
         RUN(test_pidfs_host);

@@ -22,6 +22,7 @@
 #include "apply/reconcile.h"
 #include "base/util.h"
 #include "fake-root.h"
+#include "decide/policy-check.h"
 #include "pipeline/pipeline.h"
 
 #define MOUNT "sys/fs/cgroup"
@@ -450,7 +451,7 @@ static Plan *pass(World *w, ReconcileReport **ret) {
         Plan *plan = NULL;
 
         ASSERT_OK(pipeline_sample(w->p, false));
-        ASSERT_OK(pipeline_plan(w->p, &plan));
+        ASSERT_OK(pipeline_plan(w->p, NULL, &plan));
         ASSERT_OK(reconcile_apply(&w->rc, plan, ret));
         dump(*ret);
         ASSERT_OK(pipeline_use_plan(w->p, plan));
@@ -893,7 +894,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_TRUE(pipeline_changed(w.p, 1000));
         ASSERT_TRUE(pipeline_changed(w.p, 1001));
         ASSERT_FALSE(pipeline_changed(w.p, 200));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1000));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r2));
@@ -919,7 +920,7 @@ static void test_storm_pass_defers(void) {
         ASSERT_NULL(task_snapshot_find(w.p->observe.snap, 1002));
         ASSERT_NOT_NULL(task_snapshot_find(w.p->observe.snap, 1000));
         ASSERT_FALSE(pipeline_changed(w.p, 1000));
-        ASSERT_OK(pipeline_plan(w.p, &plan3));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan3));
         ASSERT_OK(reconcile_apply(&w.rc, plan3, &r3));
         dump(r3);
         ASSERT_EQ(r3->counts[RECONCILE_FAILED], 0);
@@ -1543,7 +1544,7 @@ static void test_storm_keeps_cookie_source(void) {
                 fake_root_remove(strdup(path));
         }
         ASSERT_OK(pipeline_sample_deferring(w.p, false));
-        ASSERT_OK(pipeline_plan(w.p, &plan2));
+        ASSERT_OK(pipeline_plan(w.p, NULL, &plan2));
         ASSERT_NULL(plan_find_task(plan2, 1101));
         w.rc.yield = pipeline_yield_hooks(w.p);
         ASSERT_OK(reconcile_apply(&w.rc, plan2, &r3));
@@ -1757,6 +1758,29 @@ static void test_cookie_checks_move(void) {
 static unsigned concurrency_of(const Pipeline *p) {
         ASSERT_EQ(p->measure.n_usage, 1);
         return p->measure.usage[0].concurrency_permille;
+}
+
+/* Start-up judges what it reads exactly as a reload does: a policy file
+ * with an error refuses the whole set, at start-up (nothing starts) as at
+ * a reload (what runs stays). */
+static void test_startup_judged_as_reload(void) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new(), *d2 = diag_new();
+        _cleanup_free_ char *reason = NULL;
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        PipelineOptions o;
+        World w;
+
+        world_new(&w);
+        fake_write(root_dir, "etc/topod/policies.d/60-bad.ini", "[policy]\nname = bad\n[match]\ncomm = x\nunit = nounit\n"
+                                                                "[place]\ncpus = all\n");
+        ASSERT_EQ(pipeline_reload(w.p, d), -EINVAL);
+        ASSERT_EQ(w.p->decide.policies->n, 3); /* what runs stays */
+        o = (PipelineOptions) { .root = root_dir, .policies = w.policies };
+        ASSERT_EQ(pipeline_new(&o, d2, &p, &reason), -EINVAL);
+        ASSERT_NULL(p);
+        ASSERT_NOT_NULL(strstr(reason, "refused, as a reload would"));
+        ASSERT_EQ(d2->n_errors, d->n_errors);
+        world_free(&w);
 }
 
 /* [when] load = bands: the load from the fake /proc/loadavg over the
@@ -2441,6 +2465,145 @@ static void test_timing(void) {
         world_free(&w);
 }
 
+/* A thread of process tgid, as the scanner reads it. */
+static void fake_thread(pid_t tgid, pid_t tid, const char *comm) {
+        char rel[128], text[512];
+
+        snprintf(text, sizeof(text),
+                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 2 0 %u 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) tid, comm, (int) tgid, (int) tgid, 5000u + (unsigned) tid);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tgid, (int) tid);
+        fake_write(root_dir, rel, text);
+        /* /proc/<tid> names a thread too (the identity checks read it) */
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) tid, (int) tid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", (int) tgid, (int) tid);
+        fake_write(root_dir, rel, "1000 0 1\n");
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", (int) tgid, (int) tid);
+        snprintf(text, sizeof(text), "Name:\t%s\nTgid:\t%d\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n",
+                 comm, (int) tgid);
+        fake_write(root_dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/comm", (int) tgid, (int) tid);
+        snprintf(text, sizeof(text), "%s\n", comm);
+        fake_write(root_dir, rel, text);
+}
+
+/* A cookie group that only grows keeps its cookie: a thread a member
+ * started without it (here: one the fake kernel gave none) joins the
+ * cookie the members hold, which stays what it was; the group gets a new
+ * one only when no member holds it any longer. */
+static void test_group_grows_keeps_cookie(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        const ReconcileItem *it;
+        uint64_t svc;
+        World w;
+
+        world_new(&w);
+        pass(&w, &r1);
+        svc = cookie_of(200);
+        ASSERT_NE(svc, 0);
+        ASSERT_EQ(cookie_of(201), svc);
+
+        fake_thread(200, 2000, "svc-a");
+        ASSERT_EQ(cookie_of(2000), 0);
+        ASSERT_OK(pipeline_sample(w.p, true)); /* a thread is found by a full scan, or its event */
+        pass(&w, &r2);
+        ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
+        ASSERT_EQ(cookie_of(2000), svc);
+        ASSERT_EQ(cookie_of(200), svc);
+        ASSERT_EQ(cookie_of(201), svc);
+        it = find_item(r2, "cookie group", 2000);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_DONE);
+        it = find_item(r2, "cookie group", 201);
+        ASSERT_NOT_NULL(it);
+        ASSERT_EQ(it->status, RECONCILE_ALREADY);
+
+        /* Every member lost it (cleared from outside): a new one. */
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(200) = *cookie_slot(201) = *cookie_slot(2000) = 0;
+        pthread_mutex_unlock(&fc.lock);
+        pass(&w, &r3);
+        ASSERT_NE(cookie_of(200), 0);
+        ASSERT_EQ(cookie_of(201), cookie_of(200));
+        ASSERT_EQ(cookie_of(2000), cookie_of(200));
+        world_free(&w);
+}
+
+static void write_cpu_stat(const char *group, uint64_t usage, uint64_t idle) {
+        char rel[256], text[256];
+
+        snprintf(rel, sizeof(rel), MOUNT "/topod.slice/%s/cpu.stat", group);
+        snprintf(text, sizeof(text), "usage_usec %" PRIu64 "\nuser_usec 0\nsystem_usec 0\n"
+                 "core_sched.force_idle_usec %" PRIu64 "\nnr_periods 0\n", usage, idle);
+        fake_write(root_dir, rel, text);
+}
+
+/* [when] forced_idle: the policy's groups' cpu.stat summed against the
+ * last reading after each pass; past the band the policy leaves force, its
+ * groups go, nothing is kept idle, and once that has held the dwell (none
+ * here) it comes back. Without schedstats the band reads what the kernel
+ * counts (nothing) and check says so. */
+static void test_forced_idle_band(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        size_t svc = SIZE_MAX;
+        Plan *plan1, *plan2, *plan3;
+        World w;
+
+        world_new(&w);
+        fake_write(root_dir, "proc/sys/kernel/sched_schedstats", "1\n");
+        fake_write(root_dir, "etc/topod/policies.d/20-svc.ini",
+                   "[policy]\nname = svc\npriority = 100\n[when]\nforced_idle = 0-10%\n[match]\ncomm = svc*\n"
+                   "[place]\ncpus = node\nspread = spread\ncookie = group\n");
+        ASSERT_OK(pipeline_reload(w.p, d));
+        w.p->decide.config->load_dwell_usec = 0;
+        w.p->decide.config->load_hysteresis = 0;
+        for (size_t i = 0; i < w.p->decide.policies->n; i++)
+                if (streq(w.p->decide.policies->policies[i]->name, "svc"))
+                        svc = i;
+        ASSERT_LT(svc, w.p->decide.policies->n);
+        ASSERT_TRUE(w.p->decide.in_force[svc]); /* no figure yet: holds */
+
+        plan1 = pass(&w, &r1);
+        ASSERT_STREQ(process_cgroup(200), "/topod.slice/svc-node0");
+        write_cpu_stat("svc-node0", 1000000, 0);
+        write_cpu_stat("svc-node1", 1000000, 0);
+        ASSERT_EQ(pipeline_measure_forced_idle(w.p, NULL), 0); /* no plan: no groups, 0% */
+        ASSERT_TRUE(w.p->decide.in_force[svc]);
+        ASSERT_EQ(w.p->decide.idle[svc].share_permille, 0u);
+        /* the base, then 2 s used and 0.5 s kept idle: 25% */
+        ASSERT_EQ(pipeline_measure_forced_idle(w.p, plan1), 0);
+        ASSERT_EQ(w.p->decide.idle[svc].groups, 2u);
+        write_cpu_stat("svc-node0", 2000000, 200000);
+        write_cpu_stat("svc-node1", 2000000, 300000);
+        ASSERT_EQ(pipeline_measure_forced_idle(w.p, plan1), 1);
+        ASSERT_EQ(w.p->decide.idle[svc].share_permille, 250u);
+        ASSERT_FALSE(w.p->decide.in_force[svc]);
+        ASSERT_FALSE(pipeline_forced_idle_holds(w.p, svc));
+
+        /* Out of force: the next pass lets its processes go. */
+        plan2 = pass(&w, &r2);
+        ASSERT_STREQ(process_cgroup(200), "/user.slice");
+        ASSERT_EQ(pipeline_measure_forced_idle(w.p, plan2), 1); /* no groups: 0%, and back */
+        ASSERT_EQ(w.p->decide.idle[svc].groups, 0u);
+        ASSERT_TRUE(w.p->decide.in_force[svc]);
+        plan3 = pass(&w, &r3);
+        ASSERT_STREQ(process_cgroup(200), "/topod.slice/svc-node0");
+
+        /* check: without schedstats the band cannot be measured */
+        diag_free(TAKE_PTR(d));
+        d = diag_new();
+        w.p->observe.caps->schedstats.available = false;
+        ASSERT_OK(check_policy_set(w.p->decide.policies, NULL, w.p->observe.caps, 0, d));
+        ASSERT_TRUE(diag_has_line(d, w.p->decide.policies->policies[svc]->file, 5)); /* the forced_idle line */
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        plan_free(plan2);
+        plan_free(plan3);
+        world_free(&w);
+}
+
 int main(void) {
         if (access(GUEST, F_OK) < 0)
                 test_skip("%s not found: run in the source tree", GUEST);
@@ -2448,9 +2611,12 @@ int main(void) {
         RUN(test_no_plan);
         RUN(test_exited_main_thread);
         RUN(test_load_bands);
+        RUN(test_startup_judged_as_reload);
         RUN(test_topology_refresh);
         RUN(test_place_then_pass);
         RUN(test_pass_lets_fast_path_in);
+        RUN(test_group_grows_keeps_cookie);
+        RUN(test_forced_idle_band);
         RUN(test_storm_pass_defers);
         RUN(test_storm_pass_defers_exited);
         RUN(test_storm_keeps_cookie_source);

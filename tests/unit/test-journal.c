@@ -484,7 +484,7 @@ static void test_malformed(void) {
                 { "topod-journal 1\nfeature A on\n", EBADMSG, 2, "no \"end\"" },
                 { "hello\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal\nend 0\n", EBADMSG, 1, "header" },
-                { "topod-journal 4\nend 0\n", EPROTONOSUPPORT, 1, "version 4" },
+                { "topod-journal 5\nend 0\n", EPROTONOSUPPORT, 1, "version 5" },
                 { "topod-journal 0\nend 0\n", EPROTONOSUPPORT, 1, "version 0" },
                 { "topod-journal 01\nend 0\n", EBADMSG, 1, "header" },
                 { "topod-journal 1\nend 1\n", EBADMSG, 2, "counts 1" },
@@ -661,15 +661,45 @@ static void test_commit_and_load(void) {
         /* First-original-wins across a restart, too. */
         ASSERT_EQ(journal_record_feature(loaded, "TTWU_QUEUE", false), 0);
 
-        /* A corrupt file is refused with the line that is wrong. */
+        /* A file without its "end": what it holds is loaded, the damage
+         * reported. */
         fake_write(jdir, JOURNAL_FILE_NAME, "topod-journal 1\nfeature TTWU_QUEUE on\n");
+        {
+                _cleanup_(journal_freep) Journal *torn = NULL;
+                JournalError e = {};
+
+                ASSERT_EQ(journal_load(jdir, &torn, &e), 1);
+                ASSERT_EQ(journal_n_entries(torn), 1);
+                ASSERT_EQ(torn->n_damaged, 1u);
+                ASSERT_STR_CONTAINS(e.message, "incomplete");
+        }
+        /* One garbage line among good entries: every good entry back, the
+         * bad line skipped and named. */
+        fake_write(jdir, JOURNAL_FILE_NAME,
+                   "topod-journal 1\nfeature TTWU_QUEUE on\ncgroup /topod.slice/a\n\xff\x01garbage here\n"
+                   "task 42 4242 /user.slice\ncgroup /topod.slice/b\nend 5\n");
+        {
+                _cleanup_(journal_freep) Journal *some = NULL;
+                JournalError e = {};
+
+                ASSERT_EQ(journal_load(jdir, &some, &e), 1);
+                ASSERT_EQ(journal_n_entries(some), 4);
+                ASSERT_EQ(some->n_damaged, 2u); /* the line, and "end" counting it */
+                ASSERT_EQ(e.line, 4u);
+                ASSERT_EQ(some->damage->line, 4u);
+                ASSERT_EQ(some->n_cgroups, 2u);
+                ASSERT_STREQ(some->cgroups[1], "/topod.slice/b");
+                ASSERT_STREQ(journal_get_task(some, 42, 4242)->cgroup, "/user.slice");
+        }
+        /* What is not a journal at all is still refused. */
+        fake_write(jdir, JOURNAL_FILE_NAME, "garbage\ncgroup /topod.slice/a\nend 1\n");
         {
                 Journal *bad = NULL;
                 JournalError e = {};
 
                 ASSERT_ERROR(journal_load(jdir, &bad, &e), EBADMSG);
                 ASSERT_NULL(bad);
-                ASSERT_STR_CONTAINS(e.message, "incomplete");
+                ASSERT_EQ(e.line, 1u);
         }
 
         ASSERT_OK(journal_remove(jdir));

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <string.h>
+
+#include "base/escape.h"
 #include "base/json.h"
 #include "tests.h"
 
@@ -39,7 +42,7 @@ static void doc(Json *j) {
 static void test_compact(void) {
         _cleanup_free_ char *s = render(false, doc);
 
-        ASSERT_STREQ(s, "{\"s\":\"a\\\"b\\\\c\\nd\\te\\u0001\\u00c3\\u00a9\",\"neg\":-5,"
+        ASSERT_STREQ(s, "{\"s\":\"a\\\"b\\\\c\\nd\\te\\u0001\xc3\xa9\",\"neg\":-5,"
                         "\"big\":18446744073709551615,\"t\":true,\"n\":null,\"empty\":[],\"list\":[1,{}]}\n");
 }
 
@@ -51,8 +54,30 @@ static void test_pretty(void) {
         ASSERT_STR_CONTAINS(s, "\"list\": [\n    1,\n    {}\n  ]\n}\n");
 }
 
+static void utf8_doc(Json *j) {
+        json_object_begin(j);
+        json_kv_string(j, "e", "caf\xc3\xa9");        /* é: written once, as is */
+        json_kv_string(j, "bad", "a\xff\xc3(\xe2\x82");  /* invalid bytes: \xHH */
+        json_kv_string(j, "over", "\xc0\xaf\xed\xa0\x80"); /* overlong, surrogate */
+        json_kv_string(j, "esc", "\x1b]0;x\x7f");
+        json_kv_string(j, "emoji", "\xf0\x9f\x98\x80");
+        json_object_end(j);
+}
+
+/* UTF-8 is encoded once; what is not UTF-8 becomes \xHH (the text
+ * output's form), and the result is valid UTF-8 JSON. */
+static void test_utf8(void) {
+        _cleanup_free_ char *s = render(false, utf8_doc);
+
+        ASSERT_STREQ(s, "{\"e\":\"caf\xc3\xa9\",\"bad\":\"a\\\\xff\\\\xc3(\\\\xe2\\\\x82\","
+                        "\"over\":\"\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80\","
+                        "\"esc\":\"\\u001b]0;x\\u007f\",\"emoji\":\"\xf0\x9f\x98\x80\"}\n");
+        ASSERT_TRUE(utf8_valid(s, strlen(s), NULL));
+}
+
 int main(void) {
         RUN(test_compact);
+        RUN(test_utf8);
         RUN(test_pretty);
         return 0;
 }

@@ -171,6 +171,9 @@ static void test_partial(void) {
         ASSERT_TRUE(c->sched_features.available);
         ASSERT_FALSE(c->avx512_state.available);
         ASSERT_EQ(c->avx512_state.error, -ENODATA);
+        ASSERT_EQ(c->avx512_arch_status, KERNEL_AVX_NONE);
+        ASSERT_FALSE(kernelcaps_avx512_arch_status_tells(c));
+        ASSERT_STR_PREFIX(c->avx512_evidence.reason, "none:");
         ASSERT_TRUE(c->sched_ext_active);
         ASSERT_STREQ(c->sched_ext_ops, "simple");
         ASSERT_STR_CONTAINS(c->sched_ext.reason, "cookies");
@@ -392,12 +395,48 @@ static void test_parse_mountinfo(void) {
         ASSERT_FALSE(v1);
 }
 
+/* Whether arch_status tells AVX-512 work here, from what topod's own
+ * thread shows after the C library's string functions and a sleep
+ * (recorded machines' files): recent AVX-512 state is the library's, not
+ * work (polluted); none, or a stale stamp, leaves it telling (clean). A
+ * thread-self file, where there is one, is the one read. */
+static void test_avx512_evidence(void) {
+        static const struct {
+                const char *file, *text;
+                KernelAvxEvidence want;
+        } cases[] = {
+                { "proc/self/arch_status", "AVX512_elapsed_ms:\t0\n", KERNEL_AVX_POLLUTED },
+                { "proc/self/arch_status", "AVX512_elapsed_ms:\t50\n", KERNEL_AVX_POLLUTED },
+                { "proc/self/arch_status", "AVX512_elapsed_ms:\t51\n", KERNEL_AVX_CLEAN },
+                { "proc/self/arch_status", "AVX512_elapsed_ms:\t5368\n", KERNEL_AVX_CLEAN },
+                { "proc/self/arch_status", "AVX512_elapsed_ms:\t-1\n", KERNEL_AVX_CLEAN },
+                { "proc/thread-self/arch_status", "AVX512_elapsed_ms:\t4\n", KERNEL_AVX_POLLUTED },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *d = full_tree();
+                FakeSyscalls fs = { 0, 0, 0 };
+                _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
+
+                fake_write(d, cases[i].file, cases[i].text);
+                c = probe(d, &fs);
+                printf("  %s %s", cases[i].file, cases[i].text);
+                ASSERT_TRUE(c->avx512_state.available);
+                ASSERT_EQ(c->avx512_arch_status, cases[i].want);
+                ASSERT_EQ(c->avx512_evidence.available, cases[i].want == KERNEL_AVX_CLEAN);
+                ASSERT_EQ(kernelcaps_avx512_arch_status_tells(c), cases[i].want == KERNEL_AVX_CLEAN);
+                ASSERT_STR_PREFIX(c->avx512_evidence.reason, kernel_avx_evidence_to_string(cases[i].want));
+                fake_root_remove(d);
+        }
+}
+
 int main(void) {
         RUN(test_parse_cgroup_mode);
         RUN(test_parse_mountinfo);
         RUN(test_all_present);
         RUN(test_all_absent);
         RUN(test_partial);
+        RUN(test_avx512_evidence);
         RUN(test_hybrid);
         RUN(test_refresh_interlocks);
         RUN(test_refresh_core_sched);

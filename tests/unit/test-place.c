@@ -29,6 +29,17 @@ typedef struct World {
 } World;
 
 /* topology: an hwloc synthetic description, or the path of an XML export. */
+/* The plans here model a host whose operator put every task in [scope]
+ * include (the scope has tests of its own, test-scope.c): include = /,
+ * nothing excluded, and a task without a cgroup in a session's. */
+static void scope_everywhere(Config *c) {
+        char error[160];
+
+        ASSERT_OK(scope_patterns_parse("/", &c->scope.include, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("", &c->scope.exclude, error, sizeof error));
+}
+#define TEST_CGROUP "/user.slice/user-1000.slice/session-1.scope"
+
 static void world_init(World *w, const char *topology, bool smt, const char *const *policy_texts, size_t n) {
         TopologySource src = { .kind = strstr(topology, ".xml") ? TOPOLOGY_SOURCE_XML : TOPOLOGY_SOURCE_SYNTHETIC,
                                .arg = topology };
@@ -39,6 +50,7 @@ static void world_init(World *w, const char *topology, bool smt, const char *con
         *w = (World) { .next_pid = 1000 };
         ASSERT_OK(topology_load(&src, &w->topology));
         ASSERT_OK(config_new(&w->config));
+        scope_everywhere(w->config);
         w->config->hierarchy = CONFIG_HIERARCHY_FLAT;
         w->caps = (KernelCaps) {
                 .core_sched = { .available = smt, .reason = (char *) "test: no SMT" },
@@ -73,11 +85,12 @@ static pid_t add_process(World *w, const char *comm, unsigned threads, PolicyCla
                         .tgid = tgid,
                         .start_time = 100 + (uint64_t) tgid,
                         .runnable = true,
-                        .match = { .class = class, .comm = comm },
+                        .match = { .class = class, .comm = comm, .cgroup = TEST_CGROUP },
                 };
         }
         return tgid;
 }
+
 
 static Plan *world_plan(const World *w) {
         PlanInputs in = {
@@ -89,8 +102,15 @@ static Plan *world_plan(const World *w) {
                 .tasks = w->tasks,
                 .n_tasks = w->n_tasks,
         };
+        _cleanup_free_ PlanTaskInput *copy = calloc(MAX(w->n_tasks, (size_t) 1), sizeof(PlanTaskInput));
         Plan *p = NULL;
 
+        ASSERT_NOT_NULL(copy);
+        for (size_t i = 0; i < w->n_tasks; i++) {
+                copy[i] = w->tasks[i];
+                copy[i].match.cgroup = copy[i].match.cgroup ?: TEST_CGROUP;
+        }
+        in.tasks = copy;
         ASSERT_OK(plan_build(&in, &p));
         return p;
 }
@@ -98,7 +118,7 @@ static Plan *world_plan(const World *w) {
 static PlaceState *world_state(const World *w, const Plan *p) {
         PlaceState *s = NULL;
 
-        ASSERT_OK(place_state_new(p, w->policies, w->in_force, w->topology, &s));
+        ASSERT_OK(place_state_new(p, w->policies, w->in_force, &w->config->scope, w->topology, &s));
         return s;
 }
 
@@ -109,7 +129,8 @@ static PlacePick fast_pick(const PlaceState *s, pid_t tgid, const char *comm) {
                 .start_time = 100 + (uint64_t) tgid,
                 .n_threads = 1,
                 .have = PLACE_FACTS_ALL,
-                .match = { .class = _POLICY_CLASS_MAX /* none: must not be looked at */, .comm = comm },
+                .match = { .class = _POLICY_CLASS_MAX /* none: must not be looked at */, .comm = comm,
+                           .cgroup = TEST_CGROUP /* as world_plan() gives the planner */, .tgid = tgid },
         };
         PlacePick pick;
 
@@ -182,6 +203,72 @@ static PlacePick one_new(World *w, const char *comm) {
         add_process(w, comm, 1, POLICY_CLASS_OTHER);
         check_against_plan(w, before, &pick, tgid);
         return pick;
+}
+
+/* The fast path's pick for a process at a cgroup, checked against the
+ * planner with it: the scope holds there as in the plan. */
+static PlacePick one_new_at(World *w, const char *comm, const char *cgroup, const char *user) {
+        _cleanup_(plan_freep) Plan *before = world_plan(w);
+        _cleanup_(place_state_freep) PlaceState *s = world_state(w, before);
+        pid_t tgid = w->next_pid;
+        PlaceProcess pp = {
+                .tgid = tgid,
+                .start_time = 100 + (uint64_t) tgid,
+                .n_threads = 1,
+                .have = PLACE_FACTS_ALL,
+                .match = { .class = _POLICY_CLASS_MAX, .comm = comm, .cgroup = cgroup, .user = user, .tgid = tgid },
+        };
+        PlacePick pick;
+
+        place_pick(s, &pp, &pick);
+        add_process(w, comm, 1, POLICY_CLASS_OTHER);
+        w->tasks[w->n_tasks - 1].match.cgroup = cgroup;
+        w->tasks[w->n_tasks - 1].match.user = user;
+        w->tasks[w->n_tasks - 1].match.tgid = tgid;
+        check_against_plan(w, before, &pick, tgid);
+        return pick;
+}
+
+/* The scope on the fast path, as the planner has it: a policy that names
+ * the process (comm) applies in system.slice, not where its own exclude
+ * or protect says; one that names nothing (user only) only inside
+ * include. */
+static void test_scope_fast_path(void) {
+        static const char NAMED[] = "[policy]\nname = svc\npriority = 300\n[match]\ncomm = svc\nexclude = /lab/quiet\n"
+                                    "[place]\ncpus = all\n";
+        static const char USER[] = "[policy]\nname = mine\npriority = 100\n[match]\nuser = alice\n[place]\ncpus = all\n";
+        const char *const pol[] = { NAMED, USER };
+        const char *sess = "/user.slice/user-1000.slice/session-2.scope";
+        char error[160];
+        World w;
+        PlacePick pick;
+
+        world_init(&w, "pack:1 l3:1 core:2 pu:2", true, pol, 2);
+        /* the defaults, then include the sessions and protect one tree */
+        ASSERT_OK(scope_patterns_parse(SCOPE_DEFAULT_EXCLUDE, &w.config->scope.exclude, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("/user.slice", &w.config->scope.include, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("/lab/keep", &w.config->scope.protect, error, sizeof error));
+        add_process(&w, "svc", 1, POLICY_CLASS_OTHER); /* the groups exist */
+        w.tasks[w.n_tasks - 1].match.cgroup = "/lab";
+        add_process(&w, "x", 1, POLICY_CLASS_OTHER);
+        w.tasks[w.n_tasks - 1].match.cgroup = sess;
+        w.tasks[w.n_tasks - 1].match.user = "alice";
+
+        pick = one_new_at(&w, "svc", "/system.slice/svc.service", NULL);
+        ASSERT_EQ(pick.verdict, PLACE_GROUP);
+        ASSERT_STREQ(w.policies->policies[pick.policy]->name, "svc");
+        pick = one_new_at(&w, "svc", "/lab/quiet/x", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE); /* its exclude; mine names nothing, /lab is outside include */
+        pick = one_new_at(&w, "svc", "/lab/keep", NULL);
+        ASSERT_EQ(pick.verdict, PLACE_NONE);
+        pick = one_new_at(&w, "bash", sess, "alice");
+        ASSERT_EQ(pick.verdict, PLACE_GROUP);
+        ASSERT_STREQ(w.policies->policies[pick.policy]->name, "mine");
+        pick = one_new_at(&w, "bash", "/user.slice/user-1000.slice/user@1000.service/app.slice/a.service", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE); /* a user manager: excluded by default */
+        pick = one_new_at(&w, "bash", "/system.slice/cron.service", "alice");
+        ASSERT_EQ(pick.verdict, PLACE_NONE);
+        world_done(&w);
 }
 
 static const char PACK_LLC[] = "[policy]\nname = batch\n[match]\ncomm = batch*\n"
@@ -389,13 +476,15 @@ static void test_facts_on_demand(void) {
                                                  .match = { .comm = "cc", .user = "builder" } };
         p = world_plan(&w);
         s = world_state(&w, p);
-        ASSERT_EQ(place_state_facts(s), PLACE_FACT_COMM | PLACE_FACT(POLICY_MATCH_EXE) | PLACE_FACT(POLICY_MATCH_USER));
+        /* build names nothing (user only): the scope judges it by the cgroup. */
+        ASSERT_EQ(place_state_facts(s), PLACE_FACT_COMM | PLACE_FACT(POLICY_MATCH_EXE) | PLACE_FACT(POLICY_MATCH_USER) |
+                                                PLACE_FACT(POLICY_MATCH_CGROUP));
 
-        /* comm rules db out; build needs the user. */
+        /* comm rules db out; build needs the user and the cgroup. */
         pp.match = (PolicyTask) { .comm = "bash" };
         place_pick(s, &pp, &pick);
         ASSERT_EQ(pick.verdict, PLACE_NEED_FACTS);
-        ASSERT_EQ(pick.need, PLACE_FACT(POLICY_MATCH_USER));
+        ASSERT_EQ(pick.need, PLACE_FACT(POLICY_MATCH_USER) | PLACE_FACT(POLICY_MATCH_CGROUP));
         pp.have |= pick.need;
         pp.match.user = "alice";
         place_pick(s, &pp, &pick);
@@ -561,7 +650,7 @@ static void test_plan_selects(void) {
                 plan = world_plan(&w);
                 for (size_t t = 0; t < w.n_tasks; t++) {
                         const PlanTask *pt = plan_find_task(plan, w.tasks[t].tid);
-                        int want = policy_set_select(w.policies, w.in_force, &w.tasks[t].match);
+                        int want = policy_set_select(w.policies, w.in_force, &w.config->scope, &w.tasks[t].match);
 
                         if ((pt ? pt->policy : -1) != want)
                                 TEST_FAIL("round %d: task %s (class %d): planner %d, select %d", round,
@@ -755,6 +844,7 @@ int main(void) {
         RUN(test_group_cookie);
         RUN(test_cookie_sources);
         RUN(test_classes);
+        RUN(test_scope_fast_path);
         RUN(test_facts_on_demand);
         RUN(test_kernel_only);
         RUN(test_comm_index);

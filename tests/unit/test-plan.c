@@ -8,6 +8,7 @@
 #include "base/json.h"
 #include "base/util.h"
 #include "decide/plan.h"
+#include "decide/policy-read.h"
 #include "tests.h"
 
 static const char AVX[] = "[policy]\nname = avx\npriority = 300\n[match]\nclass = avx\n"
@@ -50,6 +51,17 @@ static PolicySet *policies(const char *mode) {
         return s;
 }
 
+/* The plans here model a host whose operator put every task in [scope]
+ * include (the scope has tests of its own, test-scope.c): include = /,
+ * nothing excluded, and a task without a cgroup in a session's. */
+static void scope_everywhere(Config *c) {
+        char error[160];
+
+        ASSERT_OK(scope_patterns_parse("/", &c->scope.include, error, sizeof error));
+        ASSERT_OK(scope_patterns_parse("", &c->scope.exclude, error, sizeof error));
+}
+#define TEST_CGROUP "/user.slice/user-1000.slice/session-1.scope"
+
 /* The tasks: AVX processes, latency processes, batch jobs, pinned ones, a
  * kernel thread and an unmatched task. */
 static size_t make_tasks(PlanTaskInput *t, size_t max) {
@@ -62,7 +74,7 @@ static size_t make_tasks(PlanTaskInput *t, size_t max) {
                 pid_t _g = (tgid_);                                                                   \
                 t[n++] = (PlanTaskInput) { .tid = tid, .tgid = _g, .start_time = 5,                   \
                                            .runnable = (runnable_),                                   \
-                                           .match = { .class = (class_), .comm = (comm_) } };         \
+                                           .match = { .class = (class_), .comm = (comm_), .cgroup = TEST_CGROUP } };         \
                 tid++;                                                                                \
         } while (0)
 
@@ -127,6 +139,7 @@ static char *build(const Scenario *sc, bool reverse, Plan **ret_plan, PolicySet 
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = sc->hierarchy;
         n = make_tasks(tasks, ELEMENTSOF(tasks));
         if (reverse) /* input order must not matter */
@@ -178,6 +191,88 @@ static const Scenario scenarios[] = {
         { "nested-snc2-keep", "pack:2 l3:1 group:2 [numa] core:4 pu:2", true, true, CONFIG_HIERARCHY_NESTED, "keep",
           false },
 };
+
+/* The shipped policies (policies/, all class-based) on a fresh install,
+ * with the default scope: they move nothing of a systemd host's (system
+ * services, PID 1's scope, a VM, a user manager, a login session, the root
+ * cgroup), whatever the classes. Once the operator lists the sessions in
+ * include, those, and only those, are placed; a policy that names a
+ * service places it inside system.slice. */
+static void test_shipped_policies_fresh_install(void) {
+        static const char *const cgroups[] = {
+                "/system.slice/systemd-journald.service", "/system.slice/dbus.service", "/init.scope",
+                "/machine.slice/libpod-1.scope", "/user.slice/user-1000.slice/user@1000.service/app.slice/x.service",
+                "/user.slice/user-1000.slice/session-2.scope", "/",
+        };
+        static const char NAMED[] = "[policy]\nname = crunch\npriority = 500\n[match]\nunit = systemd-journald.service\n"
+                                    "[place]\ncpus = all\n";
+        TopologySource src = { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = "pack:2 [numa] l3:2 core:4 pu:2" };
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(topology_freep) Topology *t = NULL;
+        _cleanup_(config_freep) Config *config = NULL;
+        _cleanup_(policy_set_freep) PolicySet *ps = NULL;
+        KernelCaps caps = { .core_sched = { .available = true }, .smt_active = true };
+        PlanTaskInput tasks[ELEMENTSOF(cgroups) * _POLICY_CLASS_MAX];
+        char *paths[] = { (char *) "policies" };
+        bool in_force[8];
+        size_t n = 0;
+        Plan *p = NULL;
+        PlanInputs in;
+        char error[160];
+        bool journald = false;
+
+        ASSERT_OK(topology_load(&src, &t));
+        ASSERT_OK(config_new(&config));
+        ASSERT_OK(policy_read_paths(paths, 1, d, &ps));
+        ASSERT_GE(ps->n, 3u);
+        ASSERT_LT(ps->n, ELEMENTSOF(in_force));
+        for (size_t i = 0; i < ps->n; i++) {
+                in_force[i] = true;
+                ps->policies[i]->enabled = true; /* even the one shipped disabled */
+                ASSERT_FALSE(policy_match_names(&ps->policies[i]->match));
+        }
+        for (size_t c = 0; c < ELEMENTSOF(cgroups); c++)
+                for (unsigned k = 0; k < _POLICY_CLASS_MAX; k++, n++)
+                        tasks[n] = (PlanTaskInput) { .tid = (pid_t) (1000 + n), .tgid = (pid_t) (1000 + n), .start_time = 5,
+                                                     .match = { .class = (PolicyClass) k, .comm = "work",
+                                                                .cgroup = cgroups[c], .tgid = (pid_t) (1000 + n) } };
+        in = (PlanInputs) { .topology = t, .caps = &caps, .config = config, .policies = ps, .in_force = in_force,
+                            .tasks = tasks, .n_tasks = n };
+        ASSERT_OK(plan_build(&in, &p));
+        ASSERT_EQ(p->n_tasks, 0u);
+        p = plan_free(p);
+
+        /* include = /user.slice: the session's tasks only (the user
+         * manager stays excluded by default) */
+        ASSERT_OK(scope_patterns_parse("/user.slice", &config->scope.include, error, sizeof error));
+        ASSERT_OK(plan_build(&in, &p));
+        ASSERT_GT(p->n_tasks, 0u);
+        for (size_t i = 0; i < p->n_tasks; i++)
+                ASSERT_STREQ(cgroups[(size_t) (p->tasks[i].tid - 1000) / _POLICY_CLASS_MAX],
+                             "/user.slice/user-1000.slice/session-2.scope");
+        p = plan_free(p);
+
+        /* a policy that names a system service places it there */
+        {
+                Policy *named = NULL;
+
+                ASSERT_OK(policy_parse(NAMED, strlen(NAMED), "crunch.ini", d, &named));
+                ASSERT_OK(policy_set_add(ps, named));
+                ASSERT_OK(policy_set_finalize(ps, d));
+                for (size_t i = 0; i < ps->n; i++)
+                        in_force[i] = true;
+        }
+        ASSERT_OK(plan_build(&in, &p));
+        for (size_t i = 0; i < p->n_tasks; i++) {
+                const char *cg = cgroups[(size_t) (p->tasks[i].tid - 1000) / _POLICY_CLASS_MAX];
+
+                journald = journald || streq(cg, "/system.slice/systemd-journald.service");
+                ASSERT_TRUE(streq(cg, "/system.slice/systemd-journald.service") ||
+                            streq(cg, "/user.slice/user-1000.slice/session-2.scope"));
+        }
+        ASSERT_TRUE(journald);
+        p = plan_free(p);
+}
 
 static void test_golden_plans(void) {
         for (size_t i = 0; i < ELEMENTSOF(scenarios); i++) {
@@ -284,7 +379,10 @@ static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini,
         if (!m->t)
                 ASSERT_OK(topology_load(&src, &m->t));
         if (!m->config)
+        {
                 ASSERT_OK(config_new(&m->config));
+                scope_everywhere(m->config);
+        }
         /* The plan kept names the policies of the set it was built from. */
         if (!keep) {
                 m->ps = policy_set_free(m->ps);
@@ -293,7 +391,17 @@ static Plan *mini_plan_kept(Mini *m, const char *topology, const IniSource *ini,
         in.topology = m->t;
         in.config = m->config;
         in.policies = m->ps;
-        ASSERT_OK(plan_build(&in, &p));
+        {
+                _cleanup_free_ PlanTaskInput *copy = calloc(MAX(n_tasks, (size_t) 1), sizeof(PlanTaskInput));
+
+                ASSERT_NOT_NULL(copy);
+                for (size_t i = 0; i < n_tasks; i++) {
+                        copy[i] = tasks[i];
+                        copy[i].match.cgroup = copy[i].match.cgroup ?: TEST_CGROUP;
+                }
+                in.tasks = copy;
+                ASSERT_OK(plan_build(&in, &p));
+        }
         return p;
 }
 
@@ -500,6 +608,7 @@ static void test_keep_groups(void) {
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = CONFIG_HIERARCHY_FLAT;
         ASSERT_OK(policy_set_parse(&ini, 1, d, &ps));
         in.topology = t;
@@ -564,6 +673,7 @@ static void test_path_clash(void) {
 
         ASSERT_OK(topology_load(&src, &t));
         ASSERT_OK(config_new(&config));
+        scope_everywhere(config);
         config->hierarchy = CONFIG_HIERARCHY_NESTED;
         ASSERT_OK(policy_set_parse(ini, 2, d, &ps));
         in.topology = t;
@@ -581,6 +691,7 @@ static void test_path_clash(void) {
 }
 
 int main(void) {
+        RUN(test_shipped_policies_fresh_install);
         RUN(test_path_clash);
         RUN(test_keep_groups);
         RUN(test_kernel_only_while_matched);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/escape.h"
 #include "base/util.h"
 #include "tests.h"
 
@@ -108,7 +109,49 @@ static void test_fd_bin(void) {
         ASSERT_EQ(close(fd[6]), 0);
 }
 
+/* The one escaping: UTF-8 kept once, invalid bytes \xHH, control
+ * characters \xHH with ESCAPE_CONTROL (newlines kept only when asked). */
+static void test_escape(void) {
+        static const struct {
+                const char *in;
+                EscapeFlags flags;
+                const char *out;
+        } cases[] = {
+                { "caf\xc3\xa9", ESCAPE_CONTROL, "caf\xc3\xa9" },
+                { "a\xff" "b", 0, "a\\xffb" },
+                { "\xc3(", 0, "\\xc3(" },
+                { "\xe2\x82", 0, "\\xe2\\x82" },
+                { "\xc0\xaf", 0, "\\xc0\\xaf" },         /* overlong '/' */
+                { "\xed\xa0\x80", 0, "\\xed\\xa0\\x80" }, /* a surrogate */
+                { "\xf4\x90\x80\x80", 0, "\\xf4\\x90\\x80\\x80" }, /* past U+10FFFF */
+                { "\xf0\x9f\x98\x80", ESCAPE_CONTROL, "\xf0\x9f\x98\x80" },
+                { "\x1b]0;evil\x07", ESCAPE_CONTROL, "\\x1b]0;evil\\x07" },
+                { "x\ny\tz", ESCAPE_CONTROL, "x\\x0ay\\x09z" },
+                { "x\ny\tz\r", ESCAPE_CONTROL | ESCAPE_KEEP_NEWLINE, "x\ny\tz\\x0d" },
+                { "\xc2\x9b", ESCAPE_CONTROL, "\\xc2\\x9b" }, /* C1 CSI */
+                { "\x1b", 0, "\x1b" },
+                { "a\\x2db", ESCAPE_CONTROL, "a\\x2db" }, /* systemd's escapes kept */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *e = escape_string(cases[i].in, cases[i].flags);
+
+                ASSERT_STREQ(e, cases[i].out);
+                ASSERT_TRUE(utf8_valid(e, strlen(e), NULL));
+        }
+        {
+                size_t bad = 0;
+
+                ASSERT_TRUE(utf8_valid("caf\xc3\xa9", 5, NULL));
+                ASSERT_FALSE(utf8_valid("ab\xff" "c", 4, &bad));
+                ASSERT_EQ(bad, 2u);
+                ASSERT_FALSE(utf8_valid("ab\0c", 4, &bad));
+                ASSERT_EQ(bad, 2u);
+        }
+}
+
 int main(void) {
+        RUN(test_escape);
         RUN(test_strjoin);
         RUN(test_strjoin_buf);
         RUN(test_format_u64);

@@ -22,6 +22,16 @@
  *   workload cookie TID        not a workload: print "TID COOKIE", thread
  *                              TID's core-scheduling cookie
  *                              (PR_SCHED_CORE_GET), and exit
+ *   workload threads N SECS    start N-1 threads at once (N in all, at most
+ *                              64) and, in each, read the main thread's
+ *                              cookie and then its own, every 2 ms, for
+ *                              SECS seconds; a sample where the main thread
+ *                              holds a cookie and this thread another, still
+ *                              so 2 ms later (the kernel sets a process's
+ *                              threads one after the other), is a thread
+ *                              outside its process's cookie. Prints a line
+ *                              per thread, "thread I TID samples S outside
+ *                              O cookie C" (C: its last), and exits
  *
  * A busy loop that shares its vCPU with others under TCG gets less than a
  * whole CPU: the guest test's topod.conf asks for 50%.
@@ -90,6 +100,71 @@ static int cookie(pid_t tid) {
         return 0;
 }
 
+#define THREADS_MAX 64
+
+static unsigned long long core_cookie(pid_t tid) {
+        unsigned long long c = 0;
+
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, (unsigned long) tid, PR_SCHED_CORE_SCOPE_THREAD,
+                  (unsigned long) &c) < 0)
+                return ~0ULL;
+        return c;
+}
+
+typedef struct Sampler {
+        pid_t tid;
+        unsigned long samples, outside;
+        unsigned long long cookie;
+} Sampler;
+
+static pid_t main_tid;
+static volatile int samplers_stop;
+
+static void *sampler(void *arg) {
+        Sampler *s = arg;
+
+        s->tid = (pid_t) syscall(SYS_gettid);
+        while (!samplers_stop) {
+                unsigned long long m = core_cookie(main_tid), me = core_cookie(0);
+
+                s->samples++;
+                if (m != 0 && m != ~0ULL && me != m) {
+                        usleep(2000);
+                        if (core_cookie(main_tid) == m && core_cookie(0) != m)
+                                s->outside++;
+                }
+                s->cookie = me;
+                usleep(2000);
+        }
+        return NULL;
+}
+
+static int threads(int n, int secs) {
+        static Sampler st[THREADS_MAX];
+        pthread_t t[THREADS_MAX];
+
+        if (n < 1 || n > THREADS_MAX || secs < 1)
+                return 2;
+        main_tid = getpid();
+        for (int i = 1; i < n; i++)
+                if (pthread_create(&t[i], NULL, sampler, &st[i]) != 0)
+                        return 1;
+        /* The main thread reads its own, until the time is up. */
+        st[0].tid = main_tid;
+        for (long left = secs * 500L; left > 0; left--) {
+                st[0].cookie = core_cookie(0);
+                st[0].samples++;
+                usleep(2000);
+        }
+        samplers_stop = 1;
+        for (int i = 1; i < n; i++)
+                pthread_join(t[i], NULL);
+        for (int i = 0; i < n; i++)
+                printf("thread %d %d samples %lu outside %lu cookie %llu\n", i, (int) st[i].tid, st[i].samples,
+                       st[i].outside, st[i].cookie);
+        return 0;
+}
+
 static void *sleeper(void *arg) {
         (void) arg;
         for (;;)
@@ -125,6 +200,8 @@ int main(int argc, char *argv[]) {
                 return orphan(argv[2], argc >= 4 ? argv[3] : NULL);
         if (argc >= 3 && strcmp(argv[1], "cookie") == 0)
                 return cookie((pid_t) atoi(argv[2]));
+        if (argc >= 4 && strcmp(argv[1], "threads") == 0)
+                return threads(atoi(argv[2]), atoi(argv[3]));
         if (argc >= 3 && strcmp(argv[1], "slice") == 0)
                 return slice((pid_t) atoi(argv[2]));
         if (argc >= 2 && strcmp(argv[1], "busy") == 0) {
@@ -146,6 +223,6 @@ int main(int argc, char *argv[]) {
                 for (;;)
                         pause();
         }
-        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | forker NAME FILE | orphan NAME [FILE] | slice TID | cookie TID\n");
+        fprintf(stderr, "usage: workload busy|pingpong|idle [NAME [FILE]] | forker NAME FILE | orphan NAME [FILE] | slice TID | cookie TID | threads N SECS\n");
         return 2;
 }

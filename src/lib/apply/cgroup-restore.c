@@ -3,7 +3,17 @@
  * from, the others out of topod's cgroups, the cgroups topod created
  * removed and the controllers it enabled disabled, each entry forgotten
  * once done. And what shares its steps: the processes the plan let go of
- * put back (cgroup_release_unplanned()), the threads in topod's cgroups. */
+ * put back (cgroup_release_unplanned()), the threads in topod's cgroups.
+ *
+ * A process forked in one of topod's groups after its parent was placed
+ * has no entry: it goes back with its parent, to the original of its
+ * nearest journaled ancestor along the PPid chain while they live. The
+ * chain is walked at restore time rather than each fork journaled from
+ * the fast path: a fork changes nothing (the child is born in its
+ * parent's group), so it costs nothing until a restore, and the journal
+ * keeps its entries as they are. One whose chain is broken (an ancestor
+ * exited, the child reparented) goes to the nearest cgroup above that
+ * topod did not create, as before. */
 #include "apply/cgroup-internal.h"
 
 #include <stdio.h>
@@ -234,8 +244,82 @@ int cgroup_created_threads(const CgroupEnv *env, const Journal *journal, pid_t *
         return 0;
 }
 
+/* The journal's task entries as they were before step 1 forgot them:
+ * where the ancestors of a forked process came from. Sorted by tid. */
+typedef struct Origin {
+        pid_t tid;
+        uint64_t start_time;
+        char *cgroup;
+} Origin;
+
+typedef struct Origins {
+        Origin *items;
+        size_t n;
+} Origins;
+
+#define FORK_ANCESTORS_MAX 64u /* ancestors looked at */
+
+static int compare_origin(const void *a, const void *b) {
+        const Origin *x = a, *y = b;
+
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static void origins_done(Origins *o) {
+        for (size_t i = 0; i < o->n; i++)
+                free(o->items[i].cgroup);
+        o->items = mfree(o->items);
+        o->n = 0;
+}
+
+static int origins_take(const Journal *j, Origins *ret) {
+        Origins o = { .items = calloc(MAX(j->n_tasks, (size_t) 1), sizeof(Origin)) };
+
+        if (!o.items)
+                return -ENOMEM;
+        for (; o.n < j->n_tasks; o.n++) {
+                o.items[o.n] = (Origin) { j->tasks[o.n].tid, j->tasks[o.n].start_time, strdup(j->tasks[o.n].cgroup) };
+                if (!o.items[o.n].cgroup) {
+                        origins_done(&o);
+                        return -ENOMEM;
+                }
+        }
+        qsort(o.items, o.n, sizeof(Origin), compare_origin);
+        *ret = o;
+        return 0;
+}
+
+/* The original of pid's nearest journaled ancestor (a live one, the same
+ * process the entry names: its start time, or any of its tid when the
+ * entry names it by a pidfd's inode), or NULL. */
+static const char *fork_origin(const CgroupEnv *env, const Origins *o, pid_t pid) {
+        for (unsigned depth = 0; depth < FORK_ANCESTORS_MAX && o && o->n > 0; depth++) {
+                Origin key = { .tid = 0 };
+                const Origin *at;
+                ProcStat st;
+                uint64_t start;
+
+                if (pidref_read_stat(env->root, -1, pid, &st) < 0 || st.ppid <= 1 ||
+                    pidref_read_start_time(env->root, -1, st.ppid, &start) < 0)
+                        return NULL;
+                key.tid = st.ppid;
+                at = bsearch(&key, o->items, o->n, sizeof(Origin), compare_origin);
+                if (at) {
+                        /* the run of entries with this tid */
+                        while (at > o->items && at[-1].tid == key.tid)
+                                at--;
+                        for (; at < o->items + o->n && at->tid == key.tid; at++)
+                                if (at->start_time == start || pidref_ident_is_pidfs(at->start_time))
+                                        return at->cgroup;
+                }
+                pid = st.ppid;
+        }
+        return NULL;
+}
+
 /* Processes in a cgroup topod created that the journal does not know. */
-static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j, const char *cg) {
+static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j, const Origins *origins,
+                         const char *cg) {
         _cleanup_free_ char *path = NULL, *text = NULL, *dest = NULL;
         int k;
 
@@ -255,7 +339,8 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                 return cgroup_item_fail(it, k, "cannot read cgroup.procs: %s", cgroup_errno_reason(k));
         }
         for (char *p = text, *save = NULL, *tok; (tok = strtok_r(p, "\n", &save)); p = NULL) {
-                _cleanup_free_ char *now = NULL;
+                _cleanup_free_ char *now = NULL, *with_parent = NULL;
+                const char *origin;
                 PidRef ref = PIDREF_NULL;
                 CgroupResult *it;
                 uint64_t st;
@@ -273,7 +358,11 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                         if (k < 0)
                                 return k;
                 }
-                it = cgroup_item_new(r, CGROUP_ITEM_MOVE, dest, NULL);
+                /* Forked after its parent was placed: back with it. */
+                origin = fork_origin(env, origins, pid);
+                if (origin && (k = escape_target(env, j, origin, &with_parent)) < 0)
+                        return k;
+                it = cgroup_item_new(r, CGROUP_ITEM_MOVE, with_parent ?: dest, NULL);
                 if (!it)
                         return -ENOMEM;
                 it->pid = it->tgid = pid;
@@ -306,14 +395,16 @@ static int evict_unknown(const CgroupEnv *env, CgroupReport *r, const Journal *j
                         cgroup_item_fail(it, k, "cannot take a handle on the task");
                         continue;
                 }
-                k = cgroup_move_process(env, it, &ref, dest, CGROUP_MOVE_CHECK_READ_BACK, NULL);
+                k = cgroup_move_process(env, it, &ref, with_parent ?: dest, CGROUP_MOVE_CHECK_READ_BACK, NULL);
                 pidref_done(&ref);
                 if (k == -ENOMEM)
                         return k;
-                if (it->outcome == CGROUP_DONE) {
-                        cgroup_set_str(&it->reason, "not journaled (forked after the move, or placed by someone else): "
-                                             "moved to the nearest cgroup topod did not create");
-                }
+                if (it->outcome == CGROUP_DONE && with_parent)
+                        cgroup_set_str(&it->reason, "not journaled (forked after its parent was placed): moved back "
+                                                    "with it, to its nearest journaled ancestor's original cgroup");
+                else if (it->outcome == CGROUP_DONE)
+                        cgroup_set_str(&it->reason, "not journaled (placed by someone else, or its parent is gone): "
+                                                    "moved to the nearest cgroup topod did not create");
         }
         return 0;
 }
@@ -417,12 +508,16 @@ static int remove_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const c
 }
 
 int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
+        _cleanup_(origins_done) Origins origins = {};
         size_t start = r->n;
         CgroupEnv env;
         int k;
 
         k = cgroup_env_check(env_in, NULL, &env);
         if (k < 0)
+                return k;
+        /* Before step 1 forgets them: where forked children go (step 2). */
+        if ((k = origins_take(journal, &origins)) < 0)
                 return k;
 
         /* 1. Journaled processes back, their entries forgotten together
@@ -440,7 +535,7 @@ int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
         /* 2. Whatever else sits in topod's cgroups. */
         for (size_t i = 0; i < journal->n_cgroups; i++)
                 if (!strstr(journal->cgroups[i], CGROUP_SUBTREE_MARK))
-                        CGROUP_STEP(evict_unknown(&env, r, journal, journal->cgroups[i]));
+                        CGROUP_STEP(evict_unknown(&env, r, journal, &origins, journal->cgroups[i]));
 
         /* 3. Created cgroups and enabled controllers, newest first: children
          *    before parents, a parent's controllers after its children went. */

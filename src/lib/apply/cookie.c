@@ -37,6 +37,20 @@ static int host_share_to(pid_t tid, void *userdata) {
         return 0;
 }
 
+static int host_create_process(pid_t tid, void *userdata) {
+        (void) userdata;
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, (unsigned long) tid, PR_SCHED_CORE_SCOPE_THREAD_GROUP, 0UL) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int host_share_to_process(pid_t tid, void *userdata) {
+        (void) userdata;
+        if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_SHARE_TO, (unsigned long) tid, PR_SCHED_CORE_SCOPE_THREAD_GROUP, 0UL) < 0)
+                return negative_errno();
+        return 0;
+}
+
 static int host_get(pid_t tid, uint64_t *ret_cookie, void *userdata) {
         uint64_t cookie = 0; /* the kernel writes a u64 and wants it 8-byte aligned */
 
@@ -52,6 +66,8 @@ const CookieOps cookie_ops_host = {
         .create = host_create,
         .share_from = host_share_from,
         .share_to = host_share_to,
+        .create_process = host_create_process,
+        .share_to_process = host_share_to_process,
         .get = host_get,
         .pidref = &pidref_ops_host,
 };
@@ -417,6 +433,18 @@ static int step_one(CookieApplier *a, const CookieTask *t, int (*op)(pid_t, void
         return 0;
 }
 
+/* The op for a task: its whole process at once where it asks so and the
+ * ops can (CookieTask.whole_process), else the thread. */
+typedef int (*CookieOp)(pid_t tid, void *userdata);
+
+static CookieOp op_create(const CookieApplier *a, const CookieTask *t) {
+        return t->whole_process && a->ops.create_process ? a->ops.create_process : a->ops.create;
+}
+
+static CookieOp op_share_to(const CookieApplier *a, const CookieTask *t) {
+        return t->whole_process && a->ops.share_to_process ? a->ops.share_to_process : a->ops.share_to;
+}
+
 /* The worker after a job: drop the group's cookie and hold a private one of
  * its own (the keep-alive). If it cannot get one (ENOMEM), it at least lets
  * go of the group's cookie by taking the blank thread's cookie 0. */
@@ -450,7 +478,7 @@ static int job_assign(CookieApplier *a, const CookieTask *tasks, size_t n, Cooki
                         result_error(&results[i], k);
                         continue;
                 }
-                k = a->ops.create(tasks[i].tid, a->ops.userdata);
+                k = op_create(a, &tasks[i])(tasks[i].tid, a->ops.userdata);
                 if (k < 0) {
                         result_error(&results[i], k);
                         if (cookie_error_is_machine_wide(k)) {
@@ -499,7 +527,7 @@ static int job_assign(CookieApplier *a, const CookieTask *tasks, size_t n, Cooki
                                 result_set(&results[i], COOKIE_FAILED, fatal, 0);
                                 continue;
                         }
-                        fatal = step_one(a, &tasks[i], a->ops.share_to, false, cookie, &results[i]);
+                        fatal = step_one(a, &tasks[i], op_share_to(a, &tasks[i]), false, cookie, &results[i]);
                         done += results[i].outcome == COOKIE_DONE;
                 }
 
@@ -535,7 +563,7 @@ static int job_join(CookieApplier *a, const CookieTask *source, const CookieTask
                         result_set(&results[i], COOKIE_FAILED, fatal, 0);
                         continue;
                 }
-                fatal = step_one(a, &tasks[i], a->ops.share_to, true, cookie, &results[i]);
+                fatal = step_one(a, &tasks[i], op_share_to(a, &tasks[i]), true, cookie, &results[i]);
                 done += results[i].outcome == COOKIE_DONE;
         }
         worker_settle(a, true);

@@ -75,6 +75,14 @@ typedef struct CookieOps {
         int (*share_from)(pid_t tid, void *userdata);
         /* PR_SCHED_CORE_SHARE_TO, PIDTYPE_PID: tid takes the calling thread's cookie. */
         int (*share_to)(pid_t tid, void *userdata);
+        /* The same two for every thread of tid's process at once (PIDTYPE_TGID,
+         * PR_SCHED_CORE_SCOPE_THREAD_GROUP), for a CookieTask.whole_process.
+         * The kernel sets each thread of the group under the task-list lock,
+         * which thread creation takes too: a thread made meanwhile is either
+         * among them or made after, by one of them, and inherits the cookie.
+         * NULL: create / share_to on the named thread alone. */
+        int (*create_process)(pid_t tid, void *userdata);
+        int (*share_to_process)(pid_t tid, void *userdata);
         /* PR_SCHED_CORE_GET: tid's cookie (0: none). */
         int (*get)(pid_t tid, uint64_t *ret_cookie, void *userdata);
         /* Identity checks; NULL means pidref_ops_host. */
@@ -123,6 +131,10 @@ typedef struct CookieTask {
                                * or taken for that act, a moment ago: not checked again
                                * before this one (the check after it tells whether it,
                                * and the caller's act, reached the thread) */
+        bool whole_process;   /* tid is a process's main thread and the cookie is for every
+                              * thread of that process, at once (CookieOps.create_process,
+                              * share_to_process): the fast path's placements, whose
+                              * process may start threads while it is placed */
         bool no_value;        /* the caller has no use for the cookie's value: a thread
                                * given a new cookie of its own is not asked for it after
                                * (CookieResult.cookie 0): a system call less */

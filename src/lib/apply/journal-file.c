@@ -272,7 +272,7 @@ int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
         k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
         if (k < 0)
                 return journal_parse_error(ret_error, 0, k, k == -EFBIG ? "too large" : "cannot read the journal");
-        k = journal_parse(text, len, &j, ret_error);
+        k = journal_parse_salvage(text, len, &j, ret_error);
         if (k < 0)
                 return k;
         k = load_log(j, dfd, (uint64_t) st.st_ino, len, ret_error);

@@ -155,6 +155,25 @@ static size_t format_entries(Text *t, const Journal *j, const size_t from[4], bo
                 put_escaped(t, j->cgroups[i]);
                 text_put(t, "\n", 1);
         }
+        /* The systemd driver's, with settings: in the file alone. */
+        for (size_t i = 0; settings && i < j->n_units; i++, n++) {
+                text_str(t, "unit ");
+                put_escaped(t, j->units[i]);
+                text_put(t, "\n", 1);
+        }
+        for (size_t i = 0; settings && i < j->n_unit_props; i++, n++) {
+                const JournalUnitProp *p = &j->unit_props[i];
+
+                text_str(t, "unitprop ");
+                put_escaped(t, p->unit);
+                text_put(t, " ", 1);
+                text_str(t, p->property);
+                text_put(t, " ", 1);
+                text_str(t, *p->original ? p->original : "-");
+                text_put(t, " ", 1);
+                text_str(t, *p->written ? p->written : "-");
+                text_put(t, "\n", 1);
+        }
         return n;
 }
 
@@ -184,7 +203,9 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
 
         text_str(&t, JOURNAL_HEADER " ");
         /* Settings (3) only here: the log never holds them. */
-        text_u64(&t, j->n_settings > 0 ? 3 : journal_entries_version(j, all));
+        text_u64(&t, j->n_units > 0 || j->n_unit_props > 0 ? 4
+                     : j->n_settings > 0                   ? 3
+                                                           : journal_entries_version(j, all));
         text_put(&t, "\n", 1);
         if (j->boot_id) {
                 text_str(&t, "boot ");
@@ -379,6 +400,20 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
                 if (!unescape(tok[1]))
                         return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in path");
                 k = journal_record_cgroup(j, tok[1]);
+        } else if (streq(kind, "unit")) {
+                if (n != 2)
+                        return journal_parse_error(e, lineno, -EBADMSG, "expected \"unit NAME\"");
+                if (!unescape(tok[1]))
+                        return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in unit name");
+                k = journal_record_unit(j, tok[1]);
+        } else if (streq(kind, "unitprop")) {
+                if (n != 5)
+                        return journal_parse_error(e, lineno, -EBADMSG,
+                                                   "expected \"unitprop UNIT PROPERTY ORIGINAL WRITTEN\"");
+                if (!unescape(tok[1]))
+                        return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in unit name");
+                k = journal_record_unit_prop(j, tok[1], tok[2], streq(tok[3], "-") ? "" : tok[3],
+                                             streq(tok[4], "-") ? "" : tok[4]);
         } else if (streq(kind, "boot")) {
                 if (n != 2 || j->boot_id)
                         return journal_parse_error(e, lineno, -EBADMSG, "expected one \"boot ID\"");
@@ -418,11 +453,26 @@ static int parse_end(const Journal *j, char **tok, int ntok, unsigned lineno, Jo
         return 0;
 }
 
-int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+/* A damaged line in salvage mode: counted, the first one kept; 0 to go
+ * on, or k (the strict parse's answer) when not salvaging. */
+static int damaged(Journal *j, bool salvage, int k, const JournalError *e) {
+        if (!salvage || k == -ENOMEM || k == -EPROTONOSUPPORT || (e && e->line <= 1))
+                return k;
+        if (j->n_damaged++ == 0 && e) {
+                j->damage = malloc(sizeof(*j->damage));
+                if (!j->damage)
+                        return -ENOMEM;
+                *j->damage = *e;
+        }
+        return 0;
+}
+
+static int parse_text(const char *text, size_t len, bool salvage, Journal **ret, JournalError *ret_error) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *line = NULL;
+        JournalError local = {}, *e = ret_error ?: &local;
         unsigned lineno = 0;
-        bool ended = false;
+        bool ended = false, torn = false;
         size_t pos = 0;
         int k;
 
@@ -430,10 +480,16 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
                 return journal_parse_error(ret_error, 0, -EFBIG, "larger than %u bytes", JOURNAL_SIZE_MAX);
         if (len == 0)
                 return journal_parse_error(ret_error, 0, -EBADMSG, "empty");
-        if (memchr(text, '\0', len))
+        if (!salvage && memchr(text, '\0', len))
                 return journal_parse_error(ret_error, 0, -EBADMSG, "contains a NUL byte");
-        if (text[len - 1] != '\n')
-                return journal_parse_error(ret_error, 0, -EBADMSG, "incomplete: does not end with a newline");
+        if (text[len - 1] != '\n') {
+                const char *nl = memrchr(text, '\n', len);
+
+                if (!salvage || !nl)
+                        return journal_parse_error(ret_error, 0, -EBADMSG, "incomplete: does not end with a newline");
+                len = (size_t) (nl - text) + 1; /* a torn last line: dropped */
+                torn = true;
+        }
 
         k = journal_new(NULL, &j);
         if (k < 0)
@@ -444,34 +500,50 @@ int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret
 
         while (pos < len) {
                 char *tok[TOKENS_MAX];
+                const char *nl = memchr(text + pos, '\n', len - pos);
                 int ntok;
 
                 lineno++;
-                if (ended)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG, "text after \"end\"");
-                ntok = next_line(text, len, &pos, line, tok);
-                if (ntok == -E2BIG)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG, "line longer than %u bytes",
-                                                   JOURNAL_LINE_MAX);
-                if (ntok < 0)
-                        return journal_parse_error(ret_error, lineno, -EBADMSG,
-                                                   "malformed line (empty field, control character or too many fields)");
-
-                if (lineno == 1)
-                        k = parse_header(tok, ntok, ret_error);
+                if (ended) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "text after \"end\"");
+                        pos = (size_t) (nl - text) + 1;
+                } else if (salvage && memchr(text + pos, '\0', (size_t) (nl - (text + pos)))) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "contains a NUL byte");
+                        pos = (size_t) (nl - text) + 1;
+                } else if ((ntok = next_line(text, len, &pos, line, tok)) == -E2BIG) {
+                        k = journal_parse_error(e, lineno, -EBADMSG, "line longer than %u bytes", JOURNAL_LINE_MAX);
+                        pos = (size_t) (nl - text) + 1;
+                } else if (ntok < 0)
+                        k = journal_parse_error(e, lineno, -EBADMSG,
+                                                "malformed line (empty field, control character or too many fields)");
+                else if (lineno == 1)
+                        k = parse_header(tok, ntok, e);
                 else if (streq(tok[0], "end")) {
-                        k = parse_end(j, tok, ntok, lineno, ret_error);
+                        k = parse_end(j, tok, ntok, lineno, e);
                         ended = true;
                 } else
-                        k = parse_entry(j, tok, ntok, lineno, ret_error);
-                if (k < 0)
+                        k = parse_entry(j, tok, ntok, lineno, e);
+                if (k < 0 && (k = damaged(j, salvage, k, e)) < 0)
                         return k;
         }
-        if (!ended)
-                return journal_parse_error(ret_error, lineno, -EBADMSG, "incomplete: no \"end\" line");
+        if (!ended || torn) {
+                k = journal_parse_error(e, lineno, -EBADMSG, "incomplete: no \"end\" line");
+                if ((k = damaged(j, salvage, k, e)) < 0)
+                        return k;
+        }
+        if (j->n_damaged > 0 && ret_error)
+                *ret_error = *j->damage;
         j->dirty = false;
         *ret = TAKE_PTR(j);
         return 0;
+}
+
+int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+        return parse_text(text, len, false, ret, ret_error);
+}
+
+int journal_parse_salvage(const char *text, size_t len, Journal **ret, JournalError *ret_error) {
+        return parse_text(text, len, true, ret, ret_error);
 }
 
 /* The length of the complete blocks: the text up to the last "end" line. */

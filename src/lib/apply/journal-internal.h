@@ -12,6 +12,9 @@
 #include "apply/journal.h"
 #include "base/macro.h"
 
+/* The systemd driver's entries freed (journal-unit.c). */
+void journal_units_free(Journal *j);
+
 /* The log's mapping released (journal.c: the struct owns it). */
 void journal_log_unmap(Journal *j);
 

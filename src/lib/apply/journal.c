@@ -214,6 +214,7 @@ Journal *journal_free(Journal *j) {
                 return NULL;
         free(j->dir);
         free(j->boot_id);
+        free(j->damage);
         for (size_t i = 0; i < j->n_features; i++)
                 free(j->features[i].name);
         free(j->features);
@@ -230,6 +231,7 @@ Journal *journal_free(Journal *j) {
         for (size_t i = 0; i < j->n_cgroups; i++)
                 free(j->cgroups[i]);
         free(j->cgroups);
+        journal_units_free(j);
         free(j->index);
         journal_log_unmap(j);
         free(j);
@@ -237,7 +239,7 @@ Journal *journal_free(Journal *j) {
 }
 
 size_t journal_n_entries(const Journal *j) {
-        return n_indexed(j) + (j->cgroup_mode ? 1 : 0) + j->n_settings;
+        return n_indexed(j) + (j->cgroup_mode ? 1 : 0) + j->n_settings + j->n_units + j->n_unit_props;
 }
 
 bool journal_is_empty(const Journal *j) {

@@ -25,7 +25,9 @@
  *     task 1300 pidfs:88213 /user.slice
  *     cookie 1234 567890
  *     cgroup /topod/llc1
- *     end 7
+ *     unit topod-latency.slice
+ *     unitprop crunch.service AllowedCPUs - 0-1
+ *     end 9
  *
  * Next to it, JOURNAL_LOG_NAME holds what journal_commit_append() added
  * since the file was last written whole: the fast path's way to commit a
@@ -64,6 +66,21 @@
  * topod before them refuses it rather than drop them); settings never go
  * to the log: recording one makes the next commit a whole one.
  *
+ * Under the systemd driver (apply/unit.h) two kinds more, version 4 (a
+ * topod before them refuses the file rather than drop them; like settings
+ * they never go to the log):
+ *   "unit NAME": a transient unit topod created (its slices, the scopes it
+ *     moved processes into), in creation order; restore stops them, last
+ *     first, once they hold no process;
+ *   "unitprop UNIT PROPERTY ORIGINAL WRITTEN": a property topod set on a
+ *     unit it did not create (AllowedCPUs, AllowedMemoryNodes, CPUWeight),
+ *     with the value before, as systemd reported it, and the value topod
+ *     wrote; "-" stands for "not set" (an empty list, no weight). Restore
+ *     writes ORIGINAL back only while the unit still holds WRITTEN. An
+ *     ORIGINAL of "released" (JOURNAL_UNIT_RELEASED) marks one someone
+ *     else changed since: WRITTEN is the value found then, which topod
+ *     leaves alone, and restore forgets.
+ *
  * "boot" is optional (the kernel's boot_id when the journal was written).
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
  * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
@@ -80,7 +97,7 @@
 
 #define JOURNAL_FILE_NAME "journal"
 #define JOURNAL_LOG_NAME "journal.log"
-#define JOURNAL_VERSION 3u /* 3: "setting" entries; 2: "pidfs:INODE" identities; 1 (neither) is read and
+#define JOURNAL_VERSION 4u /* 4: "unit" and "unitprop" entries; 3: "setting" entries; 2: "pidfs:INODE" identities; 1 (neither) is read and
                             * written too: a file says the oldest version that holds what it holds */
 
 /* Limits on what a journal file (an outside input after a crash) can make us
@@ -107,6 +124,15 @@ typedef struct JournalTask {
         char *cgroup;        /* original cgroup path */
 } JournalTask;
 
+/* A property of a unit topod did not create, as it was and as topod set
+ * it; "" is "not set". */
+typedef struct JournalUnitProp {
+        char *unit;
+        char *property;
+        char *original;
+        char *written;
+} JournalUnitProp;
+
 typedef struct JournalCookie {
         pid_t tid;
         uint64_t start_time; /* as JournalTask's: a start time, or PIDREF_IDENT_PIDFS | an inode */
@@ -128,8 +154,17 @@ typedef struct Journal {
         size_t n_cookies;
         char **cgroups; /* cgroups topod created, in creation order */
         size_t n_cgroups;
+        char **units;   /* transient units topod created (systemd driver), in creation order */
+        size_t n_units;
+        JournalUnitProp *unit_props; /* in the order recorded; few (one per unit and property) */
+        size_t n_unit_props;
 
         bool dirty; /* changed since the last commit or load */
+        /* Lines journal_load() skipped as damaged (a torn write, a disk
+         * error, an edit): the entries on the other lines are restored;
+         * the first such line is in damage. */
+        unsigned n_damaged;
+        struct JournalError *damage;
 
         /* Private: index for first-original-wins lookups. */
         struct JournalIndexSlot *index;
@@ -172,6 +207,23 @@ int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *
 int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_record_cgroup(Journal *j, const char *path);
 int journal_set_boot_id(Journal *j, const char *boot_id);
+/* The systemd driver's (journal-unit.c): a unit name must be a valid one
+ * (base/unit-name.h), a property one of the three, values "" or without
+ * spaces and control characters. The first record of (unit, property)
+ * wins: a second keeps the original and returns 0. */
+int journal_record_unit(Journal *j, const char *name);
+int journal_record_unit_prop(Journal *j, const char *unit, const char *property, const char *original,
+                             const char *written);
+#define JOURNAL_UNIT_RELEASED "released"
+/* Released to someone else's change: original "released", written the
+ * value the unit holds now (see above). */
+int journal_release_unit_prop(Journal *j, const char *unit, const char *property, const char *found);
+/* The value topod writes now to a property it recorded (the original stays). */
+int journal_update_unit_prop(Journal *j, const char *unit, const char *property, const char *written);
+int journal_forget_unit(Journal *j, const char *name);
+int journal_forget_unit_prop(Journal *j, const char *unit, const char *property);
+const JournalUnitProp *journal_get_unit_prop(const Journal *j, const char *unit, const char *property);
+bool journal_has_unit(const Journal *j, const char *name);
 
 /* Drop an entry once it is restored (or moot: the task exited). 1 when it
  * was there, 0 when not. */
@@ -212,6 +264,13 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len);
  * -E2BIG past JOURNAL_ENTRIES_MAX, -ENOMEM. ret_error (may be NULL) is
  * filled in on those failures. The journal returned has no dir. */
 int journal_parse(const char *text, size_t len, Journal **ret, JournalError *ret_error);
+/* The same, keeping what is good: a damaged line (an entry that does not
+ * parse, a NUL byte in it, a torn last line, a missing or wrong "end") is
+ * skipped and counted in ->n_damaged, the first in ->damage. Only what makes
+ * the whole text unreadable (no header, a version it does not know, over
+ * the size limit) fails it. journal_load() reads this way: one bad line
+ * must not leave every cgroup and cookie topod made behind. */
+int journal_parse_salvage(const char *text, size_t len, Journal **ret, JournalError *ret_error);
 
 /* Write atomically into j->dir (created, mode 0700, when missing; its parent
  * must exist), folding in and removing the log. Nothing is written when the

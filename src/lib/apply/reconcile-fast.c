@@ -50,7 +50,7 @@ static int place_cookies(const Reconciler *rc, ReconcilePlacement *items, size_t
                                  * value is nobody's business here: no read of
                                  * it after the act. */
                                 tasks[m] = (CookieTask) { items[j].tgid, items[j].start_time, .leader = true,
-                                                          .pinned = pins[j],
+                                                          .whole_process = true, .pinned = pins[j],
                                                           .pinned_checked = pins[j] &&
                                                                             items[j].moved == RECONCILE_DONE,
                                                           .no_value = true };
@@ -129,6 +129,14 @@ static int batch_moves(PlaceBatch *pb) {
                         if ((k = reconcile_add(pb->r, RECONCILE_FAILED, -EINVAL, "no such group in the plan",
                                                "cgroup: move process %d", (int) it->tgid)) < 0)
                                 return k;
+                        continue;
+                }
+                /* The systemd driver moves nothing here (no bus call):
+                 * placed already (forked in a unit topod placed), or
+                 * left to the next pass. */
+                if (rc->unit_ops) {
+                        if (unit_process_placed(rc->root, plan, it->group, rc->journal, it->tgid))
+                                it->moved = RECONCILE_ALREADY;
                         continue;
                 }
                 /* A cookie's journal entry and its later checks name the
@@ -217,7 +225,7 @@ static int batch_originals(PlaceBatch *pb) {
                 if (pb->prepared < 0 &&
                     (k = reconcile_add(pb->r, RECONCILE_FAILED, pb->prepared, NULL, "cgroup moves")) < 0)
                         return k;
-        } else if (pb->n_moves > 0 && (k = reconcile_add(pb->r, RECONCILE_SKIPPED, rc->caps->cgroup2.error,
+        } else if (pb->n_moves > 0 && !rc->unit_ops && (k = reconcile_add(pb->r, RECONCILE_SKIPPED, rc->caps->cgroup2.error,
                                                          rc->caps->cgroup2.reason, "cgroup moves")) < 0)
                 return k;
         return batch_cookie_originals(pb);
@@ -309,8 +317,11 @@ static int place_batch(const Reconciler *rc, const Plan *plan, ReconcilePlacemen
                        const PlaceScratch *sc, ReconcileReport **ret) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         _cleanup_(cgroup_report_clear) CgroupReport crs = {};
+        /* Under the systemd driver no move here: no bus round trip in the
+         * fast path (batch_moves()). */
         PlaceBatch pb = { .rc = rc, .plan = plan, .items = items, .n = n, .sc = sc, .cr = &crs,
-                          .env = reconcile_cgroup_env(rc, true), .cgroups = rc->caps->cgroup2_mount != NULL };
+                          .env = reconcile_cgroup_env(rc, true),
+                          .cgroups = rc->caps->cgroup2_mount != NULL && !rc->unit_ops };
         int k;
 
         if ((k = reconcile_new_report(&r)) < 0)

@@ -19,6 +19,10 @@ _printf_(5, 6) int reconcile_add(ReconcileReport *r, ReconcileStatus status, int
 int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr);
 int reconcile_new_report(ReconcileReport **ret);
 
+/* How long the systemd driver waits for systemd to realize what it asked
+ * (read-backs, slices emptying on restore). */
+#define RECONCILE_UNIT_SETTLE_USEC (2u * 1000000u)
+
 ReconcileStatus reconcile_from_cgroup(CgroupOutcome o);
 ReconcileStatus reconcile_from_cookie(CookieOutcome o);
 

@@ -111,7 +111,17 @@ int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
         for (size_t i = 0; i < cr->n; i++) {
                 const CgroupResult *c = &cr->items[i];
 
-                if (c->kind == CGROUP_ITEM_EFFECTIVE)
+                if (c->path[0] != '/' && c->kind != CGROUP_ITEM_MOVE)
+                        /* The systemd driver's items on units (unit.h). */
+                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason, "unit %s: %s%s%s%s",
+                                          c->path, c->back ? "back " : "",
+                                          c->kind == CGROUP_ITEM_MKDIR   ? "start"
+                                          : c->kind == CGROUP_ITEM_RMDIR ? "stop"
+                                          : c->kind == CGROUP_ITEM_MEMS  ? unit_property_name(UNIT_PROP_MEMS)
+                                          : c->kind == CGROUP_ITEM_WEIGHT ? unit_property_name(UNIT_PROP_WEIGHT)
+                                                                          : unit_property_name(UNIT_PROP_CPUS),
+                                          c->value ? " " : "", c->value ?: "");
+                else if (c->kind == CGROUP_ITEM_EFFECTIVE)
                         /* A read-back changes nothing: a match is "already so". */
                         k = reconcile_add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : reconcile_from_cgroup(c->outcome),
                                           c->error, c->reason, "cgroup %s: %s %s (read back)", c->path,
@@ -291,6 +301,10 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
 typedef struct CookieRun {
         CookieTask *tasks;      /* the group's members, */
         CookieResult *results;  /* and what came of each */
+        uint64_t *now;          /* each member's cookie before the group's turn */
+        uint64_t *sorted;       /* the same, sorted */
+        bool *ours;             /* topod gave the member its cookie (journaled before) */
+        CookieTask *missing;    /* the members without the group's cookie */
         uint64_t *claimed;      /* the groups' cookies so far, 0 unknown */
         size_t n_claimed;
         bool changed;           /* the pass changed a cookie */
@@ -321,33 +335,101 @@ static int cookie_group_members(const Reconciler *rc, const Plan *plan, size_t g
         return 0;
 }
 
-/* Already one cookie, and not another group's? A group's member may hold
- * another's: a process forked by one of its members before its own policy
- * had a group, a child whose policy is not its parent's (cookies are
- * inherited). Then the group gets a cookie of its own. */
-static bool cookie_group_shares_one(const Reconciler *rc, const CookieRun *run, size_t n, uint64_t *ret_first) {
-        bool same = true;
-        uint64_t first = 0;
+/* The group's cookie as its members hold it now: the one most members
+ * hold among those topod gave a cookie before (run->ours: their journal
+ * entry was there already; a cookie someone else gave is never adopted,
+ * since others may hold it), not 0 and not another group's this pass (a
+ * member may hold another group's: a process forked by one of its members
+ * before its own policy had a group, a child whose policy is not its
+ * parent's; cookies are inherited). Each member's cookie is left in
+ * run->now (0: none, or unreadable). How many hold it (0: none does, the
+ * group gets a new one); *ret_holder is one of them, *ret_cookie its
+ * value. */
+static bool cookie_claimed(const CookieRun *run, uint64_t c) {
+        for (size_t j = 0; j < run->n_claimed; j++)
+                if (run->claimed[j] == c)
+                        return true;
+        return false;
+}
 
-        for (size_t i = 0; i < n && same; i++) {
-                uint64_t c = 0;
+static size_t cookie_group_existing(const Reconciler *rc, CookieRun *run, size_t n, size_t *ret_holder,
+                                    uint64_t *ret_cookie) {
+        size_t best = 0;
+        uint64_t cookie = 0;
 
-                same = cookie_get(rc->cookies, run->tasks[i].tid, &c) >= 0 && c != 0 && (i == 0 || c == first);
-                if (i == 0)
-                        first = c;
+        for (size_t i = 0; i < n; i++) {
+                if (cookie_get(rc->cookies, run->tasks[i].tid, &run->now[i]) < 0)
+                        run->now[i] = 0;
+                run->sorted[i] = run->ours[i] ? run->now[i] : 0;
         }
-        for (size_t i = 0; i < run->n_claimed && same; i++)
-                same = run->claimed[i] != first;
-        *ret_first = first;
-        return same;
+        /* The most held value: runs of a sorted copy (a group may be
+         * thousands of threads). */
+        qsort(run->sorted, n, sizeof(uint64_t), compare_u64);
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && run->sorted[j] == run->sorted[i]; j++)
+                        ;
+                if (run->sorted[i] != 0 && j - i > best && !cookie_claimed(run, run->sorted[i])) {
+                        best = j - i;
+                        cookie = run->sorted[i];
+                }
+        }
+        for (size_t i = 0; i < n && best; i++)
+                if (run->ours[i] && run->now[i] == cookie) {
+                        *ret_holder = i;
+                        break;
+                }
+        *ret_cookie = cookie;
+        return best;
+}
+
+static int report_cookie_results(ReconcileReport *r, size_t g, const CookieTask *tasks, const CookieResult *results,
+                                 size_t n) {
+        int k;
+
+        for (size_t i = 0; i < n; i++)
+                if ((k = reconcile_add(r, reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
+                                       "cookie group %zu: tid %d", g, (int) tasks[i].tid)) < 0)
+                        return k;
+        return 0;
+}
+
+/* The members without the group's existing cookie join it (threads born
+ * before their process was placed, a member whose cookie someone
+ * cleared): the cookie stays what it is for the members that have it.
+ * 1 done; 0 when the holder has gone or lost it meanwhile (the caller
+ * gives the group a new one); negative errno. */
+static int join_cookie_group(const Reconciler *rc, size_t g, CookieRun *run, size_t n, size_t holder,
+                             uint64_t cookie, ReconcileReport *r) {
+        size_t m = 0;
+        int k;
+
+        for (size_t i = 0; i < n; i++)
+                if (run->now[i] != cookie)
+                        run->missing[m++] = run->tasks[i];
+        k = cookie_join(rc->cookies, &run->tasks[holder], run->missing, m, run->results);
+        if (k == -ESRCH || k == -ENODATA)
+                return 0;
+        if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
+                return k;
+        run->changed = run->changed || k > 0;
+        run->claimed[run->n_claimed++] = cookie;
+        for (size_t i = 0; i < n; i++)
+                if (run->now[i] == cookie &&
+                    (k = reconcile_add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
+                                       (int) run->tasks[i].tid)) < 0)
+                        return k;
+        if ((k = report_cookie_results(r, g, run->missing, run->results, m)) < 0)
+                return k;
+        return 1;
 }
 
 /* Cookie group g: its members' originals journaled, then one cookie for
- * them all (kept where they share one already). */
+ * them all: the one they hold already where some do (those without it
+ * join it), else a new one. A group's cookie so changes only when no
+ * member holds it any longer, never because a member lacks it. */
 static int apply_cookie_group(const Reconciler *rc, const Plan *plan, size_t g, CookieRun *run, ReconcileReport *r) {
-        size_t n = 0;
-        uint64_t first = 0;
-        bool same;
+        size_t n = 0, holder = 0, holders;
+        uint64_t cookie = 0;
         int k;
 
         /* Not after the pass changed a cookie: a process placed
@@ -359,24 +441,30 @@ static int apply_cookie_group(const Reconciler *rc, const Plan *plan, size_t g, 
                 return k;
         if (n == 0)
                 return 0;
-        same = cookie_group_shares_one(rc, run, n, &first);
-        for (size_t i = 0; i < n && rc->journal; i++) {
-                if ((k = journal_record_cookie(rc->journal, run->tasks[i].tid, run->tasks[i].start_time)) < 0)
+        for (size_t i = 0; i < n; i++) {
+                /* 0: the entry was there, so was topod's cookie (no
+                 * journal: tests, take every member's as topod's) */
+                k = rc->journal ? journal_record_cookie(rc->journal, run->tasks[i].tid, run->tasks[i].start_time) : 0;
+                if (k < 0)
                         return k;
+                run->ours[i] = k == 0;
         }
+        holders = cookie_group_existing(rc, run, n, &holder, &cookie);
         if (rc->journal && rc->journal->dirty && (k = journal_commit(rc->journal)) < 0) {
                 run->stopped = true;
                 return reconcile_add(r, RECONCILE_FAILED, k, "the journal could not be written: nothing changed",
                                      "cookie group %zu", g);
         }
-        if (same) {
-                run->claimed[run->n_claimed++] = first;
+        if (holders == n) {
+                run->claimed[run->n_claimed++] = cookie;
                 for (size_t i = 0; i < n; i++)
                         if ((k = reconcile_add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
                                                (int) run->tasks[i].tid)) < 0)
                                 return k;
                 return 0;
         }
+        if (holders > 0 && (k = join_cookie_group(rc, g, run, n, holder, cookie, r)) != 0)
+                return k < 0 ? k : 0;
         k = cookie_assign(rc->cookies, run->tasks, n, run->results);
         if (k < 0 && k != -ENODEV && k != -EINVAL && k != -EBUSY)
                 return k;
@@ -387,17 +475,15 @@ static int apply_cookie_group(const Reconciler *rc, const Plan *plan, size_t g, 
                         run->claimed[run->n_claimed++] = run->results[i].cookie;
                         break;
                 }
-        for (size_t i = 0; i < n; i++)
-                if ((k = reconcile_add(r, reconcile_from_cookie(run->results[i].outcome), run->results[i].error, NULL,
-                                       "cookie group %zu: tid %d", g, (int) run->results[i].tid)) < 0)
-                        return k;
-        return 0;
+        return report_cookie_results(r, g, run->tasks, run->results, n);
 }
 
 static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport *r) {
         _cleanup_free_ CookieTask *tasks = NULL;
         _cleanup_free_ CookieResult *results = NULL;
-        _cleanup_free_ uint64_t *claimed = NULL;
+        _cleanup_free_ uint64_t *claimed = NULL, *now = NULL, *sorted = NULL;
+        _cleanup_free_ CookieTask *missing = NULL;
+        _cleanup_free_ bool *ours = NULL;
         CookieRun run;
         int k;
 
@@ -408,9 +494,14 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
         tasks = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieTask));
         results = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieResult));
         claimed = calloc(MAX(plan->n_cookie_groups, (size_t) 1), sizeof(uint64_t));
-        if (!tasks || !results || !claimed)
+        now = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(uint64_t));
+        sorted = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(uint64_t));
+        missing = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(CookieTask));
+        ours = calloc(MAX(plan->n_tasks, (size_t) 1), sizeof(bool));
+        if (!tasks || !results || !claimed || !now || !sorted || !missing || !ours)
                 return -ENOMEM;
-        run = (CookieRun) { .tasks = tasks, .results = results, .claimed = claimed };
+        run = (CookieRun) { .tasks = tasks, .results = results, .now = now, .sorted = sorted, .ours = ours,
+                            .missing = missing, .claimed = claimed };
         /* Before the groups record their members: an entry of the fast
          * path's under another name would be a second one. */
         if (rc->journal && (k = name_fast_cookies(rc, plan)) < 0)
@@ -462,7 +553,13 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
-                k = cgroup_apply(&env, plan, rc->journal, cr);
+                if (rc->unit_ops) {
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
+                                       .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
+
+                        k = unit_apply(&ue, plan, rc->journal, cr);
+                } else
+                        k = cgroup_apply(&env, plan, rc->journal, cr);
                 if (k < 0 && k != -ENOENT)
                         (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup tree");
                 /* Originals of processes that have exited are moot: the
@@ -470,7 +567,7 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
                 (void) cgroup_journal_prune(&env, plan, rc->journal);
                 /* Those it no longer places: back where they came from
                  * (cgroups not topod's: no files held for them). */
-                {
+                if (!rc->unit_ops) {
                         CgroupEnv out = reconcile_cgroup_env(rc, false);
 
                         if ((k = cgroup_release_unplanned(&out, plan, rc->journal, cr)) == -ENOMEM)
@@ -692,7 +789,15 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
 
                 if ((k = cgroup_report_new(&cr)) < 0)
                         return k;
-                k = cgroup_restore(&env, rc->journal, cr);
+                if (rc->unit_ops && (rc->journal->n_units > 0 || rc->journal->n_unit_props > 0 || rc->journal->n_tasks > 0)) {
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
+                                       .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
+
+                        if ((k = unit_restore(&ue, rc->journal, cr)) < 0)
+                                (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "unit restore");
+                }
+                /* The cgroupfs writer's entries (a journal a cgroupfs run left). */
+                k = !rc->unit_ops || rc->journal->n_cgroups > 0 ? cgroup_restore(&env, rc->journal, cr) : 0;
                 if (k < 0)
                         (void) reconcile_add(r, RECONCILE_FAILED, k, NULL, "cgroup restore");
                 if ((k = reconcile_add_cgroup_report(r, cr)) < 0)

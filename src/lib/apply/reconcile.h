@@ -18,6 +18,7 @@
 #include "apply/cookie.h"
 #include "apply/feat.h"
 #include "apply/journal.h"
+#include "apply/unit.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -71,6 +72,11 @@ typedef struct Reconciler {
         /* reconcile_place() only: NULL, or where the descriptors it is done
          * with go, closed together by the caller (fd_bin_empty()). */
         FdBin *fds;
+        /* The systemd driver (apply/unit.h): groups are slices, processes
+         * placed through their units or moved by systemd, and no
+         * cgroup.procs is written; the fast path then gives cookies and
+         * leaves the moves to the next pass. NULL: the cgroupfs writer. */
+        const UnitOps *unit_ops;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a
@@ -100,10 +106,11 @@ int reconcile_clear_inherited_cookies(const Reconciler *r, ReconcileReport **ret
  * committed ONCE, before the first change. Cookies: NEW gives the process
  * a cookie of its own; JOIN gives it the cookie of the first source that
  * still has one, and when none has (or there are none), the batch's JOIN
- * placements of that policy share one new cookie. Only the main thread is
- * named: right after exec or fork it is the only one, and threads it
- * creates later inherit its cgroup and cookie (threads made before the
- * placement are the next pass's). */
+ * placements of that policy share one new cookie. The main thread is
+ * named, and the cookie goes to every thread of its process at once
+ * (CookieTask.whole_process): a process that starts threads right after
+ * exec has them all in the cookie from its placement on, and threads it
+ * creates later inherit its cgroup and cookie. */
 typedef struct ReconcilePlacement {
         pid_t tgid;
         uint64_t start_time;       /* of its main thread; 0: the process that holds tgid now

@@ -4,6 +4,9 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "escape.h"
 
 struct Json {
         FILE *f;
@@ -83,10 +86,25 @@ void json_array_end(Json *j) {
         close_container(j, ']');
 }
 
+/* Valid UTF-8 is written as it is (once: no \u escape per byte); a byte
+ * that is not valid UTF-8 becomes the text \xHH, as escape.h spells it
+ * everywhere (in JSON: "\\xHH"); control characters are JSON escapes. */
 void json_write_escaped(FILE *f, const char *s) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t n = strlen(s);
+
         fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                switch (*p) {
+        for (size_t i = 0; i < n;) {
+                unsigned cp;
+                size_t l = utf8_sequence(p + i, n - i, &cp);
+
+                if (l == 0) {
+                        fprintf(f, "\\\\x%02x", p[i]);
+                        i++;
+                        continue;
+                }
+                i += l;
+                switch (cp) {
                 case '"':
                         fputs("\\\"", f);
                         break;
@@ -103,13 +121,10 @@ void json_write_escaped(FILE *f, const char *s) {
                         fputs("\\r", f);
                         break;
                 default:
-                        /* Control characters, DEL and bytes >= 0x80 are
-                         * escaped one by one: /proc text is not promised to
-                         * be UTF-8, and escaped output is always valid JSON. */
-                        if (*p < 0x20 || *p >= 0x7f)
-                                fprintf(f, "\\u%04x", *p);
+                        if (cp < 0x20 || cp == 0x7f)
+                                fprintf(f, "\\u%04x", cp);
                         else
-                                fputc(*p, f);
+                                fwrite(p + i - l, 1, l, f);
                 }
         }
         fputc('"', f);

@@ -2,8 +2,10 @@
 #pragma once
 
 /* A small streaming JSON writer: it places commas, indents and escapes, so
- * callers only say what comes next. Output is UTF-8 as given; control
- * characters and invalid bytes in strings are escaped (\u00XX). */
+ * callers only say what comes next. Output is valid UTF-8: valid UTF-8 is
+ * written once, as given; control characters are JSON escapes (\u00XX);
+ * a byte that is not valid UTF-8 becomes the text \xHH (escape.h), so the
+ * value reads the same as topod's text output. */
 
 #include <stdbool.h>
 #include <stdint.h>

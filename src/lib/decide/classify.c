@@ -18,6 +18,8 @@ void classify_params_default(ClassifyParams *ret) {
                 .dwell_usec = 2000000,
                 .avx_recent_ms = 200,
                 .avx_busy_min_pct = 10,
+                .avx_arch_status_tells = true,
+                .avx512_ops_min = 1000000,
                 .throughput_cpu_min_pct = 80,
                 .throughput_burst_min_usec = 2000,
                 .throughput_voluntary_max_pct = 50,
@@ -40,6 +42,7 @@ void classify_params_from_config(const Config *c, ClassifyParams *ret) {
         ret->majority_pct = c->classify_majority;
         ret->min_samples = c->classify_min_samples;
         ret->avx_busy_min_pct = c->avx_busy_min;
+        ret->avx512_ops_min = c->avx512_ops_min;
         ret->latency_wakeups_min = c->latency_wakeups_min;
         ret->latency_burst_max_usec = c->latency_burst_max_usec;
         ret->throughput_burst_min_usec = c->throughput_burst_min_usec;
@@ -111,11 +114,34 @@ static void figures(uint64_t dt_usec, uint64_t run_ns, uint64_t slices, uint64_t
         };
 }
 
+size_t classifier_avx_candidates(const Classifier *c, pid_t *ret, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n_threads && n < max; i++) {
+                const ThreadClass *t = &c->threads[i];
+                const ClassSample *s;
+                Figures f;
+
+                if (t->kernel_thread || !t->ring || t->ring_n == 0)
+                        continue;
+                s = &t->ring[(t->ring_head + CLASSIFY_RING_MAX - 1) % CLASSIFY_RING_MAX];
+                figures(s->dt_usec, s->run_ns, s->slices, s->voluntary, s->involuntary, &f);
+                if ((s->avx_used && f.cpu_permille >= c->params.avx_busy_min_pct * 10u) ||
+                    (t->last_has_ops && (t->class == POLICY_CLASS_AVX || s->avx_used)))
+                        ret[n++] = t->tid;
+        }
+        return n;
+}
+
 PolicyClass classify_sample(const ClassifyParams *p, const ClassSample *s) {
         Figures f;
 
         figures(s->dt_usec, s->run_ns, s->slices, s->voluntary, s->involuntary, &f);
-        if (s->avx_line && s->avx_used && f.cpu_permille >= p->avx_busy_min_pct * 10u)
+        if (p->avx_counters) {
+                if (s->has_ops && s->ops_per_sec >= p->avx512_ops_min && f.cpu_permille >= p->avx_busy_min_pct * 10u)
+                        return POLICY_CLASS_AVX;
+        } else if (p->avx_arch_status_tells && s->avx_line && s->avx_used &&
+                   f.cpu_permille >= p->avx_busy_min_pct * 10u)
                 return POLICY_CLASS_AVX;
         if (f.cpu_permille >= p->throughput_cpu_min_pct * 10u && f.burst_usec >= p->throughput_burst_min_usec &&
             f.voluntary_permille <= p->throughput_voluntary_max_pct * 10u)
@@ -156,6 +182,10 @@ void classify_window(const ClassifyParams *p, const ThreadClass *t, ClassifyEvid
                 vol += s->voluntary;
                 invol += s->involuntary;
                 avx += s->avx_used;
+                if (s->has_ops) {
+                        e.has_ops = true;
+                        e.avx512_ops_per_sec = MAX(e.avx512_ops_per_sec, s->ops_per_sec);
+                }
                 if ((unsigned) s->verdict < _POLICY_CLASS_MAX)
                         votes[s->verdict]++;
                 n++;
@@ -234,9 +264,14 @@ static int thread_sample(const ClassifyParams *p, ThreadClass *t, const TaskFact
                                                                        elapsed_ms may be stale */
                 .has_ctxt = f->has_ctxt && t->last_has_ctxt,
                 .avx_line = f->avx != PROC_AVX_NO_LINE,
+                .has_ops = f->has_avx512_ops && t->last_has_ops && f->avx512_ops >= t->last_ops,
         };
         ClassifyEvidence e;
 
+        if (s.has_ops && s.dt_usec > 0)
+                s.ops_per_sec = (f->avx512_ops - t->last_ops) * 1000000u / s.dt_usec;
+        t->last_has_ops = f->has_avx512_ops;
+        t->last_ops = f->avx512_ops;
         if (s.dt_usec > 0) {
                 bool idle = s.run_ns == 0 && s.slices == 0 && s.voluntary == 0 && s.involuntary == 0;
 
@@ -417,15 +452,27 @@ int classify_evidence_format(const ClassifyEvidence *e, const ClassifyParams *p,
                         fputs(", AVX-512 in ", f);
                         fmt_permille(f, e->avx_permille);
                         fputs(" of samples", f);
+                        if (p->avx_counters)
+                                fputs(" (nominates it for a counter)", f);
+                        else if (!p->avx_arch_status_tells)
+                                fputs(" (arch_status polluted on this host: no avx vote)", f);
                 } else
                         fputs(", no AVX-512 state", f);
+                if (p->avx_counters && e->has_ops)
+                        fprintf(f, ", AVX-512 FP ops up to %" PRIu64 "/s (counter; avx at >= %" PRIu64 "/s)",
+                                e->avx512_ops_per_sec, p->avx512_ops_min);
+                else if (p->avx_counters)
+                        fputs(", no counter reading", f);
                 fprintf(f, " (%u samples over %" PRIu64 " ms; votes:", e->samples, e->window_usec / 1000);
                 for (unsigned c = 0; c < _POLICY_CLASS_MAX; c++) {
                         fprintf(f, " %s ", policy_class_to_string((PolicyClass) c));
                         fmt_permille(f, e->votes_permille[c]);
                 }
                 fprintf(f, ", %u%% decides)", p->majority_pct);
-                if (e->rule == CLASSIFY_RULE_AVX)
+                if (e->rule == CLASSIFY_RULE_AVX && p->avx_counters)
+                        fprintf(f, "; a sample votes avx with >= %" PRIu64 " AVX-512 FP ops/s counted and cpu >= %u%%",
+                                p->avx512_ops_min, p->avx_busy_min_pct);
+                else if (e->rule == CLASSIFY_RULE_AVX)
                         fprintf(f, "; a sample votes avx with AVX-512 used within %" PRIu64 " ms and cpu >= %u%%",
                                 p->avx_recent_ms, p->avx_busy_min_pct);
                 else if (e->rule == CLASSIFY_RULE_THROUGHPUT)
@@ -464,6 +511,11 @@ void classify_evidence_print_json(Json *j, const ClassifyEvidence *e, const Clas
         json_kv_uint(j, "voluntary_permille", e->voluntary_permille);
         json_kv_bool(j, "avx_line", e->avx_line);
         json_kv_uint(j, "avx_permille", e->avx_permille);
+        json_key(j, "avx512_ops_per_sec");
+        if (e->has_ops)
+                json_uint(j, e->avx512_ops_per_sec);
+        else
+                json_null(j);
         json_key(j, "votes_permille");
         json_object_begin(j);
         for (unsigned k = 0; k < _POLICY_CLASS_MAX; k++)
@@ -474,6 +526,9 @@ void classify_evidence_print_json(Json *j, const ClassifyEvidence *e, const Clas
         json_kv_uint(j, "min_samples", p->min_samples);
         json_kv_uint(j, "majority_pct", p->majority_pct);
         json_kv_uint(j, "avx_busy_min_pct", p->avx_busy_min_pct);
+        json_kv_bool(j, "avx_arch_status_tells", p->avx_arch_status_tells);
+        json_kv_bool(j, "avx_counters", p->avx_counters);
+        json_kv_uint(j, "avx512_ops_min", p->avx512_ops_min);
         json_kv_uint(j, "throughput_cpu_min_pct", p->throughput_cpu_min_pct);
         json_kv_uint(j, "throughput_burst_min_usec", p->throughput_burst_min_usec);
         json_kv_uint(j, "throughput_voluntary_max_pct", p->throughput_voluntary_max_pct);

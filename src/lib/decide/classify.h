@@ -16,11 +16,19 @@
  * samples, or seen for less than min_age, the class stays as it is (warming
  * up). The rules for one sample,
  * first that holds wins (thresholds in ClassifyParams):
- *   avx        the arch_status AVX-512 line is present, AVX-512 was used
- *              within avx_recent_ms of the sample's end, AND the thread used
- *              at least avx_busy_min_pct of a CPU in the sample. The busy
- *              test is there because glibc's AVX-512 memcpy and memset make
- *              mostly idle threads look like AVX-512 users.
+ *   avx        with counters (avx_counters: observe/counters.h): the
+ *              thread retired at least avx512_ops_min 512-bit FP operations
+ *              per second in the sample, and used at least avx_busy_min_pct
+ *              of a CPU; arch_status then only nominates the threads a
+ *              counter is opened on. Without counters: arch_status can
+ *              tell here (avx_arch_status_tells: the probe
+ *              found topod's own thread clean, observe/kernelcaps.h), its
+ *              AVX-512 line is present, AVX-512 was used within
+ *              avx_recent_ms of the sample's end, AND the thread used at
+ *              least avx_busy_min_pct of a CPU in the sample. Where the C
+ *              library leaves AVX-512 registers dirty in every process
+ *              (polluted), arch_status never votes avx: explicit rules name
+ *              AVX work there.
  *   throughput at least throughput_cpu_min_pct of a CPU, run bursts (run
  *              time per timeslice) of at least throughput_burst_min_usec,
  *              and at most throughput_voluntary_max_pct of its context
@@ -52,6 +60,9 @@ typedef struct ClassifyParams {
         uint64_t dwell_usec;
         uint64_t avx_recent_ms;
         unsigned avx_busy_min_pct;
+        bool avx_arch_status_tells; /* false: arch_status polluted or absent, never votes avx */
+        bool avx_counters;          /* hardware counters decide (observe/counters.h) */
+        uint64_t avx512_ops_min;    /* per second */
         unsigned throughput_cpu_min_pct;
         uint64_t throughput_burst_min_usec;
         unsigned throughput_voluntary_max_pct;
@@ -91,6 +102,8 @@ typedef struct ClassifyEvidence {
         bool has_ctxt;
         bool avx_line;             /* arch_status reports AVX-512 at all */
         unsigned avx_permille;     /* of samples with AVX-512 recently used */
+        bool has_ops;              /* samples with a counter reading */
+        uint64_t avx512_ops_per_sec; /* the highest of them */
         unsigned votes_permille[_POLICY_CLASS_MAX]; /* share of samples voting for each class */
 } ClassifyEvidence;
 
@@ -98,6 +111,8 @@ typedef struct ClassSample {
         uint64_t dt_usec;
         uint64_t run_ns, slices, voluntary, involuntary;
         bool avx_used, has_ctxt, avx_line;
+        bool has_ops;          /* a counter was read at both ends */
+        uint64_t ops_per_sec;  /* AVX-512 FP operations */
         PolicyClass verdict;
 } ClassSample;
 
@@ -127,6 +142,8 @@ typedef struct ThreadClass {
         uint64_t candidate_since_usec;
         bool kernel_thread;
         bool avx_line;              /* arch_status reports AVX-512 at all */
+        bool last_has_ops;          /* the counter's reading at the last snapshot */
+        uint64_t last_ops;
         bool has_baseline;          /* last_sched was read (else the next sample starts afresh) */
 } ThreadClass;
 
@@ -146,6 +163,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Classifier *, classifier_free);
 int classifier_update(Classifier *c, const TaskSnapshot *snap);
 
 const ThreadClass *classifier_find(const Classifier *c, pid_t tid);
+
+/* The threads to count AVX-512 work on: those whose last sample saw
+ * AVX-512 state in use (arch_status) while they used at least
+ * avx_busy_min_pct of a CPU, and those that have a counter reading (kept
+ * while their class is avx or their state says AVX-512), in tid order, at
+ * most max. How many. */
+size_t classifier_avx_candidates(const Classifier *c, pid_t *ret, size_t max);
 
 /* The figures and votes behind a thread's class, computed from its samples
  * when asked (they are not kept: most threads are never asked about). */

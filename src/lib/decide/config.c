@@ -8,11 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unit-name.h"
 #include "base/util.h"
 #include "decide/classify.h"
 
 static const char *const hierarchy_names[_CONFIG_HIERARCHY_MAX + 1] = { "auto", "flat", "nested", NULL };
 static const char *const seccomp_names[_CONFIG_SECCOMP_MAX + 1] = { "off", "log", "enforce", NULL };
+/* [cgroup] driver */
+static const char *const cgroup_driver_names[_CONFIG_CGROUP_DRIVER_MAX + 1] = { "auto", "systemd", "cgroupfs", NULL };
+const char *config_cgroup_driver_to_string(ConfigCgroupDriver d) {
+        return d >= 0 && d < _CONFIG_CGROUP_DRIVER_MAX ? cgroup_driver_names[d] : "?";
+}
+
 static const char *const log_level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
 const char *config_hierarchy_to_string(ConfigHierarchy h) {
@@ -45,6 +52,13 @@ int config_new(Config **ret) {
         if (!c->policies_dir || !c->cgroup_root)
                 return -ENOMEM;
         {
+                char error[160];
+                int k = scope_patterns_parse(SCOPE_DEFAULT_EXCLUDE, &c->scope.exclude, error, sizeof error);
+
+                if (k < 0)
+                        return k;
+        }
+        {
                 /* One source for the classifier's defaults. */
                 ClassifyParams p;
 
@@ -59,6 +73,7 @@ int config_new(Config **ret) {
                 c->classify_majority = p.majority_pct;
                 c->classify_min_samples = p.min_samples;
                 c->avx_busy_min = p.avx_busy_min_pct;
+                c->avx512_ops_min = (unsigned) p.avx512_ops_min;
                 c->latency_wakeups_min = p.latency_wakeups_min;
                 c->latency_burst_max_usec = p.latency_burst_max_usec;
                 c->throughput_burst_min_usec = p.throughput_burst_min_usec;
@@ -73,6 +88,7 @@ Config *config_free(Config *c) {
                 return NULL;
         free(c->policies_dir);
         free(c->cgroup_root);
+        scope_done(&c->scope);
         free(c);
         return NULL;
 }
@@ -112,6 +128,7 @@ typedef enum KeyType {
         KEY_PERCENT,
         KEY_ENUM,
         KEY_UINT,
+        KEY_PATTERNS, /* scope.h: a space-separated list, "" the empty one */
 } KeyType;
 
 typedef struct KeyDef {
@@ -135,6 +152,7 @@ static const KeyDef keys[] = {
         { "daemon", "seccomp", KEY_ENUM, OFF(seccomp), 0, 0, seccomp_names, 0 },
         { "cgroup", "cgroup_root", KEY_PATH, OFF(cgroup_root), 0, 0, NULL, 0 },
         { "cgroup", "hierarchy", KEY_ENUM, OFF(hierarchy), 0, 0, hierarchy_names, 0 },
+        { "cgroup", "driver", KEY_ENUM, OFF(cgroup_driver), 0, 0, cgroup_driver_names, 0 },
         { "classifier", "avx512_recent", KEY_DURATION, OFF(avx512_recent_usec), 1 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "latency_voluntary_min", KEY_PERCENT, OFF(latency_voluntary_min), 0, 100, NULL, 0 },
         { "classifier", "latency_cpu_max", KEY_PERCENT, OFF(latency_cpu_max), 0, 100, NULL, 0 },
@@ -145,15 +163,19 @@ static const KeyDef keys[] = {
         { "classifier", "majority", KEY_PERCENT, OFF(classify_majority), 1, 100, NULL, 0 },
         { "classifier", "min_samples", KEY_UINT, OFF(classify_min_samples), 1, CLASSIFY_RING_MAX, NULL, 0 },
         { "classifier", "avx_busy_min", KEY_PERCENT, OFF(avx_busy_min), 0, 100, NULL, 0 },
+        { "classifier", "avx512_ops_min", KEY_UINT, OFF(avx512_ops_min), 1, 4000000000u, NULL, 0 },
         { "classifier", "latency_wakeups_min", KEY_UINT, OFF(latency_wakeups_min), 0, 1000000, NULL, 0 },
         { "classifier", "latency_burst_max", KEY_DURATION, OFF(latency_burst_max_usec), 1, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "throughput_burst_min", KEY_DURATION, OFF(throughput_burst_min_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
         { "classifier", "throughput_voluntary_max", KEY_PERCENT, OFF(throughput_voluntary_max), 0, 100, NULL, 0 },
+        { "scope", "include", KEY_PATTERNS, OFF(scope.include), 0, 0, NULL, 0 },
+        { "scope", "exclude", KEY_PATTERNS, OFF(scope.exclude), 0, 0, NULL, 0 },
+        { "scope", "protect", KEY_PATTERNS, OFF(scope.protect), 0, 0, NULL, 0 },
         { "load", "hysteresis", KEY_PERCENT, OFF(load_hysteresis), 0, 50, NULL, 0 },
         { "load", "dwell", KEY_DURATION, OFF(load_dwell_usec), 0, 3600 * USEC_PER_SEC, NULL, 0 },
 };
 
-static const char *const section_names[] = { "daemon", "cgroup", "classifier", "load", NULL };
+static const char *const section_names[] = { "daemon", "cgroup", "classifier", "load", "scope", NULL };
 
 typedef struct ConfigParser {
         Config *c;
@@ -180,7 +202,7 @@ static int on_section(void *userdata, const char *name, unsigned line) {
         close = diag_closest(name, section_names);
         if (close)
                 return cerr(cp, line, "unknown-section", "unknown section [%s]; did you mean [%s]?", name, close);
-        return cerr(cp, line, "unknown-section", "unknown section [%s]; expected [daemon], [cgroup], [classifier] or [load]",
+        return cerr(cp, line, "unknown-section", "unknown section [%s]; expected [daemon], [cgroup], [classifier], [load] or [scope]",
                     name);
 }
 
@@ -316,12 +338,27 @@ static int set_enum(ConfigParser *cp, const KeyDef *kd, const char *value, unsig
         return cerr(cp, line, "bad-value", "invalid %s '%s': expected one of %s", kd->key, value, list);
 }
 
+/* A [scope] list: replaces the one before (a later file's too). */
+static int set_patterns(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line) {
+        ScopePatterns *field = (ScopePatterns *) ((uint8_t *) cp->c + kd->offset);
+        char error[200];
+        int k;
+
+        k = scope_patterns_parse(value, field, error, sizeof error);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return cerr(cp, line, k == -E2BIG ? "limit" : "bad-value", "invalid %s: %s", kd->key, error);
+        return 0;
+}
+
 /* How a value of each type is read into its field. */
 typedef int (*KeySetter)(ConfigParser *cp, const KeyDef *kd, const char *value, unsigned line);
 
 static const KeySetter setters[] = {
         [KEY_PATH] = set_path,      [KEY_DURATION] = set_duration, [KEY_BOOL] = set_bool,
         [KEY_PERCENT] = set_number, [KEY_ENUM] = set_enum,         [KEY_UINT] = set_number,
+        [KEY_PATTERNS] = set_patterns,
 };
 
 static int on_key(void *userdata, const char *section, const char *key, const char *value, unsigned line) {
@@ -337,8 +374,14 @@ static int on_key(void *userdata, const char *section, const char *key, const ch
         k = find_key(cp, key, line, &kd);
         if (!kd)
                 return k;
-        if (!*value)
+        if (!*value && kd->type != KEY_PATTERNS)
                 return cerr(cp, line, "bad-value", "'%s' needs a value", key);
+        if (kd->offset == OFF(cgroup_root) && value[0] == '/') {
+                const char *why = config_cgroup_root_problem(value);
+
+                if (why)
+                        return cerr(cp, line, "bad-value", "cgroup_root '%s' %s", value, why);
+        }
 
         return setters[kd->type](cp, kd, value, line);
 }
@@ -411,4 +454,34 @@ int config_parse_all(const IniSource *main_file, const IniSource *dropins, size_
         }
         *ret = TAKE_PTR(c);
         return bad ? -EINVAL : 0;
+}
+
+const char *config_cgroup_root_problem(const char *path) {
+        static const char own_unit[] = "topod.service";
+        UnitRef units[64];
+        size_t n;
+        const char *rest;
+
+        if (path[strspn(path, "/")] == '\0')
+                return "is the root cgroup: topod would write the controllers and move processes at the top of "
+                       "the tree";
+        n = unit_path_units(path, units, ELEMENTSOF(units));
+        for (size_t i = 0; i < n; i++)
+                if (units[i].len == sizeof own_unit - 1 && memcmp(units[i].name, own_unit, units[i].len) == 0) {
+                        rest = units[i].name + units[i].len;
+                        /* Delegated to topod's own unit: below its cgroup, never the
+                         * cgroup topod itself runs in. */
+                        return rest[strspn(rest, "/")] ? NULL
+                                                       : "is the cgroup topod.service itself runs in: give a cgroup "
+                                                         "below it (with Delegate=yes)";
+                }
+        for (size_t i = 0; i < n; i++)
+                if (units[i].type != UNIT_TYPE_SLICE)
+                        return "is inside a service or scope unit that systemd owns";
+        for (size_t i = 0; i < n; i++) {
+                if (!(units[i].len == 11 && memcmp(units[i].name, "topod.slice", 11) == 0) &&
+                    !(units[i].len > 6 && memcmp(units[i].name, "topod-", 6) == 0))
+                        return "is inside a slice that systemd owns (topod's own are topod.slice and topod-*.slice)";
+        }
+        return NULL;
 }

@@ -15,6 +15,7 @@
 #include "base/macro.h"
 #include "diag.h"
 #include "initext.h"
+#include "scope.h"
 
 #define CONFIG_FILE_SIZE_MAX (64u * 1024u)
 #define CONFIG_DROPINS_MAX 128u
@@ -32,6 +33,14 @@ typedef enum ConfigHierarchy {
         CONFIG_HIERARCHY_NESTED, /* <cgroup_root>/<policy>/<group>, domains below */
         _CONFIG_HIERARCHY_MAX,
 } ConfigHierarchy;
+
+/* [cgroup] driver: who makes topod's groups and moves processes. */
+typedef enum ConfigCgroupDriver {
+        CONFIG_CGROUP_DRIVER_AUTO,     /* systemd where PID 1 is systemd on a pure cgroup2 host */
+        CONFIG_CGROUP_DRIVER_SYSTEMD,  /* transient units over the system bus (apply/unit.h) */
+        CONFIG_CGROUP_DRIVER_CGROUPFS, /* topod's own writes to cgroupfs (apply/cgroup.h) */
+        _CONFIG_CGROUP_DRIVER_MAX,
+} ConfigCgroupDriver;
 
 typedef enum ConfigSeccomp {
         CONFIG_SECCOMP_OFF,
@@ -60,6 +69,10 @@ typedef struct Config {
         /* [cgroup] */
         char *cgroup_root;
         ConfigHierarchy hierarchy;
+        ConfigCgroupDriver cgroup_driver;
+
+        /* [scope]: include, exclude, protect (scope.h; self is left 0 here) */
+        Scope scope;
 
         /* [classifier] */
         uint64_t avx512_recent_usec;      /* AVX-512 used within this: class avx */
@@ -72,6 +85,7 @@ typedef struct Config {
         unsigned classify_majority;       /* percent of the window's samples that decide */
         unsigned classify_min_samples;
         unsigned avx_busy_min;            /* percent of a CPU alongside AVX-512 use */
+        unsigned avx512_ops_min;          /* AVX-512 FP operations per second, where counters tell */
         unsigned latency_wakeups_min;     /* voluntary switches per second */
         uint64_t latency_burst_max_usec;
         uint64_t throughput_burst_min_usec;
@@ -105,4 +119,11 @@ int config_parse_duration(const char *s, uint64_t *ret);
 
 const char *config_hierarchy_to_string(ConfigHierarchy h);
 const char *config_seccomp_to_string(ConfigSeccomp s);
+const char *config_cgroup_driver_to_string(ConfigCgroupDriver d);
 const char *config_log_level_to_string(ConfigLogLevel l);
+
+/* What is wrong with a cgroup_root, or NULL: "/" itself, or a cgroup
+ * inside a unit systemd owns (below a .service or .scope component, or in
+ * a slice that is not topod's own: topod.slice, topod-*.slice), other than
+ * a subtree delegated to topod's own unit (below topod.service). */
+const char *config_cgroup_root_problem(const char *path);

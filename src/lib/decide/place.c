@@ -39,6 +39,7 @@ struct PlaceState {
         const Plan *plan;
         const PolicySet *policies;
         const Topology *topology;
+        const Scope *scope; /* the configuration's: where policies may act (scope.h) */
         PlacePolicy *pol;   /* per policy in set order */
         size_t n_pol;
         unsigned *load;     /* per plan group: threads */
@@ -302,6 +303,10 @@ static int policy_from_plan(PlaceState *s, size_t i, const bool *in_force, Keyed
         for (unsigned f = 0; f < _POLICY_MATCH_FIELD_MAX; f++)
                 if (pol->match.fields[f].n > 0)
                         pp->facts |= PLACE_FACT(f);
+        /* The scope judges by the cgroup: read it too, unless nothing the
+         * scope could say applies to a policy that names its processes. */
+        if (!policy_match_names(&pol->match) || pol->match.exclude.n > 0 || (s->scope && s->scope->protect.n > 0))
+                pp->facts |= PLACE_FACT(POLICY_MATCH_CGROUP);
         s->facts |= pp->facts;
         if (!pp->active)
                 return 0;
@@ -394,7 +399,8 @@ static void sources_from_plan(PlaceState *s) {
                 }
 }
 
-int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force, const Topology *t, PlaceState **ret) {
+int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force, const Scope *scope, const Topology *t,
+                    PlaceState **ret) {
         _cleanup_(place_state_freep) PlaceState *s = calloc(1, sizeof(PlaceState));
         _cleanup_free_ KeyedGroup *keyed = NULL;
         int k;
@@ -404,6 +410,7 @@ int place_state_new(const Plan *plan, const PolicySet *ps, const bool *in_force,
         s->plan = plan;
         s->policies = ps;
         s->topology = t;
+        s->scope = scope;
         s->facts = PLACE_FACT_COMM;
         s->pol = calloc(MAX(ps->n, (size_t) 1), sizeof(PlacePolicy));
         s->n_pol = s->pol ? ps->n : 0;
@@ -455,6 +462,12 @@ static bool known_facts_match(const Policy *pol, unsigned facts, const PlaceProc
         return true;
 }
 
+/* Does the scope let the policy act on the process (scope_admits(), the
+ * planner's rule)? Its facts are all known by then. */
+static bool scope_lets(const PlaceState *s, const Policy *pol, const PlaceProcess *p) {
+        return scope_admits(s->scope, p->tgid, policy_match_names(&pol->match), &pol->match.exclude, p->match.cgroup);
+}
+
 /* The policies that may take the process, in set order (comm is always
  * known to the fast path; without it, every one a pick looks at). */
 static PolicyWalk walk(const PlaceState *s, const PlaceProcess *p) {
@@ -478,6 +491,8 @@ static int kernel_match(const PlaceState *s, const PlaceProcess *p, unsigned *re
                         *ret_need = pp->facts & ~p->have;
                         return -1;
                 }
+                if (!scope_lets(s, pol, p))
+                        continue;
                 if (pol->match.classes == 0 || (pol->match.classes & (1u << POLICY_CLASS_OTHER)))
                         return 1;
         }
@@ -503,6 +518,8 @@ static void select_policy(const PlaceState *s, const PlaceProcess *p, PlacePick 
                         ret->need = missing;
                         return;
                 }
+                if (!scope_lets(s, pol, p))
+                        continue;
                 if (pol->match.classes == 0) {
                         ret->verdict = PLACE_GROUP;
                         ret->policy = (int) i;

@@ -134,8 +134,8 @@ typedef struct PlacePick {
  * is copied (which policies are active) when it is made. */
 typedef struct PlaceState PlaceState;
 
-int place_state_new(const Plan *plan, const PolicySet *policies, const bool *in_force, const Topology *topology,
-                    PlaceState **ret);
+int place_state_new(const Plan *plan, const PolicySet *policies, const bool *in_force, const Scope *scope,
+                    const Topology *topology, PlaceState **ret);
 PlaceState *place_state_free(PlaceState *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PlaceState *, place_state_free);
 

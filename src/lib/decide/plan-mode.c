@@ -112,7 +112,7 @@ static int resolve_kernel(Builder *b) {
                 if (in->tasks[t_].kernel_thread)
                         continue;
                 for (PolicyWalk w = policy_index_walk(x, task->comm ?: ""); policy_walk_next(&w, &c);)
-                        if (!kernel_in_force[c] && policy_match_task(&ps->policies[c]->match, task)) {
+                        if (!kernel_in_force[c] && policy_takes(ps->policies[c], &in->config->scope, task)) {
                                 kernel_in_force[c] = true;
                                 n_waiting--;
                         }

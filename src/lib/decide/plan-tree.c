@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unit-name.h"
 #include "base/util.h"
 
 /* A policy's leaf name: its [place] group, or the policy's own. */
@@ -240,11 +241,60 @@ int plan_pick_domain(const Domain *d, size_t n, unsigned need, PolicySpread spre
         return (int) best;
 }
 
-static int add_group(Builder *b, const char *path, int policy, PlanDomainKind kind, int domain, const Bitmap *cpus,
+int plan_slice_path(const char *root_slice, const char *path, char **ret) {
+        _cleanup_free_ char *out = NULL, *prefix = NULL;
+        size_t rl = strlen(root_slice);
+        const char *c = path;
+
+        if (unit_name_type(root_slice, rl) != UNIT_TYPE_SLICE || streq(root_slice, "-.slice"))
+                return -EINVAL;
+        if (!(prefix = strndup(root_slice, rl - strlen(".slice"))) || !(out = strdup("")))
+                return -ENOMEM;
+        for (;;) {
+                const char *slash = strchr(c, '/');
+                _cleanup_free_ char *part = strndup(c, slash ? (size_t) (slash - c) : strlen(c)), *esc = NULL;
+                char *np = NULL, *no = NULL;
+
+                if (!part || !(esc = unit_name_escape_part(part)))
+                        return -ENOMEM;
+                if (asprintf(&np, "%s-%s", prefix, esc) < 0)
+                        return -ENOMEM;
+                free(prefix);
+                prefix = np;
+                if (strlen(prefix) + strlen(".slice") > UNIT_NAME_MAX)
+                        return -EINVAL;
+                if (asprintf(&no, "%s%s%s.slice", out, *out ? "/" : "", prefix) < 0)
+                        return -ENOMEM;
+                free(out);
+                out = no;
+                if (!slash)
+                        break;
+                c = slash + 1;
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* The slice cgroup_root names (its last component), for plan_slice_path(). */
+static const char *root_slice(const Plan *p) {
+        const char *s = strrchr(p->cgroup_root, '/');
+
+        return s ? s + 1 : p->cgroup_root;
+}
+
+static int add_group(Builder *b, const char *given, int policy, PlanDomainKind kind, int domain, const Bitmap *cpus,
                      int *ret_index) {
+        _cleanup_free_ char *sliced = NULL;
+        const char *path = given;
         Plan *p = b->plan;
         PlanGroup *g;
         int k;
+
+        if (p->slices) {
+                if ((k = plan_slice_path(root_slice(p), given, &sliced)) < 0)
+                        return k;
+                path = sliced;
+        }
 
         for (size_t i = 0; i < p->n_groups; i++)
                 if (streq(p->groups[i].path, path)) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unit-name.h"
 #include "base/util.h"
 
 const char *plan_domain_kind_to_string(PlanDomainKind k) {
@@ -105,6 +106,17 @@ static int choose_hierarchy(Builder *b) {
         p->cgroup_root = strdup(b->in->config->cgroup_root);
         if (!p->cgroup_root)
                 return -ENOMEM;
+        p->slices = b->in->slices;
+        if (p->slices) {
+                /* A slice's cgroup is where its name says: the root must
+                 * be the path of the slice it ends with. */
+                const char *last = strrchr(p->cgroup_root, '/');
+                _cleanup_free_ char *want = NULL;
+
+                last = last ? last + 1 : p->cgroup_root;
+                if (unit_slice_cgroup_path(last, &want) < 0 || !streq(want, p->cgroup_root) || streq(p->cgroup_root, "/"))
+                        return -EINVAL;
+        }
         p->hierarchy = b->in->config->hierarchy;
         if (p->hierarchy == CONFIG_HIERARCHY_AUTO)
                 p->hierarchy = b->in->caps->cgroup_mode.available ? CONFIG_HIERARCHY_NESTED : CONFIG_HIERARCHY_FLAT;
@@ -155,7 +167,7 @@ static int select_members(Builder *b) {
                  * the "comm = *" ones, which turn it down as before. */
                 for (PolicyWalk w = policy_index_walk(index[task->class], task->comm ?: "");
                      pol < 0 && policy_walk_next(&w, &c);)
-                        if (policy_match_task(&ps->policies[c]->match, task))
+                        if (policy_takes(ps->policies[c], &in->config->scope, task))
                                 pol = (int) c;
                 if (pol < 0)
                         continue;

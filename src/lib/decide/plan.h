@@ -82,6 +82,10 @@ typedef struct PlanInputs {
         const PlanUsage *usage;
         size_t n_usage;
         const struct Plan *keep;     /* the plan in force, same policy set: its groups stay even when empty; or NULL */
+        /* The groups are systemd slice units (the systemd driver): each
+         * level of a group's path is named "<root>-<part>-….slice" after
+         * the slice of cgroup_root (plan naming follows the driver). */
+        bool slices;
 } PlanInputs;
 
 typedef enum PlanDomainKind {
@@ -95,7 +99,8 @@ typedef enum PlanDomainKind {
 } PlanDomainKind;
 
 typedef struct PlanGroup {
-        char *path;       /* below cgroup_root, "node0/llc1/avx" */
+        char *path;       /* below cgroup_root, "node0/llc1/avx"; with slices
+                           * "topod-node0.slice/topod-node0-llc1.slice/topod-node0-llc1-avx.slice" */
         int policy;       /* -1 for intermediate directories */
         PlanDomainKind kind;
         int domain;       /* LLC / node / package id; -1 */
@@ -136,6 +141,7 @@ typedef struct PlanLlcBalancing {
 
 typedef struct Plan {
         ConfigHierarchy hierarchy; /* flat or nested, never auto */
+        bool slices;               /* the groups are slice units (PlanInputs.slices) */
         char *cgroup_root;
         const char *mode;          /* the cgroup_mode in force (NULL: keep) */
         bool mode_written;         /* the kernel has sched/cgroup_mode */
@@ -157,6 +163,13 @@ Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 
 const PlanTask *plan_find_task(const Plan *p, pid_t tid);
+
+/* Pure: a group's path as slices below the slice root_slice ("topod.slice"):
+ * "node0/llc1/avx" → "topod-node0.slice/topod-node0-llc1.slice/
+ * topod-node0-llc1-avx.slice", each part escaped (unit_name_escape_part():
+ * "avx-llc0" → "avx\x2dllc0"). -EINVAL when root_slice is not a slice name
+ * or a name would be too long; -ENOMEM. */
+int plan_slice_path(const char *root_slice, const char *path, char **ret);
 
 /* How many candidate domains a policy's [place] cpus make on t. */
 int plan_count_domains(const Topology *t, const Policy *pol, size_t *ret);

@@ -8,7 +8,7 @@
 #include "decide/policy-internal.h"
 
 static bool when_unconditional(const PolicyWhen *w) {
-        return w->smt == POLICY_SMT_ANY && !w->vendors && !w->has_load && w->n_conditions == 0;
+        return w->smt == POLICY_SMT_ANY && !w->vendors && !w->has_load && !w->has_forced_idle && w->n_conditions == 0;
 }
 
 static bool conditions_contain(const PolicyWhen *a, const PolicyCondition *c) {
@@ -28,6 +28,9 @@ static bool when_implied_by(const PolicyWhen *a, const PolicyWhen *b) {
                 return false;
         if (a->has_load && (!b->has_load || b->load_low < a->load_low || b->load_high > a->load_high))
                 return false;
+        if (a->has_forced_idle && (!b->has_forced_idle || b->forced_idle_low < a->forced_idle_low ||
+                                   b->forced_idle_high > a->forced_idle_high))
+                return false;
         if (a->vendors) {
                 if (!b->vendors)
                         return false;
@@ -42,8 +45,21 @@ static bool when_implied_by(const PolicyWhen *a, const PolicyWhen *b) {
 }
 
 /* Does a match every task b matches? Each field a constrains, b constrains
- * at least as much: the same patterns or fewer (OR within a field). */
+ * at least as much: the same patterns or fewer (OR within a field). And
+ * the scope lets a act wherever it lets b: a's own exclude patterns are
+ * b's too, and a names what it matches when b does (one that names
+ * nothing acts only inside [scope] include). */
 static bool match_covers(const PolicyMatch *a, const PolicyMatch *b) {
+        for (size_t i = 0; i < a->exclude.n; i++) {
+                bool found = false;
+
+                for (size_t j = 0; j < b->exclude.n && !found; j++)
+                        found = streq(a->exclude.items[i].glob, b->exclude.items[j].glob);
+                if (!found)
+                        return false;
+        }
+        if (!policy_match_names(a) && policy_match_names(b))
+                return false;
         if (a->classes) {
                 if (!b->classes || (b->classes & ~a->classes))
                         return false;
@@ -318,6 +334,21 @@ static int check_cgroup_mode(const Policy *p, const KernelCaps *caps, Diagnostic
                         close ? "'?" : "");
 }
 
+/* class = avx where arch_status cannot tell AVX-512 work from the rest
+ * (observe/kernelcaps.h): polluted by the C library, or no AVX-512 line;
+ * the classifier then never votes avx, so the policy matches nothing by
+ * class. Explicit rules (comm, exe, cgroup, unit) still name AVX work. */
+static int check_avx_on_machine(const Policy *p, const KernelCaps *caps, Diagnostics *d) {
+        if (!(p->match.classes & (1u << POLICY_CLASS_AVX)) || kernelcaps_avx512_tellable(caps))
+                return 0;
+        return diag_add(d, DIAG_WARNING, p->file, p->match.class_line, "avx-untellable",
+                        "class = avx cannot hold on this host: no counters (%s) and arch_status is %s (%s); "
+                        "name AVX work with comm, exe or cgroup rules",
+                        caps->avx512_counters.reason ?: "not probed",
+                        kernel_avx_evidence_to_string(caps->avx512_arch_status),
+                        caps->avx512_evidence.reason ?: "not probed");
+}
+
 int check_policy_set(const PolicySet *s, const Topology *topology, const KernelCaps *caps, uint64_t kernel_version,
                      Diagnostics *d) {
         PolicyMachine m;
@@ -344,6 +375,13 @@ int check_policy_set(const PolicySet *s, const Topology *topology, const KernelC
                         k = check_features_on_machine(p, caps, d);
                         if (k >= 0)
                                 k = check_settings_on_machine(p, caps, d);
+                        if (k < 0)
+                                return k;
+                        k = check_avx_on_machine(p, caps, d);
+                        if (k >= 0 && p->has_when && p->when.has_forced_idle && !caps->schedstats.available)
+                                k = diag_add(d, DIAG_WARNING, p->file, p->when.forced_idle_line, "no-schedstats",
+                                             "forced_idle cannot be measured: %s",
+                                             caps->schedstats.reason ?: "schedstats are off");
                         if (k < 0)
                                 return k;
                         if (p->place.present && p->place.cookie != POLICY_COOKIE_NONE && !caps->core_sched.available) {

@@ -33,6 +33,11 @@
  *   unknown-choice       a word the kernel's file (preempt) does not list
  *   never-holds          a [when] line this machine can never satisfy
  *   no-core-sched        cookie != none where core scheduling is unavailable
+ *   no-schedstats        a [when] forced_idle band where the kernel accounts no forced
+ *                        idle (kernel.sched_schedstats off): it always reads 0%
+ *   avx-untellable       class = avx where arch_status cannot tell AVX-512 work
+ *                        (polluted by the C library, or no AVX-512 line) and no
+ *                        other evidence exists: the classifier never votes avx
  *   cpu-not-present      an explicit cpu list naming CPUs the machine lacks
  * kernel_version is POLICY_KERNEL_VERSION() of the running kernel, 0 when
  * unknown (kernel lines are then not judged). Returns 0 or -ENOMEM. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unit-name.h"
 #include "base/util.h"
 #include "decide/policy-internal.h"
 
@@ -43,7 +44,7 @@ static bool patterns_equal(const PolicyPatterns *a, const PolicyPatterns *b) {
 }
 
 bool policy_match_equal(const PolicyMatch *a, const PolicyMatch *b) {
-        if (a->classes != b->classes)
+        if (a->classes != b->classes || !scope_patterns_equal(&a->exclude, &b->exclude))
                 return false;
         for (size_t f = 0; f < _POLICY_MATCH_FIELD_MAX; f++)
                 if (!patterns_equal(&a->fields[f], &b->fields[f]))
@@ -58,6 +59,34 @@ static bool patterns_match(const PolicyPatterns *pp, const char *s) {
                 if (pp->items[i].literal ? streq(pp->items[i].glob, s) : fnmatch(pp->items[i].glob, s, 0) == 0)
                         return true;
         return false;
+}
+
+/* unit =: any of the units along the cgroup path. */
+static bool units_match(const PolicyPatterns *pp, const char *cgroup) {
+        UnitRef units[64];
+        size_t n = unit_path_units(cgroup, units, ELEMENTSOF(units));
+
+        for (size_t i = 0; i < n; i++) {
+                char name[UNIT_NAME_MAX + 1];
+
+                memcpy(name, units[i].name, units[i].len);
+                name[units[i].len] = '\0';
+                if (patterns_match(pp, name))
+                        return true;
+        }
+        return false;
+}
+
+bool policy_match_names(const PolicyMatch *m) {
+        for (size_t f = 0; f < _POLICY_MATCH_FIELD_MAX; f++)
+                if (f != POLICY_MATCH_USER && m->fields[f].n > 0)
+                        return true;
+        return false;
+}
+
+bool policy_takes(const Policy *p, const Scope *scope, const PolicyTask *t) {
+        return policy_match_task(&p->match, t) &&
+               scope_admits(scope, t->tgid, policy_match_names(&p->match), &p->match.exclude, t->cgroup);
 }
 
 bool policy_match_task(const PolicyMatch *m, const PolicyTask *t) {
@@ -93,6 +122,10 @@ bool policy_match_task(const PolicyMatch *m, const PolicyTask *t) {
                 case POLICY_MATCH_PARENT:
                         v = t->parent;
                         break;
+                case POLICY_MATCH_UNIT:
+                        if (units_match(pp, t->cgroup))
+                                continue;
+                        return false;
                 default:
                         return false;
                 }
@@ -102,13 +135,13 @@ bool policy_match_task(const PolicyMatch *m, const PolicyTask *t) {
         return true;
 }
 
-int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask *t) {
+int policy_set_select(const PolicySet *s, const bool *in_force, const Scope *scope, const PolicyTask *t) {
         for (size_t i = 0; i < s->n; i++) {
                 const Policy *p = s->policies[i];
 
                 if (!in_force[i] || !p->enabled || !p->place.present)
                         continue;
-                if (policy_match_task(&p->match, t))
+                if (policy_takes(p, scope, t))
                         return (int) i;
         }
         return -1;

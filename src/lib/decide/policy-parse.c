@@ -145,8 +145,9 @@ static const char *const section_names[_SECTION_MAX + 1] = {
 };
 
 static const char *const keys_policy[] = { "name", "priority", "description", "enabled", NULL };
-static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load", NULL };
-static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", NULL };
+static const char *const keys_when[] = { "smt", "llcs", "nodes", "packages", "cpus", "vendor", "kernel", "load",
+                                          "forced_idle", NULL };
+static const char *const keys_match[] = { "class", "comm", "exe", "cmdline", "cgroup", "user", "parent", "unit", "exclude", NULL };
 static const char *const keys_place[] = { "group", "cookie", "cpus", "spread", "exclusive", "weight", NULL };
 static const char *const keys_kernel[] = { "cgroup_mode", NULL };
 static const char *const *const section_keys[_SECTION_MAX] = {
@@ -435,9 +436,8 @@ static int when_vendor(Parser *ps, const char *value, unsigned line) {
         return 0;
 }
 
-/* "load = LOW-HIGH%". */
-static int when_load(Parser *ps, const char *value, unsigned line) {
-        PolicyWhen *w = &ps->p->when;
+/* "LOW-HIGH%": 0 and *ret_lo, *ret_hi, else -ERANGE (past max) or -EINVAL. */
+static int parse_band(const char *value, unsigned max, unsigned *ret_lo, unsigned *ret_hi) {
         const char *s = value;
         unsigned lo, hi;
         int k;
@@ -452,6 +452,40 @@ static int when_load(Parser *ps, const char *value, unsigned line) {
                 k = -EINVAL;
         if (k >= 0 && *s)
                 k = -EINVAL;
+        if (k >= 0 && (lo > max || hi > max))
+                k = -ERANGE;
+        if (k < 0)
+                return k;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return 0;
+}
+
+/* "forced_idle = LOW-HIGH%": of the CPU time of the policy's groups. */
+static int when_forced_idle(Parser *ps, const char *value, unsigned line) {
+        PolicyWhen *w = &ps->p->when;
+        unsigned lo, hi;
+        int k = parse_band(value, 100, &lo, &hi);
+
+        if (k == -ERANGE)
+                return perr(ps, line, "out-of-range", "forced idle band '%s' goes past 100%%", value);
+        if (k < 0)
+                return perr(ps, line, "bad-value", "invalid forced_idle '%s': expected a band like '0-10%%'", value);
+        if (lo > hi)
+                return perr(ps, line, "bad-value", "forced idle band '%s' is empty: %u%% is above %u%%", value, lo, hi);
+        w->has_forced_idle = true;
+        w->forced_idle_low = lo;
+        w->forced_idle_high = hi;
+        w->forced_idle_line = line;
+        return 0;
+}
+
+/* "load = LOW-HIGH%". */
+static int when_load(Parser *ps, const char *value, unsigned line) {
+        PolicyWhen *w = &ps->p->when;
+        unsigned lo, hi;
+        int k = parse_band(value, POLICY_LOAD_MAX, &lo, &hi);
+
         if (k == -ERANGE)
                 return perr(ps, line, "out-of-range", "load band '%s' goes past %u%%", value, POLICY_LOAD_MAX);
         if (k < 0)
@@ -487,6 +521,8 @@ static int key_when(Parser *ps, const char *key, PolicyCmp cmp, bool has_cmp, co
                 return when_vendor(ps, value, line);
         if (streq(key, "load"))
                 return when_load(ps, value, line);
+        if (streq(key, "forced_idle"))
+                return when_forced_idle(ps, value, line);
         return 0;
 }
 
@@ -536,6 +572,64 @@ static int add_pattern(Parser *ps, PolicyMatchField f, const char *value, unsign
         return 0;
 }
 
+/* A [scope]-style list of a [match] key into *ret: 1, or 0 when the
+ * value is an error (reported at its line), or -ENOMEM. */
+static int parse_list(Parser *ps, const char *key, const char *value, unsigned line, ScopePatterns *ret) {
+        char error[200];
+        int k = scope_patterns_parse(value, ret, error, sizeof error);
+
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0)
+                return MIN(perr(ps, line, k == -E2BIG ? "limit" : "bad-value", "invalid %s: %s", key, error), 0);
+        return 1;
+}
+
+/* exclude =: a [scope]-style list; set again, the patterns add up. */
+static int match_exclude(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        ScopePatterns *ex = &ps->p->match.exclude;
+        ScopePattern *m;
+        int k = parse_list(ps, "exclude", value, line, &l);
+
+        if (k <= 0)
+                return k;
+        if (ex->n + l.n > SCOPE_PATTERNS_MAX)
+                return perr(ps, line, "limit", "more than %u exclude patterns", SCOPE_PATTERNS_MAX);
+        m = realloc(ex->items, MAX(ex->n + l.n, (size_t) 1) * sizeof(ScopePattern));
+        if (!m)
+                return -ENOMEM;
+        memcpy(m + ex->n, l.items, l.n * sizeof(ScopePattern));
+        ex->items = m;
+        ex->n += l.n;
+        l.items = mfree(l.items); /* the globs are ex's now */
+        l.n = 0;
+        if (!ps->p->match.exclude_line)
+                ps->p->match.exclude_line = line;
+        return 0;
+}
+
+/* unit =: space-separated unit-name globs, as [scope] takes them; each
+ * one a pattern of its own (a repeated key is OR). */
+static int match_units(Parser *ps, const char *value, unsigned line) {
+        _cleanup_(scope_patterns_done) ScopePatterns l = {};
+        int k = parse_list(ps, "unit", value, line, &l);
+
+        if (k <= 0)
+                return k;
+        if (l.n == 0)
+                return perr(ps, line, "bad-value", "%s", "'unit' needs a value");
+        for (size_t i = 0; i < l.n; i++)
+                if (l.items[i].path)
+                        return perr(ps, line, "bad-value",
+                                    "invalid unit pattern '%s': a unit name, not a cgroup path (cgroup = takes paths)",
+                                    l.items[i].glob);
+        for (size_t i = 0; i < l.n; i++)
+                if ((k = add_pattern(ps, POLICY_MATCH_UNIT, l.items[i].glob, line)) < 0)
+                        return k;
+        return 0;
+}
+
 static int key_match(Parser *ps, const char *key, const char *value, unsigned line) {
         int f;
 
@@ -560,6 +654,10 @@ static int key_match(Parser *ps, const char *key, const char *value, unsigned li
                         ps->p->match.class_line = line;
                 return 0;
         }
+        if (streq(key, "exclude"))
+                return match_exclude(ps, value, line);
+        if (streq(key, "unit"))
+                return match_units(ps, value, line);
         f = table_lookup(policy_field_names, _POLICY_MATCH_FIELD_MAX, key);
         if (f < 0)
                 return 0;

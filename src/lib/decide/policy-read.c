@@ -8,14 +8,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/escape.h"
 #include "base/root.h"
 #include "base/util.h"
 
+/* Opened without blocking (a FIFO's open() waits for a writer, a
+ * device's may do anything) and without following a symbolic link, then
+ * refused unless it is a regular file, before a byte is read: a file in
+ * policies.d cannot hang the daemon's loop on a reload. */
 int read_text_file(const char *path, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
+        int flags;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
@@ -24,6 +30,9 @@ int read_text_file(const char *path, size_t max, char **ret, size_t *ret_len) {
                 return -EISDIR;
         if (!S_ISREG(st.st_mode))
                 return -EBADFD; /* a FIFO or device could block or never end */
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                return negative_errno();
         return read_full_fd(fd, max, ret, ret_len);
 }
 
@@ -49,7 +58,20 @@ static int io_error(Diagnostics *d, const char *path, int err) {
         if (err == -EFBIG)
                 return diag_add(d, DIAG_ERROR, path, 0, "limit", "file is larger than the limit of %u bytes",
                                 POLICY_FILE_SIZE_MAX);
+        if (err == -EBADFD)
+                return diag_add(d, DIAG_ERROR, path, 0, "io", "not a regular file (a FIFO, socket or device): not read");
+        if (err == -ELOOP)
+                return diag_add(d, DIAG_ERROR, path, 0, "io", "a symbolic link: topod reads only regular files");
         return diag_add(d, DIAG_ERROR, path, 0, "io", "cannot read: %s", strerror(-err));
+}
+
+/* The line (1-based) of byte off in text. */
+static unsigned line_of(const char *text, size_t off) {
+        unsigned line = 1;
+
+        for (size_t i = 0; i < off; i++)
+                line += text[i] == '\n';
+        return line;
 }
 
 /* Read one file into t. 1 when added, 0 when it failed (reported), <0 OOM. */
@@ -65,6 +87,19 @@ static int texts_add(Texts *t, const char *path, size_t max, Diagnostics *d) {
         if (k < 0) {
                 k = io_error(d, path, k);
                 return k < 0 ? k : 0;
+        }
+        {
+                /* Policies and the configuration are UTF-8 text; a bad
+                 * byte is refused where it is, before it reaches a name
+                 * or a message. */
+                size_t bad;
+
+                if (!utf8_valid(buf, len, &bad)) {
+                        k = diag_add(d, DIAG_ERROR, path, line_of(buf, bad), "syntax",
+                                     "byte 0x%02x at offset %zu is not valid UTF-8 text (or is a NUL)",
+                                     (unsigned char) buf[bad], bad);
+                        return k < 0 ? k : 0;
+                }
         }
         name = strdup(path);
         if (!name)

@@ -79,14 +79,19 @@ bool policy_when_holds_but_load(const PolicyWhen *w, const PolicyMachine *m) {
 
 bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
                              uint64_t dwell_usec, uint64_t now_usec) {
-        bool inside = load >= w->load_low && load <= w->load_high, flip;
+        return policy_band_update(b, w->load_low, w->load_high, load, hysteresis, dwell_usec, now_usec);
+}
+
+bool policy_band_update(PolicyLoadBand *b, unsigned low, unsigned high, unsigned value, unsigned hysteresis,
+                        uint64_t dwell_usec, uint64_t now_usec) {
+        bool inside = value >= low && value <= high, flip;
 
         if (!b->started) {
                 *b = (PolicyLoadBand) { .holds = inside, .started = true };
                 return b->holds;
         }
         /* Held: left only beyond the hysteresis. Not held: entered inside. */
-        flip = b->holds ? load + hysteresis < w->load_low || load > w->load_high + hysteresis : inside;
+        flip = b->holds ? value + hysteresis < low || value > high + hysteresis : inside;
         if (!flip) {
                 b->pending = false;
                 return b->holds;
@@ -167,6 +172,8 @@ static bool kinds_satisfiable(const PolicyWhen *a, const PolicyWhen *b) {
 bool policy_when_satisfiable(const PolicyWhen *w) {
         if (w->has_load && w->load_low > w->load_high)
                 return false;
+        if (w->has_forced_idle && w->forced_idle_low > w->forced_idle_high)
+                return false;
         return kinds_satisfiable(w, NULL);
 }
 
@@ -174,6 +181,9 @@ bool policy_when_may_overlap(const PolicyWhen *a, const PolicyWhen *b) {
         if (a->smt != POLICY_SMT_ANY && b->smt != POLICY_SMT_ANY && a->smt != b->smt)
                 return false;
         if (a->has_load && b->has_load && (a->load_high < b->load_low || b->load_high < a->load_low))
+                return false;
+        if (a->has_forced_idle && b->has_forced_idle &&
+            (a->forced_idle_high < b->forced_idle_low || b->forced_idle_high < a->forced_idle_low))
                 return false;
         if (a->vendors && b->vendors) {
                 bool common = false;

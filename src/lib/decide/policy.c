@@ -28,6 +28,7 @@ const char *const policy_class_names[_POLICY_CLASS_MAX + 1] = {
 const char *const policy_field_names[_POLICY_MATCH_FIELD_MAX + 1] = {
         [POLICY_MATCH_COMM] = "comm", [POLICY_MATCH_EXE] = "exe", [POLICY_MATCH_CMDLINE] = "cmdline",
         [POLICY_MATCH_CGROUP] = "cgroup", [POLICY_MATCH_USER] = "user", [POLICY_MATCH_PARENT] = "parent",
+        [POLICY_MATCH_UNIT] = "unit",
 };
 const char *const policy_cookie_names[_POLICY_COOKIE_MAX + 1] = {
         [POLICY_COOKIE_NONE] = "none", [POLICY_COOKIE_GROUP] = "group", [POLICY_COOKIE_PROCESS] = "process",
@@ -77,6 +78,7 @@ Policy *policy_free(Policy *p) {
                         free(p->match.fields[f].items[i].glob);
                 free(p->match.fields[f].items);
         }
+        scope_patterns_done(&p->match.exclude);
         free(p->place.group);
         bitmap_free(p->place.cpu_list);
         free(p->cgroup_mode);

@@ -26,6 +26,7 @@
 #include "base/sched-settings.h"
 #include "diag.h"
 #include "initext.h"
+#include "scope.h"
 
 /* Limits on what an outsider controls. Exceeding one is an error. */
 #define POLICY_FILE_SIZE_MAX   (64u * 1024u) /* bytes per policy file */
@@ -88,6 +89,11 @@ typedef struct PolicyWhen {
         bool has_load;
         unsigned load_low, load_high; /* percent, inclusive */
         unsigned load_line;
+        /* The share of its groups' CPU time their SMT siblings were kept
+         * idle (observe/forced-idle.h), a band over time as load is. */
+        bool has_forced_idle;
+        unsigned forced_idle_low, forced_idle_high; /* percent, inclusive */
+        unsigned forced_idle_line;
 } PolicyWhen;
 
 typedef enum PolicyClass {
@@ -105,6 +111,7 @@ typedef enum PolicyMatchField {
         POLICY_MATCH_CGROUP,
         POLICY_MATCH_USER,
         POLICY_MATCH_PARENT,
+        POLICY_MATCH_UNIT, /* unit-name globs against every unit along the cgroup path */
         _POLICY_MATCH_FIELD_MAX,
 } PolicyMatchField;
 
@@ -127,7 +134,14 @@ typedef struct PolicyMatch {
         unsigned classes; /* bit (1u << PolicyClass) per allowed class; 0 = any */
         unsigned class_line;
         PolicyPatterns fields[_POLICY_MATCH_FIELD_MAX]; /* every non-empty field must match */
+        ScopePatterns exclude; /* [match] exclude: a match means the policy does not apply (scope.h) */
+        unsigned exclude_line;
 } PolicyMatch;
+
+/* Does the policy name what it matches: has it an identity key (comm,
+ * exe, cmdline, cgroup, parent, unit)? class and user alone name nothing;
+ * such a policy acts only inside [scope] include (scope.h). */
+bool policy_match_names(const PolicyMatch *m);
 
 typedef enum PolicyCookie {
         POLICY_COOKIE_NONE,
@@ -288,23 +302,35 @@ typedef struct PolicyLoadBand {
         uint64_t since_usec;
 } PolicyLoadBand;
 
+/* Take a value (percent) read at now_usec into a band [low, high];
+ * whether it holds. The load band and the forced idle band both. */
+bool policy_band_update(PolicyLoadBand *b, unsigned low, unsigned high, unsigned value, unsigned hysteresis,
+                        uint64_t dwell_usec, uint64_t now_usec);
+
 /* Take the load (percent) read at now_usec; whether the band holds. */
 bool policy_load_band_update(PolicyLoadBand *b, const PolicyWhen *w, unsigned load, unsigned hysteresis,
                              uint64_t dwell_usec, uint64_t now_usec);
 
 /* The facts of one task that [match] looks at. NULL strings never match a
- * pattern for them. */
+ * pattern for them. cgroup is where the process is judged from: its
+ * original cgroup when topod moved it (cgroup =, unit = and the scope all
+ * see that one, not topod's group). */
 typedef struct PolicyTask {
         PolicyClass class;
         const char *comm, *exe, *cmdline, *cgroup, *user, *parent;
         uint32_t uid;
+        pid_t tgid; /* PID 1 and topod itself are never taken (scope.h); 0: unknown */
 } PolicyTask;
 
 bool policy_match_task(const PolicyMatch *m, const PolicyTask *t);
 
+/* Does the policy take the task: its [match] does and the scope lets it
+ * act there (scope_admits())? Every selection of a policy asks this. */
+bool policy_takes(const Policy *p, const Scope *scope, const PolicyTask *t);
+
 /* The first policy in precedence order that is in force (in_force[i]) and
- * has a [place] and matches the task; -1 when none. */
-int policy_set_select(const PolicySet *s, const bool *in_force, const PolicyTask *t);
+ * has a [place] and takes the task (policy_takes()); -1 when none. */
+int policy_set_select(const PolicySet *s, const bool *in_force, const Scope *scope, const PolicyTask *t);
 
 /* The policies of a set that may match a task of a given comm, in set
  * order, without a look at the others: those whose comm patterns are all

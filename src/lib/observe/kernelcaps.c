@@ -2,6 +2,7 @@
 #include "kernelcaps.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,11 +12,13 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/sched-core.h"
 #include "base/util.h"
 #include "observe/events.h"
+#include "observe/procfs.h"
 
 
 /* Limits on what a (possibly fake) tree can make us hold. */
@@ -91,10 +94,16 @@ static int host_pidfs(void *userdata) {
         return sc.st_ino != sa.st_ino;
 }
 
+static int host_counters(CounterProbe *ret, void *userdata) {
+        (void) userdata;
+        return counters_probe(NULL, ret);
+}
+
 const KernelProbeOps kernel_probe_ops_host = {
         .core_sched_get = host_core_sched_get,
         .proc_connector = host_proc_connector,
         .pidfs = host_pidfs,
+        .counters = host_counters,
 };
 
 static void cap_clear(CapStatus *c) {
@@ -107,11 +116,12 @@ KernelCaps *kernelcaps_free(KernelCaps *c) {
                 return NULL;
         CapStatus *all[] = {
                 &c->core_sched, &c->smt, &c->cgroup2, &c->debugfs, &c->sched_features,
-                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->pidfs,
+                &c->cgroup_mode, &c->sched_settings, &c->sched_ext, &c->proc_connector, &c->avx512_state, &c->avx512_evidence, &c->schedstats, &c->avx512_counters, &c->pidfs,
         };
         for (size_t i = 0; i < ELEMENTSOF(all); i++)
                 cap_clear(all[i]);
         free(c->smt_control);
+        free(c->avx512_counter_event);
         free(c->cgroup2_mount);
         strv_free(c->cgroup2_controllers);
         strv_free(c->cgroup2_subtree);
@@ -514,6 +524,51 @@ static int probe_setting(const Root *root, const char *debugfs_mount, KernelSett
         return 0;
 }
 
+/* The hardware counters of AVX-512 work (observe/counters.h). */
+static int probe_counters(KernelCaps *c, const KernelProbeOps *ops) {
+        CounterProbe p = {};
+        int k;
+
+        if (!ops->counters)
+                return cap_set(&c->avx512_counters, false, -ENOENT, "not probed: no counters");
+        if ((k = ops->counters(&p, ops->userdata)) < 0)
+                return k;
+        c->avx512_counter_state = p.state;
+        c->avx512_counter_attr = p.attr;
+        c->avx512_counter_event = TAKE_PTR(p.event);
+        k = cap_set(&c->avx512_counters, p.state == COUNTER_AVAILABLE, p.error, "%s: %s",
+                    counter_state_to_string(p.state), p.reason ?: "");
+        counter_probe_done(&p);
+        return k;
+}
+
+/* kernel.sched_schedstats: forced idle is accounted only while it is on
+ * (observe/forced-idle.h). */
+static int probe_schedstats(KernelCaps *c, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(root, "proc/sys/kernel/sched_schedstats", 64, &text, NULL);
+        if (k == -ENOENT)
+                return cap_set(&c->schedstats, false, k,
+                               "no kernel.sched_schedstats (CONFIG_SCHEDSTATS off): the kernel accounts no forced idle");
+        if (k < 0)
+                return cap_set(&c->schedstats, false, k, "kernel.sched_schedstats unreadable: %s", errno_name(k));
+        if (text[0] == '1')
+                return cap_set(&c->schedstats, true, 0,
+                               "on (kernel.sched_schedstats = 1): the kernel accounts forced idle");
+        return cap_set(&c->schedstats, false, -ENODATA,
+                       "off (kernel.sched_schedstats = 0): the kernel accounts no forced idle, so forced idle reads 0 "
+                       "and [when] forced_idle always holds; turn it on to measure what cookies cost");
+}
+
+int kernelcaps_refresh_schedstats(KernelCaps *c, const Root *root) {
+        bool was = c->schedstats.available;
+        int k = probe_schedstats(c, root);
+
+        return k < 0 ? k : was != c->schedstats.available;
+}
+
 int kernelcaps_refresh_settings(KernelCaps *c, const Root *root) {
         int changed = 0;
 
@@ -675,6 +730,69 @@ static int probe_arch_status(KernelCaps *c, const Root *root) {
                        "arch_status has no AVX512_elapsed_ms line: CPU without AVX-512 (AVX classes need explicit rules)");
 }
 
+/* What every program linked against this C library does: its string
+ * functions on buffers long enough for their vector paths (called through
+ * volatile pointers, so that the compiler's builtins do not stand in). If
+ * the library picks EVEX variants, this leaves AVX-512 registers dirty in
+ * our thread, as it does in every other process of the host. */
+static void exercise_libc_strings(void) {
+        static char a[4096], b[4096];
+        void *(*volatile set)(void *, int, size_t) = memset;
+        void *(*volatile copy)(void *, const void *, size_t) = memcpy;
+        size_t (*volatile len)(const char *) = strlen;
+        void *(*volatile chr)(const void *, int, size_t) = memchr;
+        int (*volatile cmp)(const void *, const void *, size_t) = memcmp;
+
+        set(a, 'x', sizeof(a) - 1);
+        copy(b, a, sizeof(b));
+        (void) len(b);
+        (void) chr(b, 'y', sizeof(b));
+        (void) cmp(a, b, sizeof(a));
+}
+
+/* Our own thread's AVX512_elapsed_ms right after the C library's string
+ * functions and a short sleep (which switched the thread out, and so made
+ * the kernel look at its registers): see KernelAvxEvidence. Through the
+ * root: a recorded machine's file says what that machine's topod saw. */
+static int probe_avx512_evidence(KernelCaps *c, const Root *root) {
+        struct timespec ms = { .tv_nsec = 1000 * 1000 };
+        _cleanup_free_ char *text = NULL;
+        uint64_t elapsed = 0;
+        ProcAvx kind;
+        int k;
+
+        c->avx512_arch_status = KERNEL_AVX_NONE;
+        if (!c->avx512_state.available)
+                return cap_set(&c->avx512_evidence, false, c->avx512_state.error,
+                               "none: no AVX-512 line in arch_status (explicit rules name AVX work)");
+        exercise_libc_strings();
+        (void) nanosleep(&ms, NULL);
+        k = root_read_file(root, "proc/thread-self/arch_status", 64 * 1024, &text, NULL);
+        if (k == -ENOENT)
+                k = root_read_file(root, "proc/self/arch_status", 64 * 1024, &text, NULL);
+        if (k < 0 || procfs_parse_arch_status(text, strlen(text), &kind, &elapsed) < 0)
+                return cap_set(&c->avx512_evidence, false, k < 0 ? k : -EBADMSG,
+                               "none: topod's own arch_status unreadable, so whether it is polluted cannot be told");
+        if (kind == PROC_AVX_ELAPSED && elapsed <= KERNEL_AVX_POLLUTED_MS) {
+                c->avx512_arch_status = KERNEL_AVX_POLLUTED;
+                return cap_set(&c->avx512_evidence, false, -EDOM,
+                               "polluted: topod runs no AVX-512 code, yet its own thread shows AVX-512 register "
+                               "state %" PRIu64 " ms after a sleep (the C library's EVEX string functions leave "
+                               "it dirty), so every program linked against it looks like an AVX-512 user; "
+                               "arch_status never votes avx here",
+                               elapsed);
+        }
+        c->avx512_arch_status = KERNEL_AVX_CLEAN;
+        if (kind == PROC_AVX_ELAPSED)
+                return cap_set(&c->avx512_evidence, true, 0,
+                               "clean: topod's own thread shows no AVX-512 state (its last is %" PRIu64
+                               " ms old), so recent AVX-512 state in a thread is its own work",
+                               elapsed);
+        return cap_set(&c->avx512_evidence, true, 0,
+                       "clean: topod's own thread never had AVX-512 state, so recent AVX-512 state in a thread "
+                       "is its own work");
+}
+
 static int probe_pidfs(KernelCaps *c, const KernelProbeOps *ops) {
         int k;
 
@@ -729,7 +847,7 @@ int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **r
             (k = probe_cgroup2(c, root, mountinfo)) < 0 || (k = probe_debugfs(c, root, mountinfo)) < 0 ||
             (k = probe_sched_settings(c, root)) < 0 ||
             (k = probe_sched_ext(c, root)) < 0 || (k = probe_proc_connector(c, ops)) < 0 ||
-            (k = probe_arch_status(c, root)) < 0 || (k = probe_pidfs(c, ops)) < 0)
+            (k = probe_arch_status(c, root)) < 0 || (k = probe_avx512_evidence(c, root)) < 0 || (k = probe_schedstats(c, root)) < 0 || (k = probe_counters(c, ops)) < 0 || (k = probe_pidfs(c, ops)) < 0)
                 return k;
         *ret = TAKE_PTR(c);
         return 0;

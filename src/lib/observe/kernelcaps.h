@@ -16,6 +16,7 @@
 #include "base/root.h"
 #include "base/sched-settings.h"
 #include "base/util.h"
+#include "observe/counters.h"
 
 typedef struct CapStatus {
         bool available;
@@ -43,6 +44,39 @@ static inline const char *kernelcaps_setting_unknown(const KernelSetting *ks) {
         if (ks->file || ks->error == -ENOENT || ks->error == 0)
                 return NULL;
         return ks->error == -EACCES ? "not root" : errno_name(ks->error);
+}
+
+/* What /proc/<pid>/arch_status's AVX512_elapsed_ms says on this host.
+ *
+ * The kernel records register state at context switch, not instructions:
+ * a thread whose AVX-512 registers are not in their initial state counts
+ * as using AVX-512 for as long as they stay so. glibc's EVEX string
+ * functions (strlen, memcpy, ...) leave the upper registers (Hi16_ZMM)
+ * dirty, so on an AVX-512 host with such a libc every dynamically linked
+ * program looks like an AVX-512 user for its whole life. topod runs no
+ * AVX-512 code of its own: if its own thread, just switched out by a
+ * short sleep, shows AVX-512 state, the signal is polluted here. */
+typedef enum KernelAvxEvidence {
+        KERNEL_AVX_NONE,     /* no AVX512_elapsed_ms line: not x86, or no AVX-512 */
+        KERNEL_AVX_CLEAN,    /* topod's own thread shows no AVX-512 state: arch_status tells */
+        KERNEL_AVX_POLLUTED, /* topod's own thread shows it: arch_status tells nothing */
+        _KERNEL_AVX_MAX,
+} KernelAvxEvidence;
+
+/* After a sleep that switched the probing thread out, AVX512_elapsed_ms at
+ * most this: its state was dirty at that switch. A stale timestamp (one
+ * inherited at fork, or from before the registers were reset) is older. */
+#define KERNEL_AVX_POLLUTED_MS 50u
+
+/* Inline: the checker uses it without the probe. */
+static inline const char *kernel_avx_evidence_to_string(KernelAvxEvidence e) {
+        static const char *const names[_KERNEL_AVX_MAX] = {
+                [KERNEL_AVX_NONE] = "none",
+                [KERNEL_AVX_CLEAN] = "clean",
+                [KERNEL_AVX_POLLUTED] = "polluted",
+        };
+
+        return e >= 0 && e < _KERNEL_AVX_MAX ? names[e] : "unknown";
 }
 
 typedef struct KernelCaps {
@@ -84,11 +118,40 @@ typedef struct KernelCaps {
 
         CapStatus proc_connector;
         CapStatus avx512_state;
+        /* Whether arch_status tells AVX-512 work from the rest here
+         * (kernelcaps_avx512_arch_status_tells()): available = clean;
+         * else none (no AVX-512 line) or polluted, the reason saying why. */
+        CapStatus avx512_evidence;
+        /* kernel.sched_schedstats: available = on, so the kernel accounts
+         * forced idle (observe/forced-idle.h); kernelcaps_refresh_schedstats() */
+        CapStatus schedstats;
+        /* Hardware counters of AVX-512 work (observe/counters.h): available
+         * = an event resolved and opened here; they then decide avx. */
+        CapStatus avx512_counters;
+        CounterState avx512_counter_state;
+        CounterAttr avx512_counter_attr;
+        char *avx512_counter_event;
+        KernelAvxEvidence avx512_arch_status;
         CapStatus pidfs; /* a pidfd's inode number names its struct pid (6.9, 64-bit) */
 
         char *lockdown; /* "none", "integrity", "confidentiality", or NULL when unknown */
         bool syscalls_from_host; /* the syscall probes ran on this kernel, not the root's */
 } KernelCaps;
+
+/* arch_status alone may vote avx: the AVX-512 line is there and clean. */
+static inline bool kernelcaps_avx512_arch_status_tells(const KernelCaps *c) {
+        return c && c->avx512_arch_status == KERNEL_AVX_CLEAN;
+}
+
+/* Hardware counters decide avx here. */
+static inline bool kernelcaps_avx512_counters(const KernelCaps *c) {
+        return c && c->avx512_counters.available;
+}
+
+/* Some evidence here tells AVX-512 work: counters, or a clean arch_status. */
+static inline bool kernelcaps_avx512_tellable(const KernelCaps *c) {
+        return kernelcaps_avx512_counters(c) || kernelcaps_avx512_arch_status_tells(c);
+}
 
 typedef struct KernelProbeOps {
         /* prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET) on ourselves: 0 or negative errno. */
@@ -98,6 +161,9 @@ typedef struct KernelProbeOps {
         /* Are pidfds inodes of pidfs, one number per process? 1, 0, or
          * negative errno. NULL: not probed (not available). */
         int (*pidfs)(void *userdata);
+        /* The AVX-512 counter probe (observe/counters.h): 0 and *ret, or
+         * -ENOMEM. NULL: not probed (no counters). */
+        int (*counters)(CounterProbe *ret, void *userdata);
         void *userdata;
 } KernelProbeOps;
 
@@ -127,6 +193,9 @@ int kernelcaps_refresh_interlocks(KernelCaps *c, const Root *root, const KernelP
  * changed, 0 when none, negative errno only for out of memory. What was
  * absent, unknown or unreadable stays as probed. */
 int kernelcaps_refresh_settings(KernelCaps *c, const Root *root);
+/* kernel.sched_schedstats read again (anyone may switch it): 1 when it
+ * changed, 0, or -ENOMEM. */
+int kernelcaps_refresh_schedstats(KernelCaps *c, const Root *root);
 
 /* The kernel's side of a setting of the catalog (absent ones have file
  * NULL); NULL only for caps that were not probed for settings. Inline: the

@@ -278,7 +278,7 @@ typedef struct CapRow {
         const CapStatus *cap;
 } CapRow;
 
-#define CAP_ROWS 11u /* the capabilities KernelCaps has */
+#define CAP_ROWS 14u /* the capabilities KernelCaps has */
 
 static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         size_t n = 0;
@@ -293,6 +293,9 @@ static size_t cap_rows(const KernelCaps *c, CapRow rows[static CAP_ROWS]) {
         rows[n++] = (CapRow) { "sched-ext", "sched_ext", &c->sched_ext };
         rows[n++] = (CapRow) { "proc-connector", "proc_connector", &c->proc_connector };
         rows[n++] = (CapRow) { "avx512-state", "avx512_state", &c->avx512_state };
+        rows[n++] = (CapRow) { "avx512-evidence", "avx512_evidence", &c->avx512_evidence };
+        rows[n++] = (CapRow) { "avx512-counters", "avx512_counters", &c->avx512_counters };
+        rows[n++] = (CapRow) { "schedstats", "schedstats", &c->schedstats };
         rows[n++] = (CapRow) { "pidfs", "pidfs", &c->pidfs };
         return n;
 }
@@ -366,6 +369,7 @@ int kernelcaps_print_json(Json *j, const KernelCaps *c, const char *root) {
         json_object_begin(j);
         json_kv_string(j, "root", root);
         json_kv_string(j, "lockdown", c->lockdown);
+        json_kv_string(j, "avx512_arch_status", kernel_avx_evidence_to_string(c->avx512_arch_status));
         json_kv_bool(j, "syscall_probes_from_host", c->syscalls_from_host);
         json_key(j, "capabilities");
         json_object_begin(j);

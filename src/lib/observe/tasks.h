@@ -60,6 +60,11 @@ typedef struct TaskFacts {
 
         ProcAvx avx;
         uint64_t avx_elapsed_ms;
+        /* The hardware's count of AVX-512 FP operations (observe/counters.h),
+         * for threads with a counter open: not the scanner's, the pipeline
+         * fills it in. */
+        bool has_avx512_ops;
+        uint64_t avx512_ops;
 
         int cookie_error;   /* 0 when cookie is valid, else negative errno (not asked: -ENODATA) */
         uint64_t cookie;

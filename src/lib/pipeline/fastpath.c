@@ -13,6 +13,7 @@
 
 #include "base/util.h"
 #include "pipeline.h"
+#include "pipeline/origin.h"
 
 FastPath *fastpath_free(FastPath *f) {
         if (!f)
@@ -309,7 +310,8 @@ void fastpath_policies_changed(FastPath *f) {
 
 /* ── Placing ── */
 
-int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force) {
+int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force,
+                      const Scope *scope) {
         int k;
 
         if (f->place && f->policies) {
@@ -358,7 +360,7 @@ int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, 
         f->n_waiting = 0;
         qsort(f->retried, f->n_retried, sizeof(pid_t), compare_pid);
         f->policies = policies;
-        k = place_state_new(plan, policies, in_force, f->observe->topology, &f->place);
+        k = place_state_new(plan, policies, in_force, scope, f->observe->topology, &f->place);
         if (k < 0)
                 return k;
         place_set_fresh_sources(f->place, f->kept_sources, f->n_kept);
@@ -371,6 +373,7 @@ static unsigned quick_fields(unsigned facts) {
                 [POLICY_MATCH_COMM] = TASK_QUICK_COMM,     [POLICY_MATCH_EXE] = TASK_QUICK_EXE,
                 [POLICY_MATCH_CMDLINE] = TASK_QUICK_CMDLINE, [POLICY_MATCH_CGROUP] = TASK_QUICK_CGROUP,
                 [POLICY_MATCH_USER] = TASK_QUICK_UID,      [POLICY_MATCH_PARENT] = TASK_QUICK_PARENT,
+                [POLICY_MATCH_UNIT] = TASK_QUICK_CGROUP,
         };
         unsigned f = 0;
 
@@ -387,10 +390,13 @@ static void quick_policy_task(const FastPath *f, const TaskQuick *q, PolicyTask 
                 .comm = q->comm,
                 .exe = q->exe,
                 .cmdline = q->cmdline,
-                .cgroup = q->cgroup,
+                /* judged where it came from, as the planner does */
+                .cgroup = origin_cgroup(f->journal, f->plan ? f->plan->cgroup_root : NULL, f->observe->snap, q->pid,
+                                        q->start_time, q->ppid, q->cgroup),
                 .user = q->has_uid ? users_name(f->observe->users, q->uid) : NULL,
                 .parent = q->parent_comm,
                 .uid = q->uid,
+                .tgid = q->pid,
         };
 }
 
@@ -424,6 +430,12 @@ static void pick_one(FastPath *f, pid_t tgid, PlaceProcess *pp, PlacePick *pick)
                 if (pick->verdict != PLACE_NEED_FACTS)
                         return;
                 if (tasks_read_quick(f->observe->root, quick_fields(pick->need), q) < 0)
+                        break;
+                /* In topod's tree: judged by where it came from, which its
+                 * parent's start time and ppid lead to (origin.h). */
+                if (q->cgroup && !(q->have & TASK_QUICK_STAT) && f->plan && f->journal &&
+                    strncmp(q->cgroup, f->plan->cgroup_root, strlen(f->plan->cgroup_root)) == 0 &&
+                    tasks_read_quick(f->observe->root, TASK_QUICK_STAT, q) < 0)
                         break;
                 pp->have |= pick->need;
         }
@@ -536,6 +548,7 @@ int fastpath_place(FastPath *f, const Reconciler *rc_in, FastPathStats *ret_stat
         int k = 0;
 
         rc.fds = &f->fds;
+        f->journal = rc_in->journal; /* for origin_cgroup(), while it picks */
 
         *ret = NULL;
         f->n_fresh = 0;

@@ -101,6 +101,7 @@ typedef struct FastPath {
         const struct PipelineObserve *observe; /* the pipeline's: what it reads (root, users, the last
                                                 * scan, who died whole, the topology) */
         const PolicySet *policies;             /* the set place was made with */
+        const Journal *journal;                /* fastpath_place()'s, while it picks: where moved processes came from */
         /* The last plan, what it reads of it, and the processes that
          * exec'd or were born since the last call. */
         const Plan *plan;    /* the last plan applied (the caller's: see pipeline_use_plan()) */
@@ -202,5 +203,6 @@ void fastpath_policies_changed(FastPath *f);
 
 /* As pipeline_use_plan(), with the policy set in force (borrowed, as the
  * plan), and pipeline_place_fresh(). */
-int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force);
+int fastpath_use_plan(FastPath *f, const Plan *plan, const PolicySet *policies, const bool *in_force,
+                      const Scope *scope);
 int fastpath_place(FastPath *f, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret);

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "decide/policy-check.h"
 #include "decide/policy-read.h"
 #include "observe/sysload.h"
+#include "pipeline/origin.h"
 
 uint64_t pipeline_now_usec(void) {
         struct timespec ts;
@@ -30,6 +32,7 @@ static void pipeline_observe_done(PipelineObserve *o) {
         users_free(o->users);
         bitmap_free(o->online);
         free(o->seen);
+        counter_set_free(o->counters);
         kernelcaps_free(o->caps);
         topology_free(o->topology);
         root_free(o->root);
@@ -39,6 +42,7 @@ static void pipeline_decide_done(PipelineDecide *d) {
         classifier_free(d->classifier);
         free(d->in_force);
         free(d->bands);
+        free(d->idle);
         policy_set_free(d->policies);
         config_free(d->config);
 }
@@ -100,7 +104,8 @@ static unsigned compute_in_force(Pipeline *p) {
         for (size_t i = 0; i < p->decide.policies->n; i++) {
                 const Policy *pol = p->decide.policies->policies[i];
                 bool f = pol->enabled && (!pol->has_when || (policy_when_holds_but_load(&pol->when, &m) &&
-                                                             (!pol->when.has_load || p->decide.bands[i].holds)));
+                                                             (!pol->when.has_load || p->decide.bands[i].holds) &&
+                                                             pipeline_forced_idle_holds(p, i)));
 
                 changed += f != p->decide.in_force[i];
                 p->decide.in_force[i] = f;
@@ -130,11 +135,12 @@ static void read_load(Pipeline *p, uint64_t now_usec) {
  * the others start from the next reading. Made before anything is
  * swapped: a failure leaves the running set whole. */
 static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const PolicyLoadBand *old_bands,
-                           bool **ret_in_force, PolicyLoadBand **ret_bands) {
+                           bool **ret_in_force, PolicyLoadBand **ret_bands, PolicyIdle **ret_idle) {
         _cleanup_free_ bool *in_force = calloc(MAX(ps->n, (size_t) 1), sizeof(bool));
         _cleanup_free_ PolicyLoadBand *bands = calloc(MAX(ps->n, (size_t) 1), sizeof(PolicyLoadBand));
+        _cleanup_free_ PolicyIdle *idle = calloc(MAX(ps->n, (size_t) 1), sizeof(PolicyIdle));
 
-        if (!in_force || !bands)
+        if (!in_force || !bands || !idle)
                 return -ENOMEM;
         for (size_t i = 0; old && old_bands && i < ps->n; i++) {
                 const PolicyWhen *w = &ps->policies[i]->when;
@@ -153,16 +159,19 @@ static int in_force_arrays(const PolicySet *ps, const PolicySet *old, const Poli
         }
         *ret_in_force = TAKE_PTR(in_force);
         *ret_bands = TAKE_PTR(bands);
+        *ret_idle = TAKE_PTR(idle);
         return 0;
 }
 
 /* For the policy set now in p->decide.policies, with its arrays: the load taken
  * in, the policies in force worked out. */
-static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands) {
+static void use_in_force_arrays(Pipeline *p, bool *in_force, PolicyLoadBand *bands, PolicyIdle *idle) {
         free(p->decide.in_force);
         free(p->decide.bands);
+        free(p->decide.idle);
         p->decide.in_force = in_force;
         p->decide.bands = bands;
+        p->decide.idle = idle;
         read_load(p, pipeline_now_usec());
         (void) compute_in_force(p);
 }
@@ -250,6 +259,14 @@ static int read_config(Pipeline *p, Diagnostics *d, char **ret_reason) {
         return 0;
 }
 
+/* Whether a configuration and policy set just read may be used: the one
+ * rule of start-up and reload alike (topod(8)). Only whole: topod.conf and
+ * every policy file without an error (warnings do not count). A refused
+ * reload keeps what runs; a refused start-up starts nothing. */
+static int settings_judge(const Config *config, const PolicySet *policies, const Diagnostics *d, size_t errors_before) {
+        return config && policies && d->n_errors == errors_before ? 0 : -EINVAL;
+}
+
 /* The machine: its topology, the CPUs online, what the kernel offers, its version. */
 static int observe_machine(Pipeline *p, char **ret_reason) {
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
@@ -272,6 +289,7 @@ static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
         char *paths[2] = {};
         bool *in_force;
         PolicyLoadBand *bands;
+        PolicyIdle *idle;
         int k;
 
         if (!dir)
@@ -280,9 +298,9 @@ static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
         k = policy_read_paths(paths, 1, d, &p->decide.policies);
         if (k < 0 && !p->decide.policies)
                 return fail(k, ret_reason, "cannot read the policies in %s", dir);
-        if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands)) < 0)
+        if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands, &idle)) < 0)
                 return k;
-        use_in_force_arrays(p, in_force, bands);
+        use_in_force_arrays(p, in_force, bands, idle);
         return 0;
 }
 
@@ -296,6 +314,8 @@ static int observe_tasks(Pipeline *p, char **ret_reason) {
                 return fail(k, ret_reason, "cannot read etc/passwd");
 
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         if ((k = task_scanner_new(p->observe.root, kernelcaps_core_sched_built(p->observe.caps) ? &ops : NULL,
                                   &p->observe.scanner)) < 0 ||
             (k = classifier_new(&params, &p->decide.classifier)) < 0)
@@ -333,6 +353,7 @@ static int subscribe_events(Pipeline *p) {
 
 int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char **ret_reason) {
         _cleanup_(pipeline_freep) Pipeline *p = calloc(1, sizeof(Pipeline));
+        size_t errors;
         int k;
 
         if (!p)
@@ -346,9 +367,15 @@ int pipeline_new(const PipelineOptions *o, Diagnostics *d, Pipeline **ret, char 
         raise_fd_limit();
         if ((k = root_open(o->root, &p->observe.root)) < 0)
                 return fail(k, ret_reason, "cannot open root %s", o->root ?: "/");
+        errors = d->n_errors;
         if ((k = read_config(p, d, ret_reason)) < 0 || (k = observe_machine(p, ret_reason)) < 0 ||
-            (k = read_policies(p, d, ret_reason)) < 0 || (k = observe_tasks(p, ret_reason)) < 0 ||
-            (k = subscribe_events(p)) < 0)
+            (k = read_policies(p, d, ret_reason)) < 0)
+                return k;
+        if ((k = settings_judge(p->decide.config, p->decide.policies, d, errors)) < 0)
+                return fail(k, ret_reason, "topod.conf or a policy has errors (above): refused, as a reload would "
+                                           "refuse them; nothing is applied");
+        p->decide.config->scope.self = getpid();
+        if ((k = observe_tasks(p, ret_reason)) < 0 || (k = subscribe_events(p)) < 0)
                 return k;
         *ret = TAKE_PTR(p);
         return 0;
@@ -358,6 +385,7 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         _cleanup_(config_freep) Config *config = NULL;
         bool *in_force;
         PolicyLoadBand *bands;
+        PolicyIdle *idle;
         _cleanup_(policy_set_freep) PolicySet *policies = NULL;
         _cleanup_free_ char *conf = config_path(p), *dir = NULL;
         char *paths[2] = {};
@@ -379,21 +407,24 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         k = policy_read_paths(paths, 1, d, &policies);
         if (k < 0 && k != -EINVAL)
                 return k;
-        if (!policies || d->n_errors > errors)
-                return -EINVAL; /* keep what runs */
-        if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands)) < 0)
+        if ((k = settings_judge(config, policies, d, errors)) < 0)
+                return k; /* keep what runs */
+        if ((k = in_force_arrays(policies, p->decide.policies, p->decide.bands, &in_force, &bands, &idle)) < 0)
                 return k;
 
         /* Swap. The plan in use names policies of the old set: no fast
          * path until the next pass brings a plan of the new one. */
         (void) pipeline_use_plan(p, NULL);
+        config->scope.self = p->decide.config->scope.self;
         config_free(p->decide.config);
         p->decide.config = TAKE_PTR(config);
         policy_set_free(p->decide.policies);
         p->decide.policies = TAKE_PTR(policies);
         fastpath_policies_changed(p->fast);
-        use_in_force_arrays(p, in_force, bands);
+        use_in_force_arrays(p, in_force, bands, idle);
         classify_params_from_config(p->decide.config, &params);
+        params.avx_arch_status_tells = kernelcaps_avx512_arch_status_tells(p->observe.caps);
+        params.avx_counters = kernelcaps_avx512_counters(p->observe.caps);
         p->decide.classifier->params = params;
         return 0;
 }
@@ -584,7 +615,9 @@ static int sample(Pipeline *p, bool full, bool defer) {
                         task_scanner_trust_events(p->observe.scanner, p->observe.events != NULL);
         }
         p->observe.samples++;
-        return classifier_update(p->decide.classifier, p->observe.snap);
+        if ((k = pipeline_counters_read(p)) < 0 || (k = classifier_update(p->decide.classifier, p->observe.snap)) < 0)
+                return k;
+        return pipeline_counters_sync(p);
 }
 
 int pipeline_sample(Pipeline *p, bool full) {
@@ -605,6 +638,7 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
                 .user = t->has_uid ? users_name(p->observe.users, t->uid) : NULL,
                 .parent = t->parent_comm,
                 .uid = t->uid,
+                .tgid = t->tgid,
         };
 }
 
@@ -614,10 +648,10 @@ int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class) {
         if (t->kernel_thread)
                 return -1;
         pipeline_policy_task(p, t, class, &pt);
-        return policy_set_select(p->decide.policies, p->decide.in_force, &pt);
+        return policy_set_select(p->decide.policies, p->decide.in_force, &p->decide.config->scope, &pt);
 }
 
-int pipeline_plan(const Pipeline *p, Plan **ret) {
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret) {
         _cleanup_free_ PlanTaskInput *tasks = NULL;
         size_t n = 0;
         PlanInputs in;
@@ -645,6 +679,9 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                         .runnable = t->state == 'R',
                 };
                 pipeline_policy_task(p, t, tc ? tc->class : POLICY_CLASS_OTHER, &tasks[n].match);
+                /* judged where it came from, when topod moved it */
+                tasks[n].match.cgroup = origin_cgroup(origins, p->decide.config->cgroup_root, p->observe.snap, t->tgid,
+                                                      t->process->start_time, t->ppid, t->process->cgroup);
                 n++;
         }
         in = (PlanInputs) {
@@ -659,6 +696,7 @@ int pipeline_plan(const Pipeline *p, Plan **ret) {
                 .keep = p->fast->plan,
                 .usage = p->measure.usage,
                 .n_usage = p->measure.n_usage,
+                .slices = p->decide.slices,
         };
         return plan_build(&in, ret);
 }
@@ -755,7 +793,7 @@ int pipeline_measure(Pipeline *p, const Plan *applied) {
 }
 
 int pipeline_use_plan(Pipeline *p, const Plan *plan) {
-        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force);
+        return fastpath_use_plan(p->fast, plan, p->decide.policies, p->decide.in_force, &p->decide.config->scope);
 }
 
 int pipeline_place_fresh(Pipeline *p, const Reconciler *rc, FastPathStats *ret_stats, ReconcileReport **ret) {

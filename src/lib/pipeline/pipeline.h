@@ -25,6 +25,7 @@
 #include "decide/plan.h"
 #include "decide/policy.h"
 #include "observe/events.h"
+#include "observe/forced-idle.h"
 #include "observe/kernelcaps.h"
 #include "observe/tasks.h"
 #include "observe/topology.h"
@@ -61,6 +62,7 @@ typedef struct PipelineObserve {
         int events_error;   /* why not, when asked */
 
         TaskSnapshot *snap; /* the last scan */
+        CounterSet *counters; /* AVX-512 counters on the candidates; NULL without (observe/counters.h) */
         bool rescan;        /* events were lost: the next scan reads everything */
         uint64_t last_full_usec;
         unsigned samples;   /* scans so far */
@@ -70,6 +72,21 @@ typedef struct PipelineObserve {
         size_t n_seen;
         unsigned events_not_kept;
 } PipelineObserve;
+
+/* A policy's forced idle (observe/forced-idle.h) as its [when]
+ * forced_idle band sees it: the sums of its groups' cpu.stat at the last
+ * reading, and the share of their CPU time their siblings were kept idle
+ * between the two last readings (pipeline_measure_forced_idle()). A band
+ * that has had no figure yet holds: the policy must be in force, its
+ * groups made, for them to be measured. A reload starts them afresh. */
+typedef struct PolicyIdle {
+        PolicyLoadBand band;
+        ForcedIdleStat last;  /* summed over the policy's groups */
+        bool have_last;
+        bool have_share;
+        unsigned share_permille;
+        unsigned groups;      /* read at the last reading */
+} PolicyIdle;
 
 /* What decide keeps between plans: the configuration, the policies and
  * which are in force now, the load their [when] sees, the classifier.
@@ -81,7 +98,9 @@ typedef struct PipelineDecide {
         PolicyLoadBand *bands; /* per policy: its [when] load band over time */
         bool have_load;        /* the last reading of the load worked, */
         unsigned load_percent; /* and said this (sysload_read_percent()) */
+        PolicyIdle *idle;      /* per policy: its [when] forced_idle band and readings */
         Classifier *classifier;
+        bool slices;           /* the cgroup driver is systemd's: groups are slices (PlanInputs.slices) */
 } PipelineDecide;
 
 /* Measured concurrency of the groups (pipeline_measure()), for the concur
@@ -111,7 +130,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Pipeline *, pipeline_free);
 
 uint64_t pipeline_now_usec(void);
 
-/* Read topod.conf and the policies again. All or nothing: when any file
+/* pipeline_new() and pipeline_reload() judge what they read by one rule:
+ * topod.conf and every policy file without an error, or nothing (-EINVAL;
+ * at start-up pipeline_new() fails then, with the errors in d).
+ *
+ * Read topod.conf and the policies again. All or nothing: when any file
  * has an error (in d, with file:line) the running configuration stays
  * untouched and -EINVAL is returned; else the new one is swapped in (the
  * classifier keeps its samples, with the new thresholds). */
@@ -194,8 +217,10 @@ void pipeline_policy_task(const Pipeline *p, const TaskFacts *t, PolicyClass cla
 /* The policy placing a task now (first in force that matches), or -1. */
 int pipeline_select(const Pipeline *p, const TaskFacts *t, PolicyClass class);
 
-/* The plan for the last scan. */
-int pipeline_plan(const Pipeline *p, Plan **ret);
+/* The plan for the last scan. origins (NULL: none): the journal, where the
+ * processes topod moved came from (pipeline/origin.h): [match] and the
+ * scope judge them by that. */
+int pipeline_plan(const Pipeline *p, const Journal *origins, Plan **ret);
 
 /* Read each group's cpu.stat usage_usec under the applied plan: its
  * concurrency (Δusage / Δwall, in thousandths of a CPU) since the last
@@ -203,6 +228,26 @@ int pipeline_plan(const Pipeline *p, Plan **ret);
  * when the plan emulates concur (else there is nothing to read for); a
  * group without a previous reading (or cpu.stat) has none yet. */
 int pipeline_measure(Pipeline *p, const Plan *applied);
+
+/* The AVX-512 counters around a scan's classification: each open
+ * counter's count put into the snapshot's thread (before the classifier
+ * sees it), then counters held on the classifier's candidates (after).
+ * Nothing where the probe found no counters. 0 or -ENOMEM. */
+int pipeline_counters_read(Pipeline *p);
+int pipeline_counters_sync(Pipeline *p);
+
+/* The forced idle of each policy with a [when] forced_idle band: its
+ * groups' cpu.stat in the plan just applied, summed, against the last
+ * reading, taken into the band (with topod.conf [load]'s hysteresis and
+ * dwell). A policy without groups (out of force, or nothing placed)
+ * reads 0%: its band comes back once that has lasted the dwell. Reads
+ * kernel.sched_schedstats again first (KernelCaps.schedstats: without it
+ * the kernel counts nothing). Returns how many policies entered or left
+ * force by it (pipeline_refresh_in_force() has been done), or -ENOMEM. */
+int pipeline_measure_forced_idle(Pipeline *p, const Plan *applied);
+/* Whether policy i's forced idle band holds (true without one, and
+ * before its first figure). */
+bool pipeline_forced_idle_holds(const Pipeline *p, size_t i);
 /* Readings closer together than this are not compared: the one before
  * stays the base, and the figure from it stays (a pass soon after another,
  * a few ms apart, would make a figure of the timing's noise). */

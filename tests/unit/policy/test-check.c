@@ -6,7 +6,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "base/escape.h"
 
 #include "check.h"
 #include "decide/policy-check.h"
@@ -208,7 +215,52 @@ static void test_bad_conf(void) {
         ASSERT_STR_CONTAINS(out, "bad-topod.conf:3: error: unknown key 'sample_intervall' in [daemon]; did you mean 'sample_interval'?");
 }
 
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+
+        ASSERT_NOT_NULL(f);
+        fputs(text, f);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+/* A FIFO, a device (a node where root may make one, and a symbolic link
+ * to /dev/zero), a file with a byte that is not UTF-8 and a file whose
+ * name is not UTF-8: each refused with its file (and line) at once, never
+ * opened for reading in a way that blocks, and the output valid UTF-8.
+ * alarm(): a blocking open() fails the test instead of hanging it. */
+static void test_special_files(void) {
+        char dir[] = "/tmp/topod-check-XXXXXX", p[PATH_MAX];
+        char *paths[] = { dir };
+        _cleanup_free_ char *out = NULL;
+        bool dev;
+
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        snprintf(p, sizeof(p), "%s/10-fifo.ini", dir);
+        ASSERT_EQ(mkfifo(p, 0644), 0);
+        snprintf(p, sizeof(p), "%s/20-zero.ini", dir);
+        ASSERT_EQ(symlink("/dev/zero", p), 0);
+        snprintf(p, sizeof(p), "%s/25-null.ini", dir);
+        dev = mknod(p, S_IFCHR | 0644, makedev(1, 3)) == 0;
+        snprintf(p, sizeof(p), "%s/30-bytes.ini", dir);
+        write_file(p, "[policy]\nname = x\ncomment = caf\xff\n");
+        snprintf(p, sizeof(p), "%s/40-\xfe.ini", dir);
+        write_file(p, "[policy\n");
+
+        alarm(10);
+        ASSERT_EQ(run_check(&out, paths, 1, false, true, false), 1);
+        alarm(0);
+        ASSERT_STR_CONTAINS(out, "10-fifo.ini: error: not a regular file");
+        ASSERT_STR_CONTAINS(out, "20-zero.ini: error: a symbolic link");
+        if (dev)
+                ASSERT_STR_CONTAINS(out, "25-null.ini: error: not a regular file");
+        ASSERT_STR_CONTAINS(out, "30-bytes.ini:3: error: byte 0xff at offset");
+        ASSERT_STR_CONTAINS(out, "40-\\xfe.ini:");
+        ASSERT_TRUE(utf8_valid(out, strlen(out), NULL));
+        ASSERT_EQ(system("rm -rf /tmp/topod-check-*"), 0);
+}
+
 int main(void) {
+        RUN(test_special_files);
         RUN(test_shipped_policies_strict_offline);
         RUN(test_shipped_policies_all_enabled);
         RUN(test_examples_on_a_mainline_kernel);

@@ -34,7 +34,7 @@ static void test_every_key(void) {
         static const char text[] =
                 "[daemon]\npolicies_dir = /srv/policies/\nsample_interval = 500ms\nrescan_interval = 2min\n"
                 "restore_on_exit = no\nlog_level = debug\nseccomp = log\n"
-                "[cgroup]\ncgroup_root = /machine.slice/topod\nhierarchy = nested\n"
+                "[cgroup]\ncgroup_root = /topod.slice/topod-lab.slice\nhierarchy = nested\n"
                 "[classifier]\navx512_recent = 50ms\nlatency_voluntary_min = 90%\nlatency_cpu_max = 10\n"
                 "throughput_cpu_min = 70%\nwindow = 10s\nmin_task_age = 0\n"
                 "[load]\nhysteresis = 10%\ndwell = 1h\n";
@@ -50,7 +50,7 @@ static void test_every_key(void) {
         ASSERT_FALSE(c->restore_on_exit);
         ASSERT_EQ(c->log_level, CONFIG_LOG_DEBUG);
         ASSERT_EQ(c->seccomp, CONFIG_SECCOMP_LOG);
-        ASSERT_STREQ(c->cgroup_root, "/machine.slice/topod");
+        ASSERT_STREQ(c->cgroup_root, "/topod.slice/topod-lab.slice");
         ASSERT_EQ(c->hierarchy, CONFIG_HIERARCHY_NESTED);
         ASSERT_EQ(c->avx512_recent_usec, 50 * USEC_PER_MSEC);
         ASSERT_EQ(c->latency_voluntary_min, 90);

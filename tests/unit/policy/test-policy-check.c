@@ -21,12 +21,26 @@ static PolicySet *set_of(const char *const *files, const char *const *texts, siz
         return s;
 }
 
+/* The set's check finds one shadowed policy: file's, by the one named. */
+static void expect_one_shadowed(const char *const *files, const char *const *texts, size_t n, const char *file,
+                                const char *by) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, n, d);
+
+        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
+        ASSERT_EQ(diag_count_id(d, "shadowed"), 1);
+        ASSERT_STREQ(d->items[0].file, file);
+        ASSERT_STR_CONTAINS(d->items[0].message, by);
+}
+
 static void test_shadowing(void) {
         static const char *const files[] = { "a.ini", "b.ini", "c.ini", "d.ini", "e.ini" };
         static const char *const texts[] = {
                 /* a: all avx tasks, always */
                 "[policy]\nname = a\npriority = 60\n[match]\nclass = avx\n[place]\n",
-                /* b: avx tasks named gemm*: a takes them first */
+                /* b: avx tasks named gemm*: a takes them first inside [scope]
+                 * include, but a names nothing and b does: outside include
+                 * b places them, so not shadowed */
                 "[policy]\nname = b\npriority = 50\n[match]\nclass = avx\ncomm = gemm*\n[place]\n",
                 /* c: any class named gemm*: wider than a, not shadowed */
                 "[policy]\nname = c\npriority = 40\n[match]\ncomm = gemm*\n[place]\n",
@@ -35,16 +49,24 @@ static void test_shadowing(void) {
                 /* e: same match as c, later in precedence: shadowed by c */
                 "[policy]\nname = e\npriority = 30\n[match]\ncomm = gemm*\n[place]\n",
         };
-        _cleanup_(diag_freep) Diagnostics *d = diag_new();
-        _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 5, d);
 
-        ASSERT_OK(check_policy_set(s, NULL, NULL, 0, d));
-        /* b is shadowed by a; e by c */
-        ASSERT_EQ(diag_count_id(d, "shadowed"), 2);
-        ASSERT_STREQ(d->items[0].file, "b.ini");
-        ASSERT_EQ(d->items[0].line, 4);
-        ASSERT_STR_CONTAINS(d->items[0].message, "'a'");
-        ASSERT_STREQ(d->items[1].file, "e.ini");
+        /* e is shadowed by c */
+        expect_one_shadowed(files, texts, 5, "e.ini", "'c'");
+}
+
+/* The scope in the shadow check: a policy with an exclude of its own
+ * covers only one that excludes as much. */
+static void test_shadowing_exclude(void) {
+        static const char *const files[] = { "a.ini", "b.ini", "c.ini" };
+        static const char *const texts[] = {
+                "[policy]\nname = a\npriority = 60\n[match]\ncomm = gemm*\nexclude = /lab\n[place]\n",
+                /* b: gemm* everywhere: a leaves /lab to it */
+                "[policy]\nname = b\npriority = 50\n[match]\ncomm = gemm*\n[place]\n",
+                /* c: gemm* outside /lab and /x: a takes them all first */
+                "[policy]\nname = c\npriority = 40\n[match]\ncomm = gemm*\nexclude = /lab /x\n[place]\n",
+        };
+
+        expect_one_shadowed(files, texts, 3, "c.ini", "'a'");
 }
 
 static void test_shadowing_when(void) {
@@ -125,6 +147,9 @@ static KernelCaps fake_caps(void) {
                 .features = tokens,
                 .cgroup_mode = { .available = true },
                 .cgroup_modes = modes_list,
+                .avx512_state = { .available = true },
+                .avx512_evidence = { .available = true, .reason = (char *) "clean: ..." },
+                .avx512_arch_status = KERNEL_AVX_CLEAN,
         };
 }
 
@@ -190,6 +215,38 @@ static void test_machine_without_facilities(void) {
         ASSERT_DIAG(d, DIAG_WARNING, "never-holds", 4); /* smt = on, SMT off */
 }
 
+/* class = avx where arch_status cannot tell AVX-512 work: a warning at the
+ * class line, naming the evidence; a clean host says nothing; a policy
+ * without class avx says nothing either. */
+static void test_machine_avx_untellable(void) {
+        static const char *const files[] = { "m.ini", "t.ini" };
+        static const char *const texts[] = {
+                MACHINE_POLICY,
+                "[policy]\nname = t\n[match]\nclass = throughput\n[place]\ncpus = all\n",
+        };
+        for (int e = 0; e < _KERNEL_AVX_MAX; e++) {
+                _cleanup_(diag_freep) Diagnostics *d = diag_new();
+                _cleanup_(policy_set_freep) PolicySet *s = set_of(files, texts, 2, d);
+                KernelCaps caps = fake_caps();
+                bool warned = false;
+
+                caps.avx512_arch_status = (KernelAvxEvidence) e;
+                caps.avx512_evidence.available = e == KERNEL_AVX_CLEAN;
+                caps.avx512_evidence.reason = (char *) (e == KERNEL_AVX_POLLUTED ? "polluted: the C library" : "none: no line");
+                ASSERT_OK(check_policy_set(s, NULL, &caps, 0, d));
+                DUMP_DIAG(d);
+                for (size_t i = 0; i < d->n; i++)
+                        if (streq(d->items[i].id, "avx-untellable")) {
+                                ASSERT_STREQ(d->items[i].file, "m.ini");
+                                ASSERT_EQ(d->items[i].line, 9u);
+                                ASSERT_EQ(d->items[i].severity, DIAG_WARNING);
+                                ASSERT_STR_CONTAINS(d->items[i].message, kernel_avx_evidence_to_string((KernelAvxEvidence) e));
+                                warned = true;
+                        }
+                ASSERT_EQ(warned, e != KERNEL_AVX_CLEAN);
+        }
+}
+
 static void test_machine_unknown_mode(void) {
         static const char *const files[] = { "m.ini" };
         static const char *const texts[] = { "[policy]\nname = m\n[kernel]\ncgroup_mode = flat\n" };
@@ -230,11 +287,13 @@ static void test_machine_from(void) {
 
 int main(void) {
         RUN(test_shadowing);
+        RUN(test_shadowing_exclude);
         RUN(test_shadowing_when);
         RUN(test_conflict_warnings);
         RUN(test_offline_cgroup_mode_words);
         RUN(test_machine_warnings);
         RUN(test_machine_without_facilities);
+        RUN(test_machine_avx_untellable);
         RUN(test_machine_unknown_mode);
         RUN(test_machine_from);
         return 0;

@@ -459,16 +459,16 @@ static void test_precedence(void) {
         ASSERT_STREQ(s->policies[3]->name, "c");
 
         /* The first in-force policy that matches places the task ... */
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 0);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 0);
         /* ... and when it leaves force the task falls to the next. */
         in_force[0] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 1);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 1);
         in_force[1] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 2);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 2);
         t.comm = "xb";
-        ASSERT_EQ(policy_set_select(s, in_force, &t), 3);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), 3);
         in_force[3] = false;
-        ASSERT_EQ(policy_set_select(s, in_force, &t), -1);
+        ASSERT_EQ(policy_set_select(s, in_force, NULL, &t), -1);
 }
 
 static void test_duplicate_names(void) {
@@ -865,6 +865,39 @@ static void test_load_band(void) {
         ASSERT_FALSE(policy_load_band_update(&b, w, 49, 0, 0, 6 * s));
 }
 
+/* [when] forced_idle = LOW-HIGH%: a band of 0-100% over the same update
+ * as load; bad values are errors at their line. */
+static void test_forced_idle_band(void) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(policy_freep) Policy *p = parse_ok("[policy]\nname = f\n[when]\nforced_idle = 0-10%\n"
+                                                     "[match]\ncomm = x\n[place]\ncookie = group\n",
+                                                     "f.ini", d);
+        const PolicyWhen *w = &p->when;
+        PolicyLoadBand b = {};
+        static const char *const bad[] = { "forced_idle = 0-101%", "forced_idle = 20-10%", "forced_idle = 10%",
+                                           "forced_idle = low", "forced_idle >= 10%" };
+
+        ASSERT_TRUE(w->has_forced_idle);
+        ASSERT_EQ(w->forced_idle_low, 0u);
+        ASSERT_EQ(w->forced_idle_high, 10u);
+        ASSERT_EQ(w->forced_idle_line, 4u);
+        ASSERT_FALSE(w->has_load);
+        ASSERT_TRUE(policy_when_satisfiable(w));
+        /* hysteresis 2 points, dwell 5 s */
+        ASSERT_TRUE(policy_band_update(&b, 0, 10, 3, 2, 5000000, 0));
+        ASSERT_TRUE(policy_band_update(&b, 0, 10, 12, 2, 5000000, 1000000)); /* within the hysteresis */
+        ASSERT_TRUE(policy_band_update(&b, 0, 10, 40, 2, 5000000, 2000000)); /* beyond: the dwell begins */
+        ASSERT_FALSE(policy_band_update(&b, 0, 10, 40, 2, 5000000, 7000000));
+        ASSERT_FALSE(policy_band_update(&b, 0, 10, 0, 2, 5000000, 8000000)); /* back inside: waits the dwell */
+        ASSERT_TRUE(policy_band_update(&b, 0, 10, 0, 2, 5000000, 13000000));
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *text = NULL;
+
+                ASSERT_GT(asprintf(&text, "[policy]\nname = x\n[when]\n%s\n", bad[i]), 0);
+                diag_free(parse_bad(text));
+        }
+}
+
 int main(void) {
         RUN(test_full_sketch);
         RUN(test_defaults);
@@ -872,6 +905,7 @@ int main(void) {
         RUN(test_kernel_versions);
         RUN(test_when_holds);
         RUN(test_load_band);
+        RUN(test_forced_idle_band);
         RUN(test_match_task);
         RUN(test_match_literal);
         RUN(test_index_walk);

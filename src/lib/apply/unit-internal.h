@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What the systemd driver's files share (unit-apply.c, unit-restore.c,
+ * unit-values.c) and nobody else calls. */
+
+#include "apply/unit.h"
+
+
+/* The last path component ("topod-avx.slice" of ".../topod-avx.slice"). */
+const char *unit_last_component(const char *path);
+
+/* The error's text for a report: systemd's message when the ops have one. */
+const char *unit_error_text(const UnitEnv *env, int error);
+
+/* Poll until done(ud) or env->settle_usec passed (20 ms steps): systemd
+ * runs the jobs and cgroup changes a call asks for after it answers. */
+void unit_settle(const UnitEnv *env, bool (*done)(void *ud), void *ud);
+
+/* The value of a property the unit's cgroup files say (cpuset.cpus /
+ * cpuset.mems / cpu.weight of cg), or NULL when unreadable. */
+char *unit_cgroup_value(const CgroupEnv *ce, const char *cg, UnitProperty p, bool effective);
