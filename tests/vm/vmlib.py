@@ -543,10 +543,10 @@ _logdir_arg = None
 _kernel_arg = None
 
 
-def _run_qemu(argv, console_path, timeout):
+def _run_qemu(argv, console_path, timeout, marker=MARK_BOOTED, limit=BOOT_LIMIT):
     """Run qemu with its console into console_path: (exit status, killed at
-    the timeout, killed as stuck before the guest's init printed
-    MARK_BOOTED within BOOT_LIMIT seconds)."""
+    the timeout, killed as stuck before the guest printed marker (its
+    init's MARK_BOOTED) within limit seconds)."""
     t0 = time.monotonic()
     booted = False
     with open(console_path, "wb") as con:
@@ -560,8 +560,8 @@ def _run_qemu(argv, console_path, timeout):
             now = time.monotonic() - t0
             if not booted:
                 with open(console_path, "rb") as f:
-                    booted = MARK_BOOTED.encode() in f.read()
-                if not booted and now > min(BOOT_LIMIT, timeout):
+                    booted = marker.encode() in f.read()
+                if not booted and now > min(limit, timeout):
                     proc.kill()
                     return proc.wait(), True, True
             if now > timeout:
