@@ -256,6 +256,53 @@ static void test_restore_scope(void) {
         rig_done(&g);
 }
 
+/* AllowedCPUs back to "not set": systemd 252 leaves the unit's cpuset.cpus
+ * as it last wrote them, so every CPU online is set first, then "not set";
+ * a value that was set goes back in one call. */
+static void test_restore_widens(void) {
+        Rig g;
+
+        rig_new(&g);
+        fk.props[fk.n_props++] = (FakeUnit) { "crunch.service", UNIT_PROP_CPUS, "0-1" };
+        fk.props[fk.n_props++] = (FakeUnit) { "set.service", UNIT_PROP_CPUS, "0-1" };
+        fake_write(g.dir, "sys/devices/system/cpu/online", "0-3\n");
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit_prop(g.j, "crunch.service", "AllowedCPUs", "", "0-1"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "set.service", "AllowedCPUs", "2-3", "0-1"));
+        ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 0);
+        ASSERT_EQ(fk.n, (size_t) 3);
+        ASSERT_STREQ(fk.calls[0], "set crunch.service AllowedCPUs=0-3");
+        ASSERT_STREQ(fk.calls[1], "set crunch.service AllowedCPUs=");
+        ASSERT_STREQ(fk.calls[2], "set set.service AllowedCPUs=2-3");
+        rig_done(&g);
+}
+
+/* The original scope still there (another process keeps it): the process
+ * goes back into its cgroup, no new scope. */
+static void test_restore_into_scope(void) {
+        char path[PATH_MAX], procs[64] = "";
+        FILE *f;
+        Rig g;
+
+        rig_new(&g);
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
+        fake_write(g.dir, "sys/fs/cgroup/system.slice/byhand.scope/cgroup.procs", "199\n");
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-171.scope"));
+        ASSERT_OK(journal_record_task(g.j, 171, 9473, "/system.slice/byhand.scope"));
+        ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 0);
+        ASSERT_EQ(fk.n, (size_t) 1);
+        ASSERT_STREQ(fk.calls[0], "attach byhand.scope");
+        snprintf(path, sizeof(path), "%s/sys/fs/cgroup/system.slice/byhand.scope/cgroup.procs", g.dir);
+        ASSERT_NOT_NULL(f = fopen(path, "re"));
+        ASSERT_NOT_NULL(fgets(procs, sizeof(procs), f));
+        fclose(f);
+        ASSERT_STR_PREFIX(procs, "171"); /* written over the file's start, as the kernel would take it */
+        ASSERT_TRUE(journal_is_empty(g.j));
+        rig_done(&g);
+}
+
 int main(void) {
         RUN(test_bitmask);
         RUN(test_slice_names);
@@ -263,5 +310,7 @@ int main(void) {
         RUN(test_journal_units);
         RUN(test_restore);
         RUN(test_restore_scope);
+        RUN(test_restore_widens);
+        RUN(test_restore_into_scope);
         return 0;
 }

@@ -51,6 +51,31 @@ static char *slice_of(const char *path) {
         return strdup("-.slice");
 }
 
+/* Back into the scope systemd had them in, while it lives: systemd 252's
+ * AttachProcessesToUnit refuses units without Delegate=yes ("Process
+ * migration not available on non-delegated units"), which a session scope
+ * or a `systemd-run --scope` is, and no other call of its moves a process
+ * into an existing unit. So this is the one write topod makes to a
+ * cgroup.procs systemd owns: the process goes back to the cgroup of the
+ * scope systemd made for it, where systemd counts it as the scope's again
+ * (a scope's processes are its cgroup's). Only into a scope that is still
+ * active (its cgroup populated by others: one systemd stopped is gone).
+ * 0 when every process went back; negative errno. */
+static int back_into_scope(const CgroupEnv *ce, const char *orig, const CgroupMembers *m) {
+        if (!orig || cgroup_exists(ce, orig) <= 0)
+                return -ENOENT;
+        for (size_t i = 0; i < m->n; i++) {
+                char num[21];
+                int k;
+
+                (void) format_u64(num, (uint64_t) m->pids[i]);
+                k = cgroup_write_procs(ce, orig, num);
+                if (k < 0 && k != -ESRCH)
+                        return k;
+        }
+        return 0;
+}
+
 /* Every process of one of topod's scopes back where its journaled process
  * came from. */
 static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r, const char *scope) {
@@ -83,8 +108,11 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
                 /* Its own unit first; systemd attaches only to delegated
                  * units, so most often a new scope in its slice. */
                 if (orig && unit_from_cgroup(orig, &u) >= 0 && u.type != UNIT_TYPE_SLICE &&
-                    (dest = strndup(u.name, u.len)))
+                    (dest = strndup(u.name, u.len))) {
                         k = env->ops->attach(env->ops->userdata, dest, m.pids, m.n);
+                        if (k < 0 && u.type == UNIT_TYPE_SCOPE)
+                                k = back_into_scope(ce, orig, &m);
+                }
                 if (k < 0) {
                         back = slice_of(orig);
                         free(dest);
@@ -113,7 +141,41 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
         return 0;
 }
 
-static int restore_prop(const UnitEnv *env, Journal *j, CgroupReport *r, const JournalUnitProp *e) {
+/* Every CPU (or node) online, as "0-3": what a unit that sets none may
+ * use. NULL when it cannot be read. */
+static char *all_online(const CgroupEnv *ce, UnitProperty p) {
+        char *text = NULL;
+
+        if (root_read_file(ce->root, p == UNIT_PROP_CPUS ? "sys/devices/system/cpu/online" : "sys/devices/system/node/online",
+                           4096, &text, NULL) < 0)
+                return NULL;
+        return strstrip(text);
+}
+
+/* systemd 252 leaves a unit's cpuset.cpus (cpuset.mems) as it last wrote
+ * them when AllowedCPUs= (AllowedMemoryNodes=) goes back to "not set": it
+ * writes the cpuset files only of units that set them, and the controller
+ * stays enabled where a sibling needs it. The unit would stay confined to
+ * topod's CPUs. So before "not set", every CPU (node) online is set once:
+ * the file then asks for all of them, the unit runs on all its parent
+ * allows, as before topod. Measured in the test guest (systemd 252): the
+ * unit's cpuset.cpus.effective stayed at topod's 2-3 after the reset
+ * alone. */
+static int widen_before_unset(const UnitEnv *env, const CgroupEnv *ce, const char *unit, UnitProperty p,
+                              const char *original) {
+        _cleanup_free_ char *all = NULL;
+        UnitValues v = {};
+
+        if ((p != UNIT_PROP_CPUS && p != UNIT_PROP_MEMS) || (original && *original && !streq(original, "-")))
+                return 0;
+        if (!(all = all_online(ce, p)) || !*all)
+                return 0;
+        v.v[p] = all;
+        return env->ops->set_properties(env->ops->userdata, unit, &v);
+}
+
+static int restore_prop(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r,
+                        const JournalUnitProp *e) {
         _cleanup_free_ char *unit = strdup(e->unit), *prop = strdup(e->property), *cur = NULL;
         UnitProperty p = UNIT_PROP_CPUS;
         CgroupResult *it;
@@ -144,7 +206,8 @@ static int restore_prop(const UnitEnv *env, Journal *j, CgroupReport *r, const J
                 (void) journal_forget_unit_prop(j, unit, prop);
                 return cgroup_item_ok(it, CGROUP_SKIPPED);
         }
-        {
+        k = widen_before_unset(env, ce, unit, p, e->original);
+        if (k >= 0) {
                 UnitValues v = {};
 
                 v.v[p] = e->original;
@@ -222,7 +285,7 @@ int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
         while (j->n_unit_props > 0) {
                 size_t before = j->n_unit_props;
 
-                if ((k = restore_prop(env, j, report, &j->unit_props[0])) == -ENOMEM)
+                if ((k = restore_prop(env, &ce, j, report, &j->unit_props[0])) == -ENOMEM)
                         return k;
                 if (j->n_unit_props == before)
                         break; /* failed: it stays, and so do those after it */
