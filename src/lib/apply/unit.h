@@ -143,6 +143,20 @@ int unit_apply(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupRep
  * exec'd in a unit topod placed). A read of its proc/PID/cgroup. */
 bool unit_process_placed(const Root *root, const Plan *plan, int g, const Journal *journal, pid_t tgid);
 
+/* For explain: the service unit a planned process (tgid) is placed
+ * through and the group the unit follows, by the rule above, from the
+ * plan and every planned process's proc/PID/cgroup. -ENOENT when the plan
+ * does not place the process or it is in no service unit (topod's own
+ * scopes, a session scope, a process started by hand). */
+typedef struct UnitThrough {
+        char *unit;       /* "crunch.service" */
+        int group;        /* the group the unit follows (index into Plan.groups) */
+        unsigned threads; /* the unit's planned threads in that group */
+        unsigned total;   /* the unit's planned threads in all */
+        unsigned groups;  /* groups its planned threads are in: > 1, the majority decided */
+} UnitThrough;
+int unit_plan_through(const Root *root, const Plan *plan, pid_t tgid, UnitThrough *ret);
+
 /* Put back what the journal's "unit", "unitprop" and "task" entries
  * record (see above), forgetting each once restored, released or moot.
  * Not committed. Returns the number of failed items or a negative errno. */
