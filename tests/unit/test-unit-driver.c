@@ -4,7 +4,8 @@
  * processes go to different groups, the journal's unit entries, and
  * restore putting a property back only while the unit holds what topod
  * wrote, stopping only empty slices; the unit a planned process is placed
- * through (explain). */
+ * through (explain), and the pass letting go of units and scopes the plan
+ * no longer places. */
 
 #include "apply/journal.h"
 #include "apply/unit.h"
@@ -333,6 +334,52 @@ static void test_through(void) {
         rig_done(&g);
 }
 
+/* The pass lets go of what the plan no longer places: other.service's
+ * property still what topod wrote (set back), changed.service's changed
+ * since (released: left, forgotten), crunch.service planned (kept); the
+ * scope of by-hand 171, no longer planned, emptied back (its original unit
+ * refuses, so a new scope in its slice); 400's scope planned (kept). */
+static void test_release(void) {
+        _cleanup_(plan_freep) Plan *p = two_group_plan();
+        Rig g;
+
+        rig_new(&g);
+        fake_process(g.dir, 300, "/system.slice/crunch.service");
+        fake_process(g.dir, 301, "/system.slice/crunch.service");
+        fake_process(g.dir, 400, "/topod.slice/topod-a.slice/topod-a-400.scope");
+        fake_process(g.dir, 171, "/topod.slice/topod-a.slice/topod-a-171.scope");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-400.scope/cgroup.procs", "400\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-400.scope/cgroup.type", "domain\n");
+        fk.props[fk.n_props++] = (FakeUnit) { "other.service", UNIT_PROP_CPUS, "0-1" };
+        fk.props[fk.n_props++] = (FakeUnit) { "changed.service", UNIT_PROP_WEIGHT, "50" };
+        fk.props[fk.n_props++] = (FakeUnit) { "crunch.service", UNIT_PROP_CPUS, "2-3" };
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit(g.j, "topod.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-171.scope"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-400.scope"));
+        ASSERT_OK(journal_record_task(g.j, 171, 1710, "/system.slice/byhand.scope"));
+        ASSERT_OK(journal_record_task(g.j, 400, 4000, "/user.slice/user-1000.slice/session-1.scope"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "crunch.service", "AllowedCPUs", "", "2-3"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "other.service", "AllowedCPUs", "7", "0-1"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "changed.service", "CPUWeight", "", "300"));
+        ASSERT_EQ(unit_release_unplanned(&g.env, p, g.j, g.r), 0);
+        ASSERT_EQ(fk.n, (size_t) 3);
+        ASSERT_STREQ(fk.calls[0], "set other.service AllowedCPUs=7");
+        ASSERT_STREQ(fk.calls[1], "attach byhand.scope");
+        ASSERT_STREQ(fk.calls[2], "start_scope topod-back-171.scope system.slice 171");
+        ASSERT_EQ(g.j->n_unit_props, (size_t) 1);
+        ASSERT_STREQ(g.j->unit_props[0].unit, "crunch.service");
+        ASSERT_EQ(g.j->n_units, (size_t) 3);
+        ASSERT_FALSE(journal_has_unit(g.j, "topod-a-171.scope"));
+        ASSERT_TRUE(journal_has_unit(g.j, "topod-a-400.scope"));
+        ASSERT_EQ(g.j->n_tasks, (size_t) 1);
+        ASSERT_EQ(g.j->tasks[0].tid, 400);
+        rig_done(&g);
+}
+
 int main(void) {
         RUN(test_bitmask);
         RUN(test_slice_names);
@@ -341,5 +388,6 @@ int main(void) {
         RUN(test_restore);
         RUN(test_restore_scope);
         RUN(test_through);
+        RUN(test_release);
         return 0;
 }

@@ -2,7 +2,7 @@
 #pragma once
 
 /* What the systemd driver's files share (unit-apply.c, unit-restore.c,
- * unit-values.c, unit-through.c) and nobody else calls. */
+ * unit-values.c, unit-through.c, unit-release.c) and nobody else calls. */
 
 #include "apply/unit.h"
 
@@ -31,3 +31,14 @@ typedef struct UnitPlanned {
 } UnitPlanned;
 int unit_plan_services(const Root *root, const Plan *plan, UnitPlanned **ret, size_t *ret_n);
 void unit_planned_free(UnitPlanned *p, size_t n);
+
+/* "X-<tgid>.scope": its slice "X.slice" and the tgid; -EINVAL for another
+ * name. */
+int unit_scope_parse(const char *name, char **ret_slice, pid_t *ret_tgid);
+/* Restore's steps (unit-restore.c), for the pass's release too: every
+ * process of one of topod's scopes back where its journaled process came
+ * from, the entries forgotten; one journaled property back to its original
+ * while the unit holds what topod wrote (else released: left, forgotten).
+ * 0, or -ENOMEM. */
+int unit_restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r, const char *scope);
+int unit_restore_prop(const UnitEnv *env, Journal *j, CgroupReport *r, const JournalUnitProp *e);

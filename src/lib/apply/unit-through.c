@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The service units of the plan's processes, read once from their
  * proc/PID/cgroup: which unit a planned process is placed through and the
- * group that unit follows, for explain. Its own file: explain reads it
- * without applying. */
+ * group that unit follows (for explain), and which units the plan still
+ * has (for the pass's release of the others, unit-release.c). Its own
+ * file: explain and release share it, and explain reads it without
+ * applying. */
 #include "apply/unit-internal.h"
 
 #include <errno.h>
