@@ -30,6 +30,13 @@ static bool tgid_planned(const UnitPlanned *p, size_t n, pid_t tgid) {
         return false;
 }
 
+static bool any_scope(const Journal *j) {
+        for (size_t i = 0; i < j->n_units; i++)
+                if (unit_name_type(j->units[i], strlen(j->units[i])) == UNIT_TYPE_SCOPE)
+                        return true;
+        return false;
+}
+
 static int release(const UnitEnv *env, const CgroupEnv *ce, const UnitPlanned *p, size_t n, Journal *j,
                    CgroupReport *r) {
         int k;
@@ -66,8 +73,8 @@ int unit_release_unplanned(const UnitEnv *env, const Plan *plan, Journal *journa
         CgroupEnv ce;
         int k;
 
-        if (!journal || (journal->n_unit_props == 0 && journal->n_units == 0))
-                return 0;
+        if (!journal || (journal->n_unit_props == 0 && !any_scope(journal)))
+                return 0; /* topod's slices alone: nothing to read */
         if ((k = cgroup_env_check(env->cgroup, plan, &ce)) < 0 || (k = unit_plan_services(ce.root, plan, &p, &n)) < 0)
                 return k;
         k = release(env, &ce, p, n, journal, report);
