@@ -101,7 +101,7 @@ static int prepare_explain(Daemon *d, const BusCall *call, char **ret_error, con
 
 static int write_explain(Daemon *d, const BusCall *call, FILE *f, char **ret_error) {
         ExplainContext x = { .p = d->p, .plan = d->pass.plan, .origins = d->writers.journal, .paused = d->paused,
-                             .get_cookie = get_cookie, .caller_uid = call->uid };
+                             .unit_driver = d->writers.unit_bus != NULL, .get_cookie = get_cookie, .caller_uid = call->uid };
         int k;
 
         k = explain_write(&x, call->pid, call->json, f);

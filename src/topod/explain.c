@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "apply/cgroup.h"
+#include "apply/unit.h"
 #include "base/bitmap.h"
 #include "base/escape.h"
 #include "base/json.h"
@@ -44,6 +45,7 @@ typedef struct ThreadAnswer {
         bool has_ev;
         PolicyClass class;
         const PlanTask *pt;    /* in the plan in force, or NULL */
+        const UnitThrough *through; /* the unit it is placed through (systemd driver), or NULL */
         int placed_by;         /* policy index, or -1 */
         Candidate *cands;
         size_t n_cands;
@@ -468,6 +470,45 @@ static char *llc_decider(const ExplainContext *x, const ThreadAnswer *a) {
         return why;
 }
 
+/* The unit a planned thread of a service unit is placed through under the
+ * systemd driver, and the group the unit followed. */
+static void print_through_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
+        const UnitThrough *u = a->through;
+
+        if (!u || !a->pt || u->group < 0)
+                return;
+        fputs("  unit:     placed through unit ", f);
+        escape_write(f, u->unit, ESCAPE_CONTROL);
+        fprintf(f, " (its AllowedCPUs, AllowedMemoryNodes and CPUWeight: group %s/%s)", x->plan->cgroup_root,
+                x->plan->groups[u->group].path);
+        if (u->groups > 1)
+                fprintf(f, "; its planned threads are in %u groups: the unit followed the one with most of them, "
+                           "%u of %u%s",
+                        u->groups, u->threads, u->total,
+                        a->pt->group != u->group ? ", not this thread's planned group" : "");
+        fputc('\n', f);
+}
+
+static void print_through_json(const ExplainContext *x, const ThreadAnswer *a, Json *j) {
+        const UnitThrough *u = a->through;
+        _cleanup_free_ char *g = NULL;
+
+        json_key(j, "through_unit");
+        if (!u || !a->pt || u->group < 0 ||
+            asprintf(&g, "%s/%s", x->plan->cgroup_root, x->plan->groups[u->group].path) < 0) {
+                json_null(j);
+                return;
+        }
+        json_object_begin(j);
+        json_kv_string(j, "unit", u->unit);
+        json_kv_string(j, "group", g);
+        json_kv_uint(j, "threads_in_group", u->threads);
+        json_kv_uint(j, "threads_planned", u->total);
+        json_kv_uint(j, "groups", u->groups);
+        json_kv_bool(j, "majority_decided", u->groups > 1);
+        json_object_end(j);
+}
+
 static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
         const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
@@ -505,6 +546,7 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
                         : !x->p->observe.caps->core_sched.available ? x->p->observe.caps->core_sched.reason ?: "no core scheduling"
                                                             : strerror(-a->cookie_error));
         print_forced_idle_text(x, a, f);
+        print_through_text(x, a, f);
         fputs("  cgroup:   ", f);
         escape_write(f, a->cgroup ?: "(unknown)", ESCAPE_CONTROL);
         if (a->planned_cgroup && (!a->cgroup || !streq(a->cgroup, a->planned_cgroup)))
@@ -583,6 +625,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
         json_kv_string(j, "kernel_error", a->cookie_error == 0 || a->cookie_error == -ENODATA ? NULL : strerror(-a->cookie_error));
         json_object_end(j);
         print_forced_idle_json(a, j);
+        print_through_json(x, a, j);
         json_key(j, "cgroup");
         json_object_begin(j);
         json_kv_string(j, "path", a->cgroup);
@@ -660,6 +703,8 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         const TaskSnapshot *snap = x->p->observe.snap;
         _cleanup_free_ ThreadAnswer *answers = NULL;
         const TaskFacts *asked;
+        UnitThrough through = {};
+        bool has_through = false;
         const char *exe;
         size_t n = 0, total = 0;
         pid_t tgid;
@@ -676,6 +721,10 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         answers = calloc(EXPLAIN_THREADS_MAX, sizeof(ThreadAnswer));
         if (!answers)
                 return -ENOMEM;
+        /* Under the systemd driver, the unit of the asked process: read
+         * once for all its threads (every planned process's cgroup). */
+        if (x->unit_driver && x->plan && unit_plan_through(x->p->observe.root, x->plan, asked->tgid, &through) >= 0)
+                has_through = true;
         for (size_t i = 0; i < snap->n_tasks && k >= 0; i++) {
                 const TaskFacts *t = &snap->tasks[i];
 
@@ -684,6 +733,7 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
                 total++;
                 if (n < EXPLAIN_THREADS_MAX) {
                         k = gather(x, t, &answers[n], answers, n);
+                        answers[n].through = has_through ? &through : NULL;
                         n++;
                 }
         }
@@ -723,5 +773,6 @@ int explain_write(const ExplainContext *x, pid_t pid, bool json, FILE *f) {
         }
         for (size_t i = 0; i < n; i++)
                 answer_done(&answers[i]);
+        free(through.unit);
         return k;
 }

@@ -13,6 +13,9 @@
  *   - its class and the evidence (figures against thresholds);
  *   - its cookie group, how many threads share it, the kernel's cookie;
  *   - its cgroup, the cpus it may run on and which LLCs / nodes those are;
+ *   - under the systemd driver, "placed through unit X" for a process of a
+ *     service unit, and, where the unit's planned threads are in several
+ *     groups, the group the unit followed (most of its planned threads);
  *   - the features and cgroup_mode in force and the policy that set each;
  *   - or "not managed because …".
  *
@@ -33,6 +36,10 @@ typedef struct ExplainContext {
         const Plan *plan; /* in force; NULL before the first pass */
         const Journal *origins; /* where moved processes came from (pipeline/origin.h); NULL: none */
         bool paused;      /* topoctl reset: nothing is applied until a reload */
+        /* The systemd driver places a service unit's processes through the
+         * unit's properties (apply/unit.h): explain says which unit, and
+         * which group it followed. */
+        bool unit_driver;
         /* PR_SCHED_CORE_GET of a thread; NULL: not asked */
         int (*get_cookie)(pid_t tid, uint64_t *ret_cookie, void *userdata);
         void *userdata;

@@ -3,10 +3,13 @@
  * the ay bitmasks of AllowedCPUs, the majority rule of a unit whose
  * processes go to different groups, the journal's unit entries, and
  * restore putting a property back only while the unit holds what topod
- * wrote, stopping only empty slices. */
+ * wrote, stopping only empty slices; the unit a planned process is placed
+ * through (explain), and the pass letting go of units and scopes the plan
+ * no longer places. */
 
 #include "apply/journal.h"
 #include "apply/unit.h"
+#include "base/bitmap.h"
 #include "base/root.h"
 #include "base/util.h"
 #include "decide/plan.h"
@@ -303,6 +306,127 @@ static void test_restore_into_scope(void) {
         rig_done(&g);
 }
 
+/* A one-thread process in cg: its proc files (stat's start time 10 x pid). */
+static void fake_process(const char *dir, pid_t pid, const char *cg) {
+        char rel[64], text[256];
+
+        snprintf(text, sizeof(text),
+                 "%d (t) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) pid, (int) pid, (int) pid, 10 * (int) pid);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) pid, (int) pid);
+        fake_write(dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
+        fake_write(dir, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) pid);
+        snprintf(text, sizeof(text), "0::%s\n", cg);
+        fake_write(dir, rel, text);
+}
+
+static void plan_group(Plan *p, const char *path, const char *cpus) {
+        PlanGroup *g;
+
+        p->groups = realloc(p->groups, (p->n_groups + 1) * sizeof(PlanGroup));
+        ASSERT_NOT_NULL(p->groups);
+        g = &p->groups[p->n_groups++];
+        *g = (PlanGroup) { .path = strdup(path), .domain = -1, .weight = 100 };
+        ASSERT_OK(bitmap_parse_list(cpus, &g->cpus));
+        ASSERT_OK(bitmap_parse_list("0", &g->mems));
+}
+
+static void plan_task(Plan *p, pid_t tid, pid_t tgid, int group) {
+        p->tasks = realloc(p->tasks, (p->n_tasks + 1) * sizeof(PlanTask));
+        ASSERT_NOT_NULL(p->tasks);
+        p->tasks[p->n_tasks++] = (PlanTask) { .tid = tid, .tgid = tgid, .start_time = 10 * (uint64_t) tgid,
+                                              .group = group, .cookie_group = -1 };
+}
+
+/* Two slices; crunch.service's 300 (one thread) planned into a, its 301
+ * (two threads) into b; 400 by hand in a session scope, into a. */
+static Plan *two_group_plan(void) {
+        Plan *p = calloc(1, sizeof(Plan));
+
+        ASSERT_NOT_NULL(p);
+        p->hierarchy = CONFIG_HIERARCHY_FLAT;
+        p->cgroup_root = strdup("/topod.slice");
+        plan_group(p, "topod-a.slice", "0-1");
+        plan_group(p, "topod-b.slice", "2-3");
+        plan_task(p, 300, 300, 0);
+        plan_task(p, 301, 301, 1);
+        plan_task(p, 302, 301, 1);
+        plan_task(p, 400, 400, 0);
+        return p;
+}
+
+/* explain's "placed through unit X": the unit, the group it followed (most
+ * of its planned threads), and none for a process outside service units. */
+static void test_through(void) {
+        _cleanup_(plan_freep) Plan *p = two_group_plan();
+        UnitThrough t = {};
+        Rig g;
+
+        rig_new(&g);
+        fake_process(g.dir, 300, "/system.slice/crunch.service");
+        fake_process(g.dir, 301, "/system.slice/crunch.service");
+        fake_process(g.dir, 400, "/user.slice/user-1000.slice/session-1.scope");
+        rig_open(&g);
+        ASSERT_OK(unit_plan_through(g.root, p, 300, &t));
+        ASSERT_STREQ(t.unit, "crunch.service");
+        ASSERT_EQ(t.group, 1); /* b: two of its three planned threads */
+        ASSERT_EQ(t.threads, 2u);
+        ASSERT_EQ(t.total, 3u);
+        ASSERT_EQ(t.groups, 2u);
+        free(t.unit);
+        ASSERT_EQ(unit_plan_through(g.root, p, 400, &t), -ENOENT);
+        ASSERT_EQ(unit_plan_through(g.root, p, 999, &t), -ENOENT);
+        rig_done(&g);
+}
+
+/* The pass lets go of what the plan no longer places: other.service's
+ * property still what topod wrote (set back), changed.service's changed
+ * since (released: left, forgotten), crunch.service planned (kept); the
+ * scope of by-hand 171, no longer planned, emptied back (its original unit
+ * refuses, so a new scope in its slice); 400's scope planned (kept). */
+static void test_release(void) {
+        _cleanup_(plan_freep) Plan *p = two_group_plan();
+        Rig g;
+
+        rig_new(&g);
+        fake_process(g.dir, 300, "/system.slice/crunch.service");
+        fake_process(g.dir, 301, "/system.slice/crunch.service");
+        fake_process(g.dir, 400, "/topod.slice/topod-a.slice/topod-a-400.scope");
+        fake_process(g.dir, 171, "/topod.slice/topod-a.slice/topod-a-171.scope");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.procs", "171\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-171.scope/cgroup.type", "domain\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-400.scope/cgroup.procs", "400\n");
+        fake_write(g.dir, "sys/fs/cgroup/topod.slice/topod-a.slice/topod-a-400.scope/cgroup.type", "domain\n");
+        fk.props[fk.n_props++] = (FakeUnit) { "other.service", UNIT_PROP_CPUS, "0-1" };
+        fk.props[fk.n_props++] = (FakeUnit) { "changed.service", UNIT_PROP_WEIGHT, "50" };
+        fk.props[fk.n_props++] = (FakeUnit) { "crunch.service", UNIT_PROP_CPUS, "2-3" };
+        rig_open(&g);
+        ASSERT_OK(journal_record_unit(g.j, "topod.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-171.scope"));
+        ASSERT_OK(journal_record_unit(g.j, "topod-a-400.scope"));
+        ASSERT_OK(journal_record_task(g.j, 171, 1710, "/system.slice/byhand.scope"));
+        ASSERT_OK(journal_record_task(g.j, 400, 4000, "/user.slice/user-1000.slice/session-1.scope"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "crunch.service", "AllowedCPUs", "", "2-3"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "other.service", "AllowedCPUs", "7", "0-1"));
+        ASSERT_OK(journal_record_unit_prop(g.j, "changed.service", "CPUWeight", "", "300"));
+        ASSERT_EQ(unit_release_unplanned(&g.env, p, g.j, g.r), 0);
+        ASSERT_EQ(fk.n, (size_t) 3);
+        ASSERT_STREQ(fk.calls[0], "set other.service AllowedCPUs=7");
+        ASSERT_STREQ(fk.calls[1], "attach byhand.scope");
+        ASSERT_STREQ(fk.calls[2], "start_scope topod-back-171.scope system.slice 171");
+        ASSERT_EQ(g.j->n_unit_props, (size_t) 1);
+        ASSERT_STREQ(g.j->unit_props[0].unit, "crunch.service");
+        ASSERT_EQ(g.j->n_units, (size_t) 3);
+        ASSERT_FALSE(journal_has_unit(g.j, "topod-a-171.scope"));
+        ASSERT_TRUE(journal_has_unit(g.j, "topod-a-400.scope"));
+        ASSERT_EQ(g.j->n_tasks, (size_t) 1);
+        ASSERT_EQ(g.j->tasks[0].tid, 400);
+        rig_done(&g);
+}
+
 int main(void) {
         RUN(test_bitmask);
         RUN(test_slice_names);
@@ -312,5 +436,7 @@ int main(void) {
         RUN(test_restore_scope);
         RUN(test_restore_widens);
         RUN(test_restore_into_scope);
+        RUN(test_through);
+        RUN(test_release);
         return 0;
 }

@@ -572,6 +572,14 @@ int reconcile_apply(const Reconciler *rc, const Plan *plan, ReconcileReport **re
 
                         if ((k = cgroup_release_unplanned(&out, plan, rc->journal, cr)) == -ENOMEM)
                                 return k;
+                } else {
+                        /* Units and scopes it no longer places: their
+                         * properties and processes given back. */
+                        UnitEnv ue = { .cgroup = &env, .ops = rc->unit_ops,
+                                       .settle_usec = RECONCILE_UNIT_SETTLE_USEC };
+
+                        if ((k = unit_release_unplanned(&ue, plan, rc->journal, cr)) == -ENOMEM)
+                                return k;
                 }
                 if ((k = reconcile_add_cgroup_report(r, cr)) < 0)
                         return k;

@@ -15,8 +15,7 @@
 #include "base/unit-name.h"
 #include "base/util.h"
 
-/* "X-<tgid>.scope": its slice "X.slice" and the tgid. */
-static int scope_parse(const char *name, char **ret_slice, pid_t *ret_tgid) {
+int unit_scope_parse(const char *name, char **ret_slice, pid_t *ret_tgid) {
         const char *dash = strrchr(name, '-'), *dot = strrchr(name, '.');
         _cleanup_free_ char *num = NULL;
         uint64_t v;
@@ -78,7 +77,7 @@ static int back_into_scope(const CgroupEnv *ce, const char *orig, const CgroupMe
 
 /* Every process of one of topod's scopes back where its journaled process
  * came from. */
-static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r, const char *scope) {
+int unit_restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r, const char *scope) {
         _cleanup_free_ char *slice = NULL, *slice_cg = NULL, *cg = NULL, *orig = NULL, *back = NULL, *dest = NULL;
         CgroupMembers m = {};
         const JournalTask *t;
@@ -86,7 +85,7 @@ static int restore_scope(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
         pid_t tgid;
         int k;
 
-        if ((k = scope_parse(scope, &slice, &tgid)) < 0)
+        if ((k = unit_scope_parse(scope, &slice, &tgid)) < 0)
                 return k == -ENOMEM ? k : 0;
         if ((k = unit_slice_cgroup_path(slice, &slice_cg)) < 0 || (k = cgroup_path_join(slice_cg, scope, &cg)) < 0)
                 return k == -ENOMEM ? k : 0;
@@ -174,8 +173,8 @@ static int widen_before_unset(const UnitEnv *env, const CgroupEnv *ce, const cha
         return env->ops->set_properties(env->ops->userdata, unit, &v);
 }
 
-static int restore_prop(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r,
-                        const JournalUnitProp *e) {
+int unit_restore_prop(const UnitEnv *env, const CgroupEnv *ce, Journal *j, CgroupReport *r,
+                      const JournalUnitProp *e) {
         _cleanup_free_ char *unit = strdup(e->unit), *prop = strdup(e->property), *cur = NULL;
         UnitProperty p = UNIT_PROP_CPUS;
         CgroupResult *it;
@@ -273,7 +272,7 @@ int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
                 if (!name)
                         return -ENOMEM;
                 if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SCOPE &&
-                    (k = restore_scope(env, &ce, j, report, name)) == -ENOMEM)
+                    (k = unit_restore_scope(env, &ce, j, report, name)) == -ENOMEM)
                         return k;
         }
         /* What is left of the tasks was not in a scope of topod's (moved
@@ -285,7 +284,7 @@ int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
         while (j->n_unit_props > 0) {
                 size_t before = j->n_unit_props;
 
-                if ((k = restore_prop(env, &ce, j, report, &j->unit_props[0])) == -ENOMEM)
+                if ((k = unit_restore_prop(env, &ce, j, report, &j->unit_props[0])) == -ENOMEM)
                         return k;
                 if (j->n_unit_props == before)
                         break; /* failed: it stays, and so do those after it */

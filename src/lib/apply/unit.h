@@ -143,6 +143,37 @@ int unit_apply(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupRep
  * exec'd in a unit topod placed). A read of its proc/PID/cgroup. */
 bool unit_process_placed(const Root *root, const Plan *plan, int g, const Journal *journal, pid_t tgid);
 
+/* At the pass, after unit_apply(): let go of what the plan no longer
+ * places (its policy left force, a reload removed it, its processes no
+ * longer match), while topod runs, as restore does. A service unit none of
+ * whose processes the plan places gets each journaled property back to its
+ * original while it still holds what topod wrote; one changed since is
+ * left as it is (released); the entries are forgotten. A scope of topod's
+ * whose process the plan no longer places (by any thread): every process
+ * in it goes back where it came from (its original unit, or a new scope in
+ * the original's slice), and systemd collects the empty scope
+ * (CollectMode=inactive-or-failed); its entries are forgotten. Left alone:
+ * a process changed since the scan (yield_changed()), the plan's own
+ * slices. Where the cgroupfs driver keeps an unplanned process in an empty
+ * group of a policy in force, a unit has no group to stay in: its
+ * properties are its placement. Not committed. Returns the number of
+ * failed items, or a negative errno. */
+int unit_release_unplanned(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupReport *report);
+
+/* For explain: the service unit a planned process (tgid) is placed
+ * through and the group the unit follows, by the rule above, from the
+ * plan and every planned process's proc/PID/cgroup. -ENOENT when the plan
+ * does not place the process or it is in no service unit (topod's own
+ * scopes, a session scope, a process started by hand). */
+typedef struct UnitThrough {
+        char *unit;       /* "crunch.service" */
+        int group;        /* the group the unit follows (index into Plan.groups) */
+        unsigned threads; /* the unit's planned threads in that group */
+        unsigned total;   /* the unit's planned threads in all */
+        unsigned groups;  /* groups its planned threads are in: > 1, the majority decided */
+} UnitThrough;
+int unit_plan_through(const Root *root, const Plan *plan, pid_t tgid, UnitThrough *ret);
+
 /* Put back what the journal's "unit", "unitprop" and "task" entries
  * record (see above), forgetting each once restored, released or moot.
  * Not committed. Returns the number of failed items or a negative errno. */
