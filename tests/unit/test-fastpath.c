@@ -2495,11 +2495,12 @@ static void fake_thread(pid_t tgid, pid_t tid, const char *comm) {
 static void test_group_grows_keeps_cookie(void) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
         const ReconcileItem *it;
+        Plan *plan1, *plan2, *plan3;
         uint64_t svc;
         World w;
 
         world_new(&w);
-        pass(&w, &r1);
+        plan1 = pass(&w, &r1);
         svc = cookie_of(200);
         ASSERT_NE(svc, 0);
         ASSERT_EQ(cookie_of(201), svc);
@@ -2507,7 +2508,7 @@ static void test_group_grows_keeps_cookie(void) {
         fake_thread(200, 2000, "svc-a");
         ASSERT_EQ(cookie_of(2000), 0);
         ASSERT_OK(pipeline_sample(w.p, true)); /* a thread is found by a full scan, or its event */
-        pass(&w, &r2);
+        plan2 = pass(&w, &r2);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         ASSERT_EQ(cookie_of(2000), svc);
         ASSERT_EQ(cookie_of(200), svc);
@@ -2523,10 +2524,14 @@ static void test_group_grows_keeps_cookie(void) {
         pthread_mutex_lock(&fc.lock);
         *cookie_slot(200) = *cookie_slot(201) = *cookie_slot(2000) = 0;
         pthread_mutex_unlock(&fc.lock);
-        pass(&w, &r3);
+        plan3 = pass(&w, &r3);
         ASSERT_NE(cookie_of(200), 0);
         ASSERT_EQ(cookie_of(201), cookie_of(200));
         ASSERT_EQ(cookie_of(2000), cookie_of(200));
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        plan_free(plan2);
+        plan_free(plan3);
         world_free(&w);
 }
 
