@@ -21,7 +21,8 @@ Reconciler reconciler(const Daemon *d) {
 
         return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
                               .held = w->held, .pidref = &w->pidref,
-                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL };
+                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL,
+                              .cgroup_root = d->p->decide.config ? d->p->decide.config->cgroup_root : NULL };
 }
 
 /* The pass's figures, and its plan put in force: lent to the fast path

@@ -82,6 +82,15 @@
  *     leaves alone, and restore forgets.
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
+ * "cgroup_root PATH" (optional, one per line, after "boot") names the
+ * cgroup_root of a tree topod made: restore removes only the cgroups of
+ * "cgroup" lines at, below or on the path to one of these or to the
+ * configuration's cgroup_root, and leaves the others alone (a damaged or
+ * edited line naming /system.slice is reported, never removed). Recorded
+ * in the file rather than read from topod.conf alone, so that a changed
+ * topod.conf does not strand the tree made under the old one. Like "boot"
+ * it is no entry (not counted by "end") and a topod that does not know it
+ * skips it as a damaged line.
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
  * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
  * as \xHH. "end N" closes the file and counts the entries before it: a file
@@ -142,6 +151,13 @@ typedef struct JournalCookie {
 typedef struct Journal {
         char *dir;     /* where journal_commit() writes; NULL after journal_parse() */
         char *boot_id; /* NULL when not recorded */
+        /* The cgroup_root of each tree topod made under (a reload may move
+         * it while the old tree is still there), oldest first: restore
+         * removes only the cgroups at, below or on the path to one of them
+         * (or to the running configuration's), whatever else the "cgroup"
+         * lines name. Not entries: not counted, never in the log. */
+        char **cgroup_roots;
+        size_t n_cgroup_roots;
 
         JournalFeature *features;
         size_t n_features;
@@ -207,6 +223,12 @@ int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *
 int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_record_cgroup(Journal *j, const char *path);
 int journal_set_boot_id(Journal *j, const char *boot_id);
+/* Note that topod makes its tree under root (an absolute cgroup path, not
+ * "/"): 1 when added, 0 when known. While no "cgroup" entry is left, the
+ * roots noted before are dropped (nothing remains under them). -EINVAL
+ * for a bad path, -E2BIG past JOURNAL_CGROUP_ROOTS_MAX. */
+#define JOURNAL_CGROUP_ROOTS_MAX 16u
+int journal_record_cgroup_root(Journal *j, const char *root);
 /* The systemd driver's (journal-unit.c): a unit name must be a valid one
  * (base/unit-name.h), a property one of the three, values "" or without
  * spaces and control characters. The first record of (unit, property)
