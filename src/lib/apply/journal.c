@@ -215,6 +215,7 @@ Journal *journal_free(Journal *j) {
         free(j->dir);
         free(j->boot_id);
         free(j->damage);
+        free(j->foreign);
         for (size_t i = 0; i < j->n_cgroup_roots; i++)
                 free(j->cgroup_roots[i]);
         free(j->cgroup_roots);

@@ -196,6 +196,14 @@ typedef struct Journal {
         char *log_map;            /* the log, mapped shared for appending; NULL: not open */
         size_t log_cap;           /* its mapped (and allocated) size */
         unsigned log_backoff;     /* whole commits before trying a log again after it failed */
+        /* Private: the file as this journal last wrote or read it, to
+         * notice another writer (journal_check_file()). */
+        bool seen;
+        uint64_t seen_ino, seen_size;
+        int64_t seen_mtime_ns;
+        /* What the last whole commit found changed under it (see
+         * journal_check_file()), for the caller to report; NULL: nothing. */
+        char *foreign;
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
@@ -320,6 +328,20 @@ int journal_commit_append(Journal *j);
  * the log too: a complete block that does not parse is refused), or from
  * reading. */
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
+
+/* Whether the file is still the one this journal last wrote or read
+ * (inode, size, modification time): 0 when it is (or none was yet), 1 when
+ * someone else replaced, edited or removed it, with *ret_what (may be NULL)
+ * saying what changed. The journal in memory is what topod did, so it is
+ * kept: a changed file is moved aside as JOURNAL_FOREIGN_PREFIX<seconds>.<ns>
+ * (never read, never removed by topod: for the administrator) and the
+ * journal is marked for a whole rewrite, which the caller's next commit
+ * makes. journal_commit() checks the same way before it writes, leaving
+ * what it found in j->foreign, so that a change is never overwritten
+ * unnoticed; the log's appends do not (no system call per placement): the
+ * caller checks at each pass. */
+#define JOURNAL_FOREIGN_PREFIX "journal.foreign-"
+int journal_check_file(Journal *j, char **ret_what);
 
 /* Remove the file (and the log) after a complete restore. 0 also when there
  * was none. */
