@@ -522,12 +522,15 @@ static bool entry_is_topods(const CgroupEnv *env, const Journal *j, const char *
         _cleanup_free_ char *cg = m ? (m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry))) : NULL;
         const char *path = m ? cg : entry;
 
-        if (!path)
-                return false; /* no memory: not touched, and reported as foreign */
-        if (on_root_path(path, env->cgroup_root))
+        /* no memory: not touched, and reported as foreign */
+        return path && cgroup_restore_path_is_topods(env, j, path);
+}
+
+bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const char *cg) {
+        if (on_root_path(cg, env->cgroup_root))
                 return true;
         for (size_t i = 0; i < j->n_cgroup_roots; i++)
-                if (on_root_path(path, j->cgroup_roots[i]))
+                if (on_root_path(cg, j->cgroup_roots[i]))
                         return true;
         return false;
 }
