@@ -725,17 +725,6 @@ static unsigned count_prefixed(const char *dir, const char *prefix, char **ret) 
         return n;
 }
 
-static void write_file(const char *dir, const char *name, const char *text, bool append) {
-        char path[PATH_MAX];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, append ? "ae" : "we");
-        ASSERT_NOT_NULL(f);
-        ASSERT_EQ(fputs(text, f) >= 0, true);
-        ASSERT_EQ(fclose(f), 0);
-}
-
 /* The file changed under a running topod (replaced, edited in place,
  * removed): noticed, by the check and by a commit, the other file moved
  * aside and topod's own entries written back. */
@@ -754,7 +743,7 @@ static void test_changed_under(void) {
         ASSERT_NULL(what);
 
         /* Replaced (a new file renamed over it). */
-        write_file(jdir, "other", "topod-journal 1\ncgroup /system.slice\nend 1\n", false);
+        test_write_file(jdir, "other", "topod-journal 1\ncgroup /system.slice\nend 1\n", false);
         snprintf(path, sizeof(path), "%s/journal", jdir);
         {
                 char from[PATH_MAX];
@@ -779,7 +768,7 @@ static void test_changed_under(void) {
 
         /* Edited in place, then a commit before any check: the commit
          * notices, keeps what it found in ->foreign, writes its own. */
-        write_file(jdir, JOURNAL_FILE_NAME, "cgroup /system.slice\n", true);
+        test_write_file(jdir, JOURNAL_FILE_NAME, "cgroup /system.slice\n", true);
         ASSERT_EQ(journal_record_cgroup(j, "/topod.slice/a"), 1);
         ASSERT_OK(journal_commit(j));
         ASSERT_NOT_NULL(j->foreign);

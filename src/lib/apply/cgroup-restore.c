@@ -526,6 +526,17 @@ static bool entry_is_topods(const CgroupEnv *env, const Journal *j, const char *
         return path && cgroup_restore_path_is_topods(env, j, path);
 }
 
+int cgroup_report_foreign(CgroupReport *r, CgroupItemKind kind, const char *name) {
+        CgroupResult *it = cgroup_item_new(r, kind, name, NULL);
+
+        if (!it)
+                return -ENOMEM;
+        cgroup_item_ok(it, CGROUP_SKIPPED);
+        cgroup_set_str(&it->reason, "journaled, but outside topod's cgroup_root: not topod's, left alone (the entry "
+                                    "is forgotten)");
+        return 0;
+}
+
 bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const char *cg) {
         if (on_root_path(cg, env->cgroup_root))
                 return true;
@@ -542,19 +553,14 @@ bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const
 static int drop_foreign(const CgroupEnv *env, CgroupReport *r, Journal *j) {
         for (size_t i = j->n_cgroups; i > 0; i--) {
                 _cleanup_free_ char *entry = NULL;
-                CgroupResult *it;
 
                 if (entry_is_topods(env, j, j->cgroups[i - 1]))
                         continue;
                 if (!(entry = strdup(j->cgroups[i - 1])))
                         return -ENOMEM;
-                it = cgroup_item_new(r, strstr(entry, CGROUP_SUBTREE_MARK) ? CGROUP_ITEM_CONTROLLER : CGROUP_ITEM_RMDIR,
-                                     entry, NULL);
-                if (!it)
+                if (cgroup_report_foreign(r, strstr(entry, CGROUP_SUBTREE_MARK) ? CGROUP_ITEM_CONTROLLER
+                                                                                 : CGROUP_ITEM_RMDIR, entry) < 0)
                         return -ENOMEM;
-                cgroup_item_ok(it, CGROUP_SKIPPED);
-                cgroup_set_str(&it->reason, "journaled, but outside topod's cgroup_root: not topod's, left alone "
-                                            "(the entry is forgotten)");
                 (void) journal_forget_cgroup(j, entry);
         }
         return 0;

@@ -215,7 +215,6 @@ static int unit_cgroup(const char *name, char **ret) {
 static int drop_foreign_units(const CgroupEnv *ce, Journal *j, CgroupReport *r) {
         for (size_t i = j->n_units; i > 0; i--) {
                 _cleanup_free_ char *name = strdup(j->units[i - 1]), *cg = NULL;
-                CgroupResult *it;
                 int k;
 
                 if (!name)
@@ -225,11 +224,8 @@ static int drop_foreign_units(const CgroupEnv *ce, Journal *j, CgroupReport *r) 
                         return k;
                 if (k < 0 || cgroup_restore_path_is_topods(ce, j, cg))
                         continue; /* one that does not parse: each step skips it */
-                if (!(it = cgroup_item_new(r, CGROUP_ITEM_RMDIR, name, NULL)))
+                if (cgroup_report_foreign(r, CGROUP_ITEM_RMDIR, name) < 0)
                         return -ENOMEM;
-                cgroup_item_ok(it, CGROUP_SKIPPED);
-                cgroup_set_str(&it->reason, "journaled, but outside topod's cgroup_root: not topod's, left alone "
-                                            "(the entry is forgotten)");
                 (void) journal_forget_unit(j, name);
         }
         return 0;
