@@ -12,9 +12,28 @@
 #include "apply/reconcile.h"
 #include "base/macro.h"
 #include "base/root.h"
+#include "decide/config.h"
+#include "decide/diag.h"
+#include "decide/policy-read.h"
 #include "observe/kernelcaps.h"
 #include "report.h"
 #include "state-dir.h"
+
+/* topod.conf's cgroup_root below the root (its default when the file is
+ * missing or unreadable), or NULL. A journal names the roots it was written
+ * under (journal.h), which is what a restore goes by: this one is for a
+ * journal without them. */
+static char *config_cgroup_root(const Root *root) {
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *conf = NULL;
+
+        if (!d || root_host_path(root, CONFIG_DEFAULT_PATH, &conf) < 0)
+                return NULL;
+        if (config_read(conf, false, d, &c) < 0 && !c)
+                return NULL;
+        return c ? TAKE_PTR(c->cgroup_root) : NULL;
+}
 
 int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
         _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
@@ -22,7 +41,7 @@ int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(cookie_applier_freep) CookieApplier *ca = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = NULL, *cgroup_root = NULL;
         _cleanup_close_ int lock = -EBADF;
         bool found = false;
         int k;
@@ -41,8 +60,10 @@ int topoctl_restore(const char *root_dir, const char *state_dir, bool json) {
         }
         if (j->n_cookies > 0)
                 (void) cookie_applier_new(root, NULL, &ca);
+        if (j->n_cgroup_roots == 0)
+                cgroup_root = config_cgroup_root(root);
         {
-                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca };
+                Reconciler rc = { .root = root, .caps = caps, .journal = j, .cookies = ca, .cgroup_root = cgroup_root };
 
                 if ((k = reconcile_restore(&rc, &r)) < 0) {
                         fprintf(stderr, "%s: restore failed: %s\n", program_invocation_short_name, strerror(-k));

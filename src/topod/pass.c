@@ -21,7 +21,8 @@ Reconciler reconciler(const Daemon *d) {
 
         return (Reconciler) { .root = d->p->observe.root, .caps = d->p->observe.caps, .journal = w->journal, .cookies = w->cookies,
                               .held = w->held, .pidref = &w->pidref,
-                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL };
+                              .unit_ops = w->unit_bus ? &w->unit_ops : NULL,
+                              .cgroup_root = d->p->decide.config ? d->p->decide.config->cgroup_root : NULL };
 }
 
 /* The pass's figures, and its plan put in force: lent to the fast path
@@ -138,6 +139,31 @@ static void measure_forced_idle(Daemon *d) {
 
 /* One pass: scan, plan, reconcile only what differs. Paused, it only
  * observes (explain still answers). */
+/* The journal file changed by someone else since topod wrote it (found
+ * now, or by a commit since the last pass): said, and topod's own written
+ * back in its place (the other moved aside, journal.h). */
+static void journal_notice_foreign(Daemon *d) {
+        Journal *j = d->writers.journal;
+        _cleanup_free_ char *what = NULL;
+        int k;
+
+        if (!j)
+                return;
+        if (j->foreign) {
+                log_warning(d, "%s/journal was changed by another writer since topod wrote it: %s", j->dir, j->foreign);
+                j->foreign = mfree(j->foreign);
+        }
+        k = journal_check_file(j, &what);
+        if (k < 0)
+                log_warning(d, "cannot look at %s/journal: %s, ignoring", j->dir, strerror(-k));
+        if (k <= 0)
+                return;
+        log_warning(d, "%s/journal was changed by another writer since topod wrote it: %s; topod's entries "
+                       "written back", j->dir, what);
+        if ((k = journal_commit(j)) < 0)
+                log_error(d, "cannot write %s/journal: %s", j->dir, strerror(-k));
+}
+
 static int pass_run(Daemon *d, PassCause cause) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
@@ -161,6 +187,7 @@ static int pass_run(Daemon *d, PassCause cause) {
          * remember it for the fast path until the next pass (a pass that
          * fails early leaves none older than that). */
         cgroup_held_forget_origins(d->writers.held);
+        journal_notice_foreign(d);
         if ((k = (cause == PASS_STORM ? pipeline_sample_deferring : pipeline_sample)(d->p, false)) < 0) {
                 log_error(d, "scanning /proc failed: %s", strerror(-k));
                 return k;

@@ -1066,6 +1066,67 @@ static void test_crash_recovery(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* A journal naming cgroups outside topod's cgroup_root (a damaged or edited
+ * line): those are reported and left alone, the process inside is not
+ * moved, topod's own tree goes. The roots come from the journal (recorded
+ * by the apply, through a reload) or from the configuration. */
+static void test_restore_foreign(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan();
+        _cleanup_free_ char *jdir = journal_dir();
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL, *r3 = NULL;
+        CgroupEnv env = env_for(root);
+        Journal *j = NULL;
+        JournalError e;
+        unsigned skipped = 0;
+
+        standard_tasks();
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_OK(cgroup_apply_tree(&env, p, j, r));
+        ASSERT_EQ(j->n_cgroup_roots, 1);
+        ASSERT_STREQ(j->cgroup_roots[0], "/topod.slice");
+        ASSERT_EQ(journal_record_cgroup(j, "/system.slice"), 1);
+        ASSERT_EQ(journal_record_cgroup(j, "/system.slice/a.service"), 1);
+        ASSERT_EQ(journal_record_cgroup(j, "/system.slice/cgroup.subtree_control/cpu"), 1);
+        ASSERT_OK(journal_commit(j));
+        j = journal_free(j);
+
+        ASSERT_EQ(journal_load(jdir, &j, &e), 1); /* the root read back from the file */
+        ASSERT_EQ(j->n_damaged, 0);
+        ASSERT_EQ(j->n_cgroup_roots, 1);
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_restore(&env, j, r2), 0);
+        for (size_t i = 0; i < r2->n; i++) {
+                ASSERT_TRUE(r2->items[i].kind != CGROUP_ITEM_MOVE || r2->items[i].pid != 100);
+                if (r2->items[i].outcome == CGROUP_SKIPPED && cgroup_path_is_below(r2->items[i].path, "/system.slice"))
+                        skipped++;
+        }
+        ASSERT_EQ(skipped, 3);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/system.slice/a.service"), 1);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_TRUE(journal_is_empty(j));
+        j = journal_free(j);
+
+        /* No root recorded (a journal of an older topod): the
+         * configuration's; without one, nothing is taken for topod's. */
+        ASSERT_OK(cgroup_report_new(&r3));
+        ASSERT_OK(journal_parse("topod-journal 1\ncgroup /topod.slice\ncgroup /system.slice\nend 2\n", 63, &j, &e));
+        ASSERT_OK(cgroup_restore(&env, j, r3));
+        ASSERT_EQ(j->n_cgroups, 0);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/system.slice"), 1);
+        j = journal_free(j);
+        ASSERT_OK(fk_mkdir(NULL, NULL, MOUNT "/topod.slice"));
+        env.cgroup_root = "/topod.slice";
+        ASSERT_OK(journal_parse("topod-journal 1\ncgroup /topod.slice\ncgroup /system.slice\nend 2\n", 63, &j, &e));
+        ASSERT_OK(cgroup_restore(&env, j, r3));
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/system.slice"), 1);
+        journal_free(j);
+        teardown(TAKE_PTR(root));
+}
+
 /* A stop with many entries: each moved back or found gone, and every entry
  * forgotten (in one sweep, after the moves). */
 static void test_restore_many(void) {
@@ -1924,6 +1985,7 @@ int main(void) {
         RUN(test_crash_recovery);
         RUN(test_vanished);
         RUN(test_restore_many);
+        RUN(test_restore_foreign);
         RUN(test_partition_invalid_and_idle);
         RUN(test_exclusive_remote);
         RUN(test_exclusive_changes);

@@ -2146,17 +2146,6 @@ static char *slurp(const char *dir, const char *name) {
         return test_read_all(path);
 }
 
-static void put(const char *dir, const char *name, const char *text, bool append) {
-        char path[PATH_MAX];
-        FILE *f;
-
-        snprintf(path, sizeof(path), "%s/%s", dir, name);
-        f = fopen(path, append ? "ae" : "we");
-        ASSERT_NOT_NULL(f);
-        fputs(text, f);
-        fclose(f);
-}
-
 /* The log's text is what comes before its first NUL (its allocated,
  * unwritten rest): write there, the rest of its space left as it was, or
  * (whole) replace the text, the rest NULs. Its size stays: a log under a
@@ -2279,7 +2268,7 @@ static void test_journal_log(void) {
 
         /* A log left from an older file (a crash between the rename and its
          * removal): ignored. */
-        put(jdir, JOURNAL_LOG_NAME, log, false);
+        test_write_file(jdir, JOURNAL_LOG_NAME, log, false);
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
         ASSERT_EQ(journal_n_entries(l), 3);
         ASSERT_NULL(journal_get_task(l, 42, 4242));

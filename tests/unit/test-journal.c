@@ -2,6 +2,7 @@
 /* The journal of originals: round trip, atomic rewrite, first-original-wins,
  * limits, and malformed input refused with a message that says why. */
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "apply/journal.h"
@@ -710,6 +711,88 @@ static void test_commit_and_load(void) {
         ASSERT_OK(journal_remove(old)); /* no directory at all: fine */
 }
 
+/* Names in dir starting with prefix (the first one in *ret). */
+static unsigned count_prefixed(const char *dir, const char *prefix, char **ret) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        unsigned n = 0;
+
+        ASSERT_NOT_NULL(d);
+        while ((e = readdir(d)))
+                if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && n++ == 0 && ret)
+                        *ret = strdup(e->d_name);
+        closedir(d);
+        return n;
+}
+
+/* The file changed under a running topod (replaced, edited in place,
+ * removed): noticed, by the check and by a commit, the other file moved
+ * aside and topod's own entries written back. */
+static void test_changed_under(void) {
+        char *dir = fake_root_new();
+        _cleanup_free_ char *jdir = NULL, *what = NULL, *aside = NULL, *text = NULL, *saved = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL, *back = NULL;
+        char path[PATH_MAX];
+
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", dir), 0);
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_EQ(journal_check_file(j, NULL), 0); /* nothing written yet */
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_EQ(journal_check_file(j, &what), 0);
+        ASSERT_NULL(what);
+
+        /* Replaced (a new file renamed over it). */
+        test_write_file(jdir, "other", "topod-journal 1\ncgroup /system.slice\nend 1\n", false);
+        snprintf(path, sizeof(path), "%s/journal", jdir);
+        {
+                char from[PATH_MAX];
+
+                snprintf(from, sizeof(from), "%s/other", jdir);
+                ASSERT_EQ(rename(from, path), 0);
+        }
+        ASSERT_EQ(journal_check_file(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "replaced");
+        ASSERT_STR_CONTAINS(what, JOURNAL_FOREIGN_PREFIX);
+        ASSERT_EQ(count_prefixed(jdir, JOURNAL_FOREIGN_PREFIX, &aside), 1u);
+        saved = slurp(jdir, aside);
+        ASSERT_STR_CONTAINS(saved, "/system.slice");
+        ASSERT_TRUE(j->dirty);
+        ASSERT_OK(journal_commit(j)); /* topod's own back */
+        ASSERT_NULL(j->foreign);
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_STR_CONTAINS(text, "cgroup /topod.slice");
+        ASSERT_STR_NOT_CONTAINS(text, "/system.slice");
+        ASSERT_EQ(journal_check_file(j, NULL), 0);
+        what = mfree(what);
+
+        /* Edited in place, then a commit before any check: the commit
+         * notices, keeps what it found in ->foreign, writes its own. */
+        test_write_file(jdir, JOURNAL_FILE_NAME, "cgroup /system.slice\n", true);
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice/a"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_NOT_NULL(j->foreign);
+        ASSERT_STR_CONTAINS(j->foreign, "edited");
+        ASSERT_EQ(count_prefixed(jdir, JOURNAL_FOREIGN_PREFIX, NULL), 2u);
+        ASSERT_EQ(journal_load(jdir, &back, NULL), 1);
+        ASSERT_EQ(back->n_cgroups, 2u);
+        ASSERT_EQ(back->n_damaged, 0u);
+
+        /* Removed while it holds entries: written again. */
+        ASSERT_EQ(unlink(path), 0);
+        ASSERT_EQ(journal_check_file(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "removed");
+        ASSERT_OK(journal_commit(j));
+        ASSERT_EQ(access(path, F_OK), 0);
+        /* Removed by topod after a restore (empty): nothing to say. */
+        ASSERT_EQ(journal_forget_cgroup(j, "/topod.slice/a"), 1);
+        ASSERT_EQ(journal_forget_cgroup(j, "/topod.slice"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_OK(journal_remove(jdir));
+        ASSERT_EQ(journal_check_file(j, NULL), 0);
+        fake_root_remove(dir);
+}
+
 int main(void) {
         RUN(test_round_trip);
         RUN(test_version_1);
@@ -723,5 +806,6 @@ int main(void) {
         RUN(test_malformed);
         RUN(test_oversized);
         RUN(test_commit_and_load);
+        RUN(test_changed_under);
         return 0;
 }

@@ -193,7 +193,7 @@ static void rig_new(Rig *g) {
 /* After the files are written: the Root over them. */
 static void rig_open(Rig *g) {
         ASSERT_OK(root_open(g->dir, &g->root));
-        g->ce = (CgroupEnv) { .root = g->root, .mount = "/sys/fs/cgroup" };
+        g->ce = (CgroupEnv) { .root = g->root, .mount = "/sys/fs/cgroup", .cgroup_root = "/topod.slice" };
         g->env = (UnitEnv) { .cgroup = &g->ce, .ops = &fake_ops };
 }
 
@@ -224,7 +224,15 @@ static void test_restore(void) {
         fk.props[fk.n_props++] = (FakeUnit) { "third.service", UNIT_PROP_WEIGHT, "77" };
         ASSERT_OK(journal_record_unit_prop(g.j, "third.service", "CPUWeight", "", "300"));
         ASSERT_OK(journal_release_unit_prop(g.j, "third.service", "CPUWeight", "77"));
+        /* Outside cgroup_root (an edited journal): never stopped, the
+         * process in its scope never moved. */
+        fake_write(g.dir, "sys/fs/cgroup/machine.slice/cgroup.events", "populated 0\nfrozen 0\n");
+        fake_write(g.dir, "sys/fs/cgroup/machine.slice/machine-9.scope/cgroup.procs", "9\n");
+        ASSERT_OK(journal_record_unit(g.j, "machine.slice"));
+        ASSERT_OK(journal_record_unit(g.j, "machine-9.scope"));
         ASSERT_EQ(unit_restore(&g.env, g.j, g.r), 1); /* the busy slice */
+        for (size_t i = 0; i < fk.n; i++)
+                ASSERT_STR_NOT_CONTAINS(fk.calls[i], "machine");
         ASSERT_EQ(fk.n, (size_t) 2);
         ASSERT_STREQ(fk.calls[0], "set crunch.service AllowedCPUs=");
         ASSERT_STREQ(fk.calls[1], "stop topod.slice");

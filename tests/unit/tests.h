@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,18 @@ static inline char *test_read_all(const char *path) {
         fclose(m);
         fclose(f);
         return buf;
+}
+
+/* Write (or append) text to dir/name. */
+static inline void test_write_file(const char *dir, const char *name, const char *text, bool append) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, append ? "ae" : "we");
+        ASSERT_NOT_NULL(f);
+        ASSERT_TRUE(fputs(text, f) >= 0);
+        ASSERT_EQ(fclose(f), 0);
 }
 
 /* Compare output with a committed golden file (paths relative to the source

@@ -113,3 +113,10 @@ typedef enum CgroupMoveCheck {
 int cgroup_moved_outcome(CgroupResult *it, int alive);
 int cgroup_move_process(const CgroupEnv *env, CgroupResult *it, const PidRef *ref, const char *cg,
                         CgroupMoveCheck check, bool *ret_written);
+
+/* cg is at, below or on the path to the configuration's cgroup_root
+ * (env->cgroup_root) or one the journal recorded: where topod makes its
+ * tree, and all a restore may remove (cgroup-restore.c, unit-restore.c). */
+bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const char *cg);
+/* An entry of that kind left alone for it, reported skipped. -ENOMEM. */
+int cgroup_report_foreign(CgroupReport *r, CgroupItemKind kind, const char *name);

@@ -507,6 +507,65 @@ static int remove_dir(const CgroupEnv *env, CgroupReport *r, Journal *j, const c
         return 0;
 }
 
+/* Whether cg is at, below or on the path to root: where topod makes its
+ * tree (the cgroups above a root it creates when missing, and enables its
+ * controllers in). */
+static bool on_root_path(const char *cg, const char *root) {
+        return root && (cgroup_path_is_below(cg, root) || cgroup_path_is_below(root, cg));
+}
+
+/* "cgroup" entry i's cgroup (a controller's: the cgroup it was enabled in)
+ * is where topod makes its tree: the configuration's or one the journal
+ * recorded. */
+static bool entry_is_topods(const CgroupEnv *env, const Journal *j, const char *entry) {
+        const char *m = strstr(entry, CGROUP_SUBTREE_MARK);
+        _cleanup_free_ char *cg = m ? (m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry))) : NULL;
+        const char *path = m ? cg : entry;
+
+        /* no memory: not touched, and reported as foreign */
+        return path && cgroup_restore_path_is_topods(env, j, path);
+}
+
+int cgroup_report_foreign(CgroupReport *r, CgroupItemKind kind, const char *name) {
+        CgroupResult *it = cgroup_item_new(r, kind, name, NULL);
+
+        if (!it)
+                return -ENOMEM;
+        cgroup_item_ok(it, CGROUP_SKIPPED);
+        cgroup_set_str(&it->reason, "journaled, but outside topod's cgroup_root: not topod's, left alone (the entry "
+                                    "is forgotten)");
+        return 0;
+}
+
+bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const char *cg) {
+        if (on_root_path(cg, env->cgroup_root))
+                return true;
+        for (size_t i = 0; i < j->n_cgroup_roots; i++)
+                if (on_root_path(cg, j->cgroup_roots[i]))
+                        return true;
+        return false;
+}
+
+/* 0. The "cgroup" entries outside every cgroup_root (a damaged or edited
+ *    journal naming /system.slice), reported and forgotten before any step
+ *    reads them: none is removed, none taken for topod's, so that no
+ *    process is moved into or out of it but by its own task entry. */
+static int drop_foreign(const CgroupEnv *env, CgroupReport *r, Journal *j) {
+        for (size_t i = j->n_cgroups; i > 0; i--) {
+                _cleanup_free_ char *entry = NULL;
+
+                if (entry_is_topods(env, j, j->cgroups[i - 1]))
+                        continue;
+                if (!(entry = strdup(j->cgroups[i - 1])))
+                        return -ENOMEM;
+                if (cgroup_report_foreign(r, strstr(entry, CGROUP_SUBTREE_MARK) ? CGROUP_ITEM_CONTROLLER
+                                                                                 : CGROUP_ITEM_RMDIR, entry) < 0)
+                        return -ENOMEM;
+                (void) journal_forget_cgroup(j, entry);
+        }
+        return 0;
+}
+
 int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
         _cleanup_(origins_done) Origins origins = {};
         size_t start = r->n;
@@ -515,6 +574,8 @@ int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
 
         k = cgroup_env_check(env_in, NULL, &env);
         if (k < 0)
+                return k;
+        if ((k = drop_foreign(&env, r, journal)) < 0)
                 return k;
         /* Before step 1 forgets them: where forked children go (step 2). */
         if ((k = origins_take(journal, &origins)) < 0)

@@ -475,6 +475,12 @@ int cgroup_apply_tree(const CgroupEnv *env_in, const Plan *plan, Journal *journa
         k = cgroup_env_check(env_in, plan, &env);
         if (k < 0)
                 return k;
+        /* Where this tree is, for a restore by a topod whose topod.conf
+         * says another cgroup_root; committed with the first cgroup it
+         * journals. A root refused here (too many) is still the
+         * configuration's, which the restore knows too. */
+        if (journal && journal_record_cgroup_root(journal, plan->cgroup_root) == -ENOMEM)
+                return -ENOMEM;
         k = tree_ancestors(&env, plan, journal, r, &owned, &chain_owned);
         if (k < 0)
                 return k;

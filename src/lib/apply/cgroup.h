@@ -178,6 +178,10 @@ typedef struct CgroupEnv {
          * done with (the /proc/PID/cgroup read, the handles let go of), to
          * be closed together by their caller (fd_bin_empty()) */
         FdBin *bin;
+        /* The running configuration's cgroup_root, or NULL. cgroup_restore()
+         * removes only the cgroups at, below or on the path to it or to one
+         * of the roots the journal recorded (journal.h). */
+        const char *cgroup_root;
 } CgroupEnv;
 
 typedef enum CgroupItemKind {

@@ -6,11 +6,13 @@
 #include "journal.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "apply/journal-internal.h"
@@ -54,6 +56,80 @@ static void note_committed(Journal *j) {
         j->committed_mode = j->cgroup_mode != NULL;
 }
 
+static void note_seen(Journal *j, const struct stat *st) {
+        j->seen = true;
+        j->seen_ino = (uint64_t) st->st_ino;
+        j->seen_size = (uint64_t) st->st_size;
+        j->seen_mtime_ns = (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* What differs between the file as seen and st, in words. */
+static int describe_change(const Journal *j, const struct stat *st, char **ret) {
+        int64_t mtime = (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+
+        if ((uint64_t) st->st_ino != j->seen_ino)
+                return asprintf(ret, "replaced by another file (inode %" PRIu64 ", topod wrote %" PRIu64 ")",
+                                (uint64_t) st->st_ino, j->seen_ino) < 0 ? -ENOMEM : 0;
+        if ((uint64_t) st->st_size != j->seen_size)
+                return asprintf(ret, "edited (%" PRIu64 " bytes, topod wrote %" PRIu64 ")", (uint64_t) st->st_size,
+                                j->seen_size) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "edited (modified %.3f s after topod wrote it)",
+                        (double) (mtime - j->seen_mtime_ns) / 1e9) < 0 ? -ENOMEM : 0;
+}
+
+int journal_check_file(Journal *j, char **ret_what) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *what = NULL, *aside = NULL;
+        struct timespec now;
+        struct stat st;
+        int k;
+
+        if (!j->dir || !j->seen)
+                return 0;
+        dfd = open_dir(j->dir, false);
+        if (dfd < 0 && dfd != -ENOENT)
+                return dfd;
+        if (dfd < 0 || fstatat(dfd, JOURNAL_FILE_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (dfd >= 0 && errno != ENOENT)
+                        return negative_errno();
+                /* Nothing of another writer to lose. Entries on disk no
+                 * more are written again; an empty journal (removed after
+                 * a restore) or one being committed needs nothing. */
+                j->seen = false;
+                if (journal_is_empty(j) || j->dirty)
+                        return 0;
+                if (!(what = strdup("removed: written again")))
+                        return -ENOMEM;
+                goto changed;
+        }
+        if ((uint64_t) st.st_ino == j->seen_ino && (uint64_t) st.st_size == j->seen_size &&
+            (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == j->seen_mtime_ns)
+                return 0;
+        if ((k = describe_change(j, &st, &what)) < 0)
+                return k;
+        /* Kept for whoever wrote it; ours goes back in its place. */
+        (void) clock_gettime(CLOCK_REALTIME, &now);
+        if (asprintf(&aside, JOURNAL_FOREIGN_PREFIX "%lld.%09ld", (long long) now.tv_sec, now.tv_nsec) < 0)
+                return -ENOMEM;
+        {
+                _cleanup_free_ char *change = TAKE_PTR(what);
+
+                if (renameat(dfd, JOURNAL_FILE_NAME, dfd, aside) < 0)
+                        k = asprintf(&what, "%s; cannot move it aside (%s): overwritten", change, strerror(errno));
+                else
+                        k = asprintf(&what, "%s; moved aside as %s/%s", change, j->dir, aside);
+                if (k < 0)
+                        return -ENOMEM;
+        }
+
+changed:
+        j->seen = false;
+        j->dirty = j->need_rewrite = true;
+        if (ret_what)
+                *ret_what = TAKE_PTR(what);
+        return 1;
+}
+
 int journal_commit(Journal *j) {
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
         _cleanup_free_ char *text = NULL;
@@ -65,6 +141,18 @@ int journal_commit(Journal *j) {
                 return -EINVAL;
         if (!j->dirty)
                 return 0;
+        /* Never over another writer's file unnoticed. */
+        if (j->seen) {
+                _cleanup_free_ char *what = NULL;
+
+                k = journal_check_file(j, &what);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        free(j->foreign);
+                        j->foreign = TAKE_PTR(what);
+                }
+        }
         k = journal_format(j, &text, &len);
         if (k < 0)
                 return k;
@@ -102,6 +190,7 @@ int journal_commit(Journal *j) {
         j->dirty = false;
         j->need_rewrite = false;
         note_committed(j);
+        note_seen(j, &st);
         j->file_ino = (uint64_t) st.st_ino;
         j->file_size = len;
         j->log_size = 0;
@@ -280,6 +369,7 @@ int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
                 return k;
         j->dirty = false;
         j->need_rewrite = true; /* the next commit folds the log in */
+        note_seen(j, &st);
         j->dir = strdup(dir);
         if (!j->dir)
                 return -ENOMEM;

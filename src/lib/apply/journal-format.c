@@ -212,6 +212,11 @@ int journal_format(const Journal *j, char **ret, size_t *ret_len) {
                 text_str(&t, j->boot_id);
                 text_put(&t, "\n", 1);
         }
+        for (size_t i = 0; i < j->n_cgroup_roots; i++) {
+                text_str(&t, "cgroup_root ");
+                put_escaped(&t, j->cgroup_roots[i]);
+                text_put(&t, "\n", 1);
+        }
         (void) format_entries(&t, j, all, true, true);
         put_end(&t, journal_n_entries(j));
         buf = t.buf;
@@ -418,6 +423,12 @@ static int parse_entry(Journal *j, char **tok, int n, unsigned lineno, JournalEr
                 if (n != 2 || j->boot_id)
                         return journal_parse_error(e, lineno, -EBADMSG, "expected one \"boot ID\"");
                 k = journal_set_boot_id(j, tok[1]);
+        } else if (streq(kind, "cgroup_root")) {
+                if (n != 2)
+                        return journal_parse_error(e, lineno, -EBADMSG, "expected \"cgroup_root PATH\"");
+                if (!unescape(tok[1]))
+                        return journal_parse_error(e, lineno, -EBADMSG, "invalid escape in path");
+                k = journal_add_cgroup_root(j, tok[1]);
         } else
                 return journal_parse_error(e, lineno, -EBADMSG, "unknown entry \"%.32s\"", kind);
 
@@ -617,8 +628,8 @@ int journal_parse_log(Journal *j, const char *text, size_t len, uint64_t ino, ui
                         block = 0;
                         continue;
                 }
-                if (streq(tok[0], "boot"))
-                        return journal_parse_error(e, lineno, -EBADMSG, "log: \"boot\" belongs in the file");
+                if (streq(tok[0], "boot") || streq(tok[0], "cgroup_root"))
+                        return journal_parse_error(e, lineno, -EBADMSG, "log: \"%s\" belongs in the file", tok[0]);
                 k = parse_entry(j, tok, ntok, lineno, e);
                 if (k < 0)
                         return k;

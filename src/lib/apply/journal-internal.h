@@ -33,3 +33,8 @@ int journal_format_log_block(const Journal *j, bool header, unsigned version, ch
 /* The log's complete blocks into j; a log that extends another file than
  * (ino, size) is ignored. As journal_parse() for the errors. */
 int journal_parse_log(Journal *j, const char *text, size_t len, uint64_t ino, uint64_t size, JournalError *e);
+
+/* journal_record_cgroup_root() without dropping the roots a journal with
+ * no "cgroup" entry holds: the parser's (the file names its roots before
+ * its cgroups). */
+int journal_add_cgroup_root(Journal *j, const char *root);

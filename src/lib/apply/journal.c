@@ -215,6 +215,10 @@ Journal *journal_free(Journal *j) {
         free(j->dir);
         free(j->boot_id);
         free(j->damage);
+        free(j->foreign);
+        for (size_t i = 0; i < j->n_cgroup_roots; i++)
+                free(j->cgroup_roots[i]);
+        free(j->cgroup_roots);
         for (size_t i = 0; i < j->n_features; i++)
                 free(j->features[i].name);
         free(j->features);
@@ -414,6 +418,41 @@ int journal_set_boot_id(Journal *j, const char *boot_id) {
         j->dirty = true;
         j->need_rewrite = true;
         return 1;
+}
+
+int journal_add_cgroup_root(Journal *j, const char *root) {
+        char **m, *s;
+
+        if (!cgroup_path_valid(root) || streq(root, "/"))
+                return -EINVAL;
+        for (size_t i = 0; i < j->n_cgroup_roots; i++)
+                if (streq(j->cgroup_roots[i], root))
+                        return 0;
+        if (j->n_cgroup_roots >= JOURNAL_CGROUP_ROOTS_MAX)
+                return -E2BIG;
+        s = strdup(root);
+        m = s ? realloc(j->cgroup_roots, (j->n_cgroup_roots + 1) * sizeof(char *)) : NULL;
+        if (!m) {
+                free(s);
+                return -ENOMEM;
+        }
+        j->cgroup_roots = m;
+        j->cgroup_roots[j->n_cgroup_roots++] = s;
+        j->dirty = true;
+        j->need_rewrite = true;
+        return 1;
+}
+
+int journal_record_cgroup_root(Journal *j, const char *root) {
+        if (j->n_cgroups == 0 && j->n_cgroup_roots > 0 &&
+            !(j->n_cgroup_roots == 1 && streq(j->cgroup_roots[0], root))) {
+                /* Nothing is left under the earlier ones. */
+                for (size_t i = 0; i < j->n_cgroup_roots; i++)
+                        free(j->cgroup_roots[i]);
+                j->n_cgroup_roots = 0;
+                j->dirty = j->need_rewrite = true;
+        }
+        return journal_add_cgroup_root(j, root);
 }
 
 /* ---- forgetting --------------------------------------------------------- */

@@ -82,6 +82,15 @@
  *     leaves alone, and restore forgets.
  *
  * "boot" is optional (the kernel's boot_id when the journal was written).
+ * "cgroup_root PATH" (optional, one per line, after "boot") names the
+ * cgroup_root of a tree topod made: restore removes only the cgroups of
+ * "cgroup" lines at, below or on the path to one of these or to the
+ * configuration's cgroup_root, and leaves the others alone (a damaged or
+ * edited line naming /system.slice is reported, never removed). Recorded
+ * in the file rather than read from topod.conf alone, so that a changed
+ * topod.conf does not strand the tree made under the old one. Like "boot"
+ * it is no entry (not counted by "end") and a topod that does not know it
+ * skips it as a damaged line.
  * Paths are cgroup paths as /proc/<pid>/cgroup shows them (relative to the
  * cgroup2 mount, starting with '/'); bytes <= 0x20, 0x7f and '\' are written
  * as \xHH. "end N" closes the file and counts the entries before it: a file
@@ -142,6 +151,13 @@ typedef struct JournalCookie {
 typedef struct Journal {
         char *dir;     /* where journal_commit() writes; NULL after journal_parse() */
         char *boot_id; /* NULL when not recorded */
+        /* The cgroup_root of each tree topod made under (a reload may move
+         * it while the old tree is still there), oldest first: restore
+         * removes only the cgroups at, below or on the path to one of them
+         * (or to the running configuration's), whatever else the "cgroup"
+         * lines name. Not entries: not counted, never in the log. */
+        char **cgroup_roots;
+        size_t n_cgroup_roots;
 
         JournalFeature *features;
         size_t n_features;
@@ -180,6 +196,14 @@ typedef struct Journal {
         char *log_map;            /* the log, mapped shared for appending; NULL: not open */
         size_t log_cap;           /* its mapped (and allocated) size */
         unsigned log_backoff;     /* whole commits before trying a log again after it failed */
+        /* Private: the file as this journal last wrote or read it, to
+         * notice another writer (journal_check_file()). */
+        bool seen;
+        uint64_t seen_ino, seen_size;
+        int64_t seen_mtime_ns;
+        /* What the last whole commit found changed under it (see
+         * journal_check_file()), for the caller to report; NULL: nothing. */
+        char *foreign;
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
@@ -207,6 +231,12 @@ int journal_record_task(Journal *j, pid_t tid, uint64_t start_time, const char *
 int journal_record_cookie(Journal *j, pid_t tid, uint64_t start_time);
 int journal_record_cgroup(Journal *j, const char *path);
 int journal_set_boot_id(Journal *j, const char *boot_id);
+/* Note that topod makes its tree under root (an absolute cgroup path, not
+ * "/"): 1 when added, 0 when known. While no "cgroup" entry is left, the
+ * roots noted before are dropped (nothing remains under them). -EINVAL
+ * for a bad path, -E2BIG past JOURNAL_CGROUP_ROOTS_MAX. */
+#define JOURNAL_CGROUP_ROOTS_MAX 16u
+int journal_record_cgroup_root(Journal *j, const char *root);
 /* The systemd driver's (journal-unit.c): a unit name must be a valid one
  * (base/unit-name.h), a property one of the three, values "" or without
  * spaces and control characters. The first record of (unit, property)
@@ -298,6 +328,20 @@ int journal_commit_append(Journal *j);
  * the log too: a complete block that does not parse is refused), or from
  * reading. */
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
+
+/* Whether the file is still the one this journal last wrote or read
+ * (inode, size, modification time): 0 when it is (or none was yet), 1 when
+ * someone else replaced, edited or removed it, with *ret_what (may be NULL)
+ * saying what changed. The journal in memory is what topod did, so it is
+ * kept: a changed file is moved aside as JOURNAL_FOREIGN_PREFIX<seconds>.<ns>
+ * (never read, never removed by topod: for the administrator) and the
+ * journal is marked for a whole rewrite, which the caller's next commit
+ * makes. journal_commit() checks the same way before it writes, leaving
+ * what it found in j->foreign, so that a change is never overwritten
+ * unnoticed; the log's appends do not (no system call per placement): the
+ * caller checks at each pass. */
+#define JOURNAL_FOREIGN_PREFIX "journal.foreign-"
+int journal_check_file(Journal *j, char **ret_what);
 
 /* Remove the file (and the log) after a complete restore. 0 also when there
  * was none. */

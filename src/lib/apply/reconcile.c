@@ -524,7 +524,8 @@ static int apply_cookies(const Reconciler *rc, const Plan *plan, ReconcileReport
 CgroupEnv reconcile_cgroup_env(const Reconciler *rc, bool held) {
         return (CgroupEnv) { .root = rc->root, .mount = rc->caps->cgroup2_mount, .ops = rc->cgroup_ops,
                              .controllers = rc->caps->cgroup2_controllers, .pidref = rc->pidref,
-                             .held = held ? rc->held : NULL, .yield = rc->yield, .bin = rc->fds };
+                             .held = held ? rc->held : NULL, .yield = rc->yield, .bin = rc->fds,
+                             .cgroup_root = rc->cgroup_root };
 }
 
 int reconcile_new_report(ReconcileReport **ret) {

@@ -77,6 +77,9 @@ typedef struct Reconciler {
          * cgroup.procs is written; the fast path then gives cookies and
          * leaves the moves to the next pass. NULL: the cgroupfs writer. */
         const UnitOps *unit_ops;
+        /* The configuration's cgroup_root (CgroupEnv's): with the roots the
+         * journal recorded, where the cgroups restore may remove are. */
+        const char *cgroup_root;
 } Reconciler;
 
 /* Apply the plan. Returns 0 and the report (which may hold failures), or a

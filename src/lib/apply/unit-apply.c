@@ -494,6 +494,9 @@ int unit_apply(const UnitEnv *env, const Plan *plan, Journal *journal, CgroupRep
 
         if ((k = cgroup_env_check(env->cgroup, plan, &ce)) < 0)
                 return k;
+        /* Where the slices are, for a restore (as cgroup_apply_tree()). */
+        if (journal && journal_record_cgroup_root(journal, plan->cgroup_root) == -ENOMEM)
+                return -ENOMEM;
         if ((k = apply_tree(env, &ce, plan, journal, report)) < 0 ||
             (k = apply_processes(env, &ce, plan, journal, report)) < 0)
                 return k;

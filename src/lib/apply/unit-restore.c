@@ -258,12 +258,47 @@ static int restore_slice(const UnitEnv *env, const CgroupEnv *ce, Journal *j, Cg
         return cgroup_item_ok(it, k < 0 ? CGROUP_VANISHED : CGROUP_DONE);
 }
 
+/* The unit's cgroup: a slice's from its name, a scope's in its slice. */
+static int unit_cgroup(const char *name, char **ret) {
+        _cleanup_free_ char *slice = NULL, *slice_cg = NULL;
+        pid_t tgid;
+        int k;
+
+        if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SLICE)
+                return unit_slice_cgroup_path(name, ret);
+        if ((k = scope_parse(name, &slice, &tgid)) < 0 || (k = unit_slice_cgroup_path(slice, &slice_cg)) < 0)
+                return k;
+        return cgroup_path_join(slice_cg, name, ret);
+}
+
+/* The "unit" entries whose cgroup is outside every cgroup_root (a damaged
+ * or edited journal naming machine.slice), reported and forgotten before
+ * anything is stopped or moved: as cgroup_restore()'s "cgroup" entries. */
+static int drop_foreign_units(const CgroupEnv *ce, Journal *j, CgroupReport *r) {
+        for (size_t i = j->n_units; i > 0; i--) {
+                _cleanup_free_ char *name = strdup(j->units[i - 1]), *cg = NULL;
+                int k;
+
+                if (!name)
+                        return -ENOMEM;
+                k = unit_cgroup(name, &cg);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 || cgroup_restore_path_is_topods(ce, j, cg))
+                        continue; /* one that does not parse: each step skips it */
+                if (cgroup_report_foreign(r, CGROUP_ITEM_RMDIR, name) < 0)
+                        return -ENOMEM;
+                (void) journal_forget_unit(j, name);
+        }
+        return 0;
+}
+
 int unit_restore(const UnitEnv *env, Journal *j, CgroupReport *report) {
         size_t first = report->n;
         CgroupEnv ce;
         int k;
 
-        if ((k = cgroup_env_check(env->cgroup, NULL, &ce)) < 0)
+        if ((k = cgroup_env_check(env->cgroup, NULL, &ce)) < 0 || (k = drop_foreign_units(&ce, j, report)) < 0)
                 return k;
         /* Processes first: the slices empty out. */
         for (size_t i = j->n_units; i > 0; i--) {
