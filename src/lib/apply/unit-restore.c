@@ -266,7 +266,7 @@ static int unit_cgroup(const char *name, char **ret) {
 
         if (unit_name_type(name, strlen(name)) == UNIT_TYPE_SLICE)
                 return unit_slice_cgroup_path(name, ret);
-        if ((k = scope_parse(name, &slice, &tgid)) < 0 || (k = unit_slice_cgroup_path(slice, &slice_cg)) < 0)
+        if ((k = unit_scope_parse(name, &slice, &tgid)) < 0 || (k = unit_slice_cgroup_path(slice, &slice_cg)) < 0)
                 return k;
         return cgroup_path_join(slice_cg, name, ret);
 }
