@@ -16,7 +16,7 @@ checks, whatever this host is:
   - status names the evidence: polluted (then it says why, and every
     sample of the busy loops showed AVX-512 state), clean, or none (then
     no thread shows AVX-512 state at all).
-Thresholds are set for a loaded 2-core machine (busy at 5% of a CPU in bursts of 500 us, a
+Thresholds are set for a loaded 2-core machine (busy at 5% of a CPU in bursts of 10 us, a
 ping-pong thread up to 60%, 30% of its switches voluntary): what is tested is the avx verdict, not the
 CPU figures. Exit 0 pass, 1 fail.
 """
@@ -33,7 +33,7 @@ window = 2s
 dwell = 1s
 min_task_age = 1s
 throughput_cpu_min = 5%
-throughput_burst_min = 500us
+throughput_burst_min = 10us
 latency_cpu_max = 60%
 latency_voluntary_min = 30%
 """
