@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "idle-threads.h"
 
 #include "base/root.h"
@@ -33,26 +34,7 @@
 
 #define THREADS_PER_CHILD 100
 
-static double cpu_seconds(void) {
-        struct timespec ts;
 
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-static long status_kib(const char *key) {
-        char line[256];
-        long v = -1;
-        FILE *f = fopen("/proc/self/status", "re");
-
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, key, strlen(key)) == 0)
-                        v = strtol(line + strlen(key), NULL, 10);
-        fclose(f);
-        return v;
-}
 
 /* The children's thread ids, sorted, at most max. */
 static size_t child_tids(const pid_t *children, unsigned n_children, pid_t *ret, size_t max) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "idle-threads.h"
 
 #include "base/root.h"
@@ -28,33 +29,8 @@
 #define THREADS_PER_CHILD 100
 
 
-static double cpu_seconds(void) {
-        struct timespec ts;
 
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
 
-static double wall_seconds(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-static long status_kib(const char *key) {
-        char line[256];
-        long v = -1;
-        FILE *f = fopen("/proc/self/status", "re");
-
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, key, strlen(key)) == 0)
-                        v = strtol(line + strlen(key), NULL, 10);
-        fclose(f);
-        return v;
-}
 
 int main(int argc, char *argv[]) {
         unsigned threads = 1000, rounds = 10, n_children;

@@ -461,42 +461,45 @@ static int parse_band(const char *value, unsigned max, unsigned *ret_lo, unsigne
         return 0;
 }
 
-/* "forced_idle = LOW-HIGH%": of the CPU time of the policy's groups. */
-static int when_forced_idle(Parser *ps, const char *value, unsigned line) {
-        PolicyWhen *w = &ps->p->when;
+/* A band of [when]: "load = LOW-HIGH%" (0 to POLICY_LOAD_MAX) or
+ * "forced_idle = LOW-HIGH%" (0 to 100, of the CPU time of the policy's
+ * groups). */
+typedef struct WhenBand {
+        const char *key, *what, *example;
+        unsigned max;
+} WhenBand;
+
+static int when_band(Parser *ps, const WhenBand *b, const char *value, unsigned line, bool *ret_has, unsigned *ret_lo,
+                     unsigned *ret_hi, unsigned *ret_line) {
         unsigned lo, hi;
-        int k = parse_band(value, 100, &lo, &hi);
+        int k = parse_band(value, b->max, &lo, &hi);
 
         if (k == -ERANGE)
-                return perr(ps, line, "out-of-range", "forced idle band '%s' goes past 100%%", value);
+                return perr(ps, line, "out-of-range", "%s band '%s' goes past %u%%", b->what, value, b->max);
         if (k < 0)
-                return perr(ps, line, "bad-value", "invalid forced_idle '%s': expected a band like '0-10%%'", value);
+                return perr(ps, line, "bad-value", "invalid %s '%s': expected a band like '%s'", b->key, value, b->example);
         if (lo > hi)
-                return perr(ps, line, "bad-value", "forced idle band '%s' is empty: %u%% is above %u%%", value, lo, hi);
-        w->has_forced_idle = true;
-        w->forced_idle_low = lo;
-        w->forced_idle_high = hi;
-        w->forced_idle_line = line;
+                return perr(ps, line, "bad-value", "%s band '%s' is empty: %u%% is above %u%%", b->what, value, lo, hi);
+        *ret_has = true;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        *ret_line = line;
         return 0;
 }
 
-/* "load = LOW-HIGH%". */
-static int when_load(Parser *ps, const char *value, unsigned line) {
+static int when_forced_idle(Parser *ps, const char *value, unsigned line) {
+        static const WhenBand b = { "forced_idle", "forced idle", "0-10%", 100 };
         PolicyWhen *w = &ps->p->when;
-        unsigned lo, hi;
-        int k = parse_band(value, POLICY_LOAD_MAX, &lo, &hi);
 
-        if (k == -ERANGE)
-                return perr(ps, line, "out-of-range", "load band '%s' goes past %u%%", value, POLICY_LOAD_MAX);
-        if (k < 0)
-                return perr(ps, line, "bad-value", "invalid load '%s': expected a band like '0-85%%'", value);
-        if (lo > hi)
-                return perr(ps, line, "bad-value", "load band '%s' is empty: %u%% is above %u%%", value, lo, hi);
-        w->has_load = true;
-        w->load_low = lo;
-        w->load_high = hi;
-        w->load_line = line;
-        return 0;
+        return when_band(ps, &b, value, line, &w->has_forced_idle, &w->forced_idle_low, &w->forced_idle_high,
+                         &w->forced_idle_line);
+}
+
+static int when_load(Parser *ps, const char *value, unsigned line) {
+        static const WhenBand b = { "load", "load", "0-85%", POLICY_LOAD_MAX };
+        PolicyWhen *w = &ps->p->when;
+
+        return when_band(ps, &b, value, line, &w->has_load, &w->load_low, &w->load_high, &w->load_line);
 }
 
 /* A [when] line: a comparison of a count or the kernel's version
