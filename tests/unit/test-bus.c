@@ -5,7 +5,9 @@
  * (A client that sends calls and never reads the replies is cut off at
  * BUS_QUEUED_MAX unread; an sd-bus client here never made the server queue,
  * so that path is not exercised.) The children drop to uid 65534, so the
- * test needs root (exit 77 otherwise). */
+ * test needs root (exit 77 otherwise). Each child is this program again,
+ * exec'd: the server has a thread (the closer), and a child forked beside
+ * it may find a lock of the allocator held by it for good. */
 
 #include <errno.h>
 #include <grp.h>
@@ -87,15 +89,16 @@ static int call(const char *path, const char *method, char **ret_error_name) {
 /* Child: Status works for anyone, Reload only for root. Exit 0 when so. */
 static int child_rights(const char *path) {
         char *name = NULL;
+        int k;
 
         if (call(path, "Status", NULL) < 0 || call(path, "Reload", NULL) < 0)
                 return 1;
         become_nobody();
         if (call(path, "Status", NULL) < 0)
                 return 2;
-        if (call(path, "Reload", &name) >= 0 || !name || strcmp(name, SD_BUS_ERROR_ACCESS_DENIED) != 0)
-                return 3;
-        return 0;
+        k = call(path, "Reload", &name) >= 0 || !name || strcmp(name, SD_BUS_ERROR_ACCESS_DENIED) != 0 ? 3 : 0;
+        free(name);
+        return k;
 }
 
 /* How many of fds are still connected, with nothing to read. */
@@ -139,13 +142,31 @@ static int child_flood(const char *path) {
         return open_;
 }
 
-int main(void) {
+/* This program again as the child KIND on path: fork and exec, nothing
+ * allocated in between. */
+static pid_t spawn(const char *kind, const char *path) {
+        char *argv[] = { (char *) "test-bus", (char *) kind, (char *) path, NULL };
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                execv("/proc/self/exe", argv);
+                _exit(127);
+        }
+        ASSERT_GT(pid, 0);
+        return pid;
+}
+
+int main(int argc, char **argv) {
         char dir[] = "/tmp/test-bus.XXXXXX", path[64];
         _cleanup_(bus_server_freep) BusServer *s = NULL;
         sd_event *e = NULL;
         pid_t pid;
         int rc;
 
+        if (argc == 3 && strcmp(argv[1], "--rights") == 0)
+                return child_rights(argv[2]);
+        if (argc == 3 && strcmp(argv[1], "--flood") == 0)
+                return child_flood(argv[2]);
         if (geteuid() != 0) {
                 fprintf(stderr, "test-bus: needs root (clients drop to uid %d): skipped\n", NOBODY);
                 return 77;
@@ -157,8 +178,7 @@ int main(void) {
         ASSERT_OK(bus_server_new(e, path, handler, NULL, &s));
 
         /* Rights: anyone reads, only root reloads. */
-        if ((pid = fork()) == 0)
-                _exit(child_rights(path));
+        pid = spawn("--rights", path);
         rc = serve_until_exit(e, pid);
         ASSERT_EQ(rc, 0);
         ASSERT_EQ(calls, 3u); /* root's Status and Reload, nobody's Status: the refused Reload never got here */
@@ -169,8 +189,7 @@ int main(void) {
         ASSERT_EQ(bus_server_connections(s), 0u);
 
         /* A flood of connections from one user: it keeps its share. */
-        if ((pid = fork()) == 0)
-                _exit(child_flood(path));
+        pid = spawn("--flood", path);
         rc = serve_until_exit(e, pid);
         ASSERT_EQ(rc, (int) BUS_CONNECTIONS_PER_UID);
 

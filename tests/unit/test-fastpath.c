@@ -187,10 +187,12 @@ static bool is_fake(pid_t tid) {
         return access(path, F_OK) == 0;
 }
 
+/* The calling thread's (tid 0) is its own, even where its real tid is
+ * also a fake process's number. */
 static uint64_t *cookie_slot(pid_t tid) {
         if (tid == 0 || !is_fake(tid)) {
                 if (tid == 0)
-                        tid = (pid_t) syscall(SYS_gettid);
+                        tid = -(pid_t) syscall(SYS_gettid);
                 for (size_t i = 0; i < fc.n_other; i++)
                         if (fc.other_tid[i] == tid)
                                 return &fc.other[i];
@@ -350,6 +352,8 @@ static const char SVC[] = "[policy]\nname = svc\npriority = 100\n[match]\ncomm =
 static const char PLAIN[] = "[policy]\nname = plain\npriority = 50\n[match]\ncomm = plain*\n"
                             "[place]\ncpus = all\n";
 
+#define SELF_PID 99 /* topod's own pid in the fake world: no fake process has it but test_self_left_alone()'s */
+
 typedef struct World {
         Pipeline *p;
         Journal *journal;
@@ -404,6 +408,9 @@ static void world_new_events(World *w, bool events) {
         if (pipeline_new(&o, d, &w->p, &reason) < 0)
                 TEST_FAIL("pipeline_new: %s", reason ?: "?");
         ASSERT_EQ(w->p->decide.policies->n, 3);
+        /* topod itself, in this world: this program's pid may be any of
+         * the fake ones. */
+        w->p->decide.config->scope.self = SELF_PID;
         ASSERT_TRUE(w->p->observe.caps->cgroup2.available);
         /* Core scheduling as on an SMT host with it (the probe asked the
          * real kernel, which may not have it). */
@@ -2379,6 +2386,32 @@ static uint64_t cpu_usec(void) {
 /* The cost per event, on this fake tree (tmpfs files stand in for /proc
  * and cgroupfs; the real ones cost more per read, but the count of reads
  * and writes is the same). Printed, not asserted. */
+/* topod's own process is never placed, whatever matches it: not by the
+ * fast path, not by a pass, across a reload. */
+static void test_self_left_alone(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        FastPathStats st;
+        Plan *plan1, *plan2;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        exec_process(&w, SELF_PID, "svc-topod");
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 0);
+        ASSERT_EQ(st.seen, 1);
+        ASSERT_EQ(st.placed, 0);
+        ASSERT_STREQ(process_cgroup(SELF_PID), "/user.slice");
+        plan2 = pass(&w, &r3);
+        ASSERT_STREQ(process_cgroup(SELF_PID), "/user.slice");
+        ASSERT_EQ(cookie_of(SELF_PID), 0);
+        ASSERT_NULL(find_item(r3, "move", SELF_PID));
+        ASSERT_NULL(plan_find_task(plan2, SELF_PID));
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan2);
+        plan_free(plan1);
+        world_free(&w);
+}
+
 static void test_timing(void) {
         enum { N = 1000 };
         _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL;
@@ -2631,6 +2664,7 @@ int main(void) {
         RUN(test_fds_closed_together);
         RUN(test_measure);
         RUN(test_pidfs_identities);
+        RUN(test_self_left_alone);
         RUN(test_timing);
         return 0;
 }
