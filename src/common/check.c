@@ -217,6 +217,11 @@ static void print_files(const PolicyFiles *f) {
 }
 
 int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir) {
+        return topoctl_check_config(NULL, paths, n_paths, strict, offline, json, root_dir);
+}
+
+int topoctl_check_config(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                         bool json, const char *root_dir) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *set = NULL;
         _cleanup_(config_freep) Config *config = NULL;
@@ -238,7 +243,14 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
                         return EXIT_USAGE;
                 }
 
-        if (n_paths == 0) {
+        if (config_path) {
+                /* --config: a topod.conf whatever its name */
+                k = config_read(config_path, true, d, &config);
+                if (k == -ENOMEM || strv_push_dup(&checked, config_path) < 0)
+                        goto oom;
+                config_given = true;
+        }
+        if (n_paths == 0 && !config_path) {
                 _cleanup_free_ char *conf = NULL;
 
                 if (prefixed(root_dir, CONFIG_DEFAULT_PATH, &conf) < 0)

@@ -22,3 +22,7 @@
 #include <stddef.h>
 
 int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir);
+/* The same with config_path (may be NULL) read as a topod.conf whatever its
+ * name (topod --check --config FILE), before the paths. */
+int topoctl_check_config(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                         bool json, const char *root_dir);

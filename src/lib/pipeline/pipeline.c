@@ -288,6 +288,10 @@ static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
 
         if ((k = policy_search(p, p->decide.config, &search)) < 0)
                 return k;
+        /* A path named (--policies, policies_dir) that is not there: said
+         * as such, not as a policy with errors. */
+        if (search.path && access(search.path, F_OK) < 0)
+                return fail(-errno, ret_reason, "cannot read the policies in %s", search.path);
         k = policy_search_read(&search, d, &p->decide.policies, NULL);
         if (k < 0 && !p->decide.policies) {
                 _cleanup_free_ char *where = policy_search_describe(&search);
