@@ -175,9 +175,12 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
 static int check_config_policies(const char *root_dir, const Config *config, Diagnostics *d, char ***checked,
                                  PolicySet **set, PolicyFiles *files) {
         _cleanup_(policy_search_done) PolicySearch search = {};
+        _cleanup_(root_freep) Root *root = NULL;
         int k;
 
-        if ((k = policy_search_init(&search, root_dir, NULL, config ? config->policies_dir : NULL)) < 0)
+        if ((k = root_open(root_dir, &root)) < 0)
+                return diag_add(d, DIAG_ERROR, root_dir ?: "/", 0, "io", "cannot open the root: %s", strerror(-k));
+        if ((k = policy_search_init(&search, root, NULL, config ? config->policies_dir : NULL)) < 0)
                 return k;
         if (search.path) {
                 if ((k = strv_push_dup(checked, search.path)) < 0)

@@ -257,28 +257,21 @@ const char *policy_file_state_to_string(PolicyFileState s) {
         return s >= 0 && (size_t) s < ELEMENTSOF(names) ? names[s] : "?";
 }
 
-/* host path below root_dir (NULL or "/": the host itself) */
-static int below(const char *root_dir, const char *path, char **ret) {
-        size_t n;
-
-        if (!root_dir || streq(root_dir, "/"))
+/* A host path below the root (NULL: the host itself). */
+static int below(const Root *root, const char *path, char **ret) {
+        if (!root)
                 return (*ret = strdup(path)) ? 0 : -ENOMEM;
-        n = strlen(root_dir);
-        while (n > 1 && root_dir[n - 1] == '/')
-                n--;
-        while (*path == '/')
-                path++;
-        return asprintf(ret, "%.*s/%s", (int) n, root_dir, path) < 0 ? -ENOMEM : 0;
+        return root_host_path(root, path, ret);
 }
 
-int policy_search_init(PolicySearch *s, const char *root_dir, const char *given, const char *policies_dir) {
+int policy_search_init(PolicySearch *s, const Root *root, const char *given, const char *policies_dir) {
         *s = (PolicySearch) {};
         if (given)
                 return (s->path = strdup(given)) ? 0 : -ENOMEM;
         if (policies_dir)
-                return below(root_dir, policies_dir, &s->path);
+                return below(root, policies_dir, &s->path);
         for (size_t l = 0; l < _POLICY_LAYER_MAX; l++)
-                if (below(root_dir, layer_dirs[l], &s->dirs[l]) < 0) {
+                if (below(root, layer_dirs[l], &s->dirs[l]) < 0) {
                         policy_search_done(s);
                         return -ENOMEM;
                 }

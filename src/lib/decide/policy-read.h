@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "base/root.h"
 #include "config.h"
 #include "diag.h"
 #include "policy.h"
@@ -41,9 +42,9 @@ typedef struct PolicySearch {
 } PolicySearch;
 
 /* given: a path as given on a command line, used as it is (NULL: none);
- * else policies_dir (from topod.conf, NULL: none) below root_dir; else the
- * layers below root_dir (NULL or "/": the host). -ENOMEM. */
-int policy_search_init(PolicySearch *s, const char *root_dir, const char *given, const char *policies_dir);
+ * else policies_dir (from topod.conf, NULL: none) below the root; else the
+ * layers below the root (root_host_path(); NULL: the host). -ENOMEM. */
+int policy_search_init(PolicySearch *s, const Root *root, const char *given, const char *policies_dir);
 void policy_search_done(PolicySearch *s);
 /* "DIR" or "DIR1, DIR2 and DIR3", for messages. NULL on OOM. */
 char *policy_search_describe(const PolicySearch *s);

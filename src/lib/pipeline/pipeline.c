@@ -238,7 +238,7 @@ static char *config_path(const Pipeline *p) {
 /* What to read for the policies: the path asked for, or topod.conf's
  * policies_dir below the root, or the layers below the root. */
 static int policy_search(const Pipeline *p, const Config *config, PolicySearch *ret) {
-        return policy_search_init(ret, p->options.root, p->options.policies, config->policies_dir);
+        return policy_search_init(ret, p->observe.root, p->options.policies, config->policies_dir);
 }
 
 /* The configuration: a file with errors (in d) still gives one, of its good lines. */

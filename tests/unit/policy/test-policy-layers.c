@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/paths.h"
+#include "base/root.h"
 #include "check.h"
 #include "decide/policy-read.h"
 #include "fake-root.h"
@@ -56,8 +57,10 @@ static void put_link(const char *root, const char *path, const char *target) {
 
 static int read_layers(const char *root, Diagnostics *d, PolicySet **ret, PolicyFiles *files) {
         _cleanup_(policy_search_done) PolicySearch s = {};
+        _cleanup_(root_freep) Root *r = NULL;
 
-        ASSERT_OK(policy_search_init(&s, root, NULL, NULL));
+        ASSERT_OK(root_open(root, &r));
+        ASSERT_OK(policy_search_init(&s, r, NULL, NULL));
         return policy_search_read(&s, d, ret, files);
 }
 
@@ -197,11 +200,13 @@ static void test_no_layer_at_all(void) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *s = NULL;
         _cleanup_(policy_search_done) PolicySearch search = {};
+        _cleanup_(root_freep) Root *r = NULL;
 
         ASSERT_OK(read_layers(root, d, &s, NULL));
         ASSERT_EQ(s->n, 0);
         ASSERT_EQ(d->n, 0);
-        ASSERT_OK(policy_search_init(&search, root, NULL, NULL));
+        ASSERT_OK(root_open(root, &r));
+        ASSERT_OK(policy_search_init(&search, r, NULL, NULL));
         ASSERT_FALSE(policy_search_any_dir(&search));
         fake_root_remove(TAKE_PTR(root));
 }
