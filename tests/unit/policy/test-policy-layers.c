@@ -21,6 +21,7 @@
 #include "base/root.h"
 #include "check.h"
 #include "decide/policy-read.h"
+#include "explain.h"
 #include "fake-root.h"
 #include "pipeline/pipeline.h"
 #include "tests.h"
@@ -335,6 +336,73 @@ static void test_reload_reads_runtime_layer(void) {
         fake_root_remove(TAKE_PTR(root));
 }
 
+static void fake_process(const char *root, pid_t pid, const char *comm, const char *cgroup) {
+        char rel[128], text[512];
+
+        snprintf(text, sizeof(text),
+                 "%d (%s) S 1 %d %d 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 %u 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2 0 0\n",
+                 (int) pid, comm, (int) pid, (int) pid, 5000u + (unsigned) pid);
+        snprintf(rel, sizeof(rel), "proc/%d/stat", (int) pid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/stat", (int) pid, (int) pid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/schedstat", (int) pid, (int) pid);
+        fake_write(root, rel, "1000 0 1\n");
+        snprintf(rel, sizeof(rel), "proc/%d/task/%d/status", (int) pid, (int) pid);
+        snprintf(text, sizeof(text), "Name:\t%s\nTgid:\t%d\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t100\n",
+                 comm, (int) pid);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/comm", (int) pid);
+        snprintf(text, sizeof(text), "%s\n", comm);
+        fake_write(root, rel, text);
+        snprintf(rel, sizeof(rel), "proc/%d/cmdline", (int) pid);
+        fake_write_n(root, rel, comm, strlen(comm) + 1);
+        snprintf(rel, sizeof(rel), "proc/%d/cgroup", (int) pid);
+        snprintf(text, sizeof(text), "0::%s\n", cgroup);
+        fake_write(root, rel, text);
+}
+
+/* explain names the policy's file, the line of its [policy] header (not
+ * of its [place]) and its layer, in text and JSON. */
+static void test_explain_names_file_line_layer(void) {
+        _cleanup_free_ char *root = world_root(), *reason = NULL, *text = NULL, *json = NULL, *want = NULL;
+        _cleanup_(diag_freep) Diagnostics *d = diag_new();
+        _cleanup_(pipeline_freep) Pipeline *p = NULL;
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        PipelineOptions o = { .root = root };
+        ExplainContext x = {};
+        size_t len = 0;
+        FILE *f;
+
+        fake_mkdir(root, MOUNT "/user.slice");
+        fake_process(root, 200, "svc-a", "/user.slice");
+        /* comments above the section: [policy] on line 3, [place] on 8 */
+        fake_write(root, LOCAL "/20-svc.ini",
+                   "# a service\n\n[policy]\nname = svc\n\n[match]\ncomm = svc-a\n[place]\ncpus = 0\n");
+        if (pipeline_new(&o, d, &p, &reason) < 0)
+                TEST_FAIL("pipeline_new: %s", reason ?: "?");
+        p->decide.config->scope.self = 1;
+        ASSERT_OK(pipeline_sample(p, false));
+        ASSERT_OK(pipeline_plan(p, NULL, &plan));
+        x = (ExplainContext) { .p = p, .plan = plan };
+
+        f = open_memstream(&text, &len);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(explain_write(&x, 200, false, f));
+        fclose(f);
+        fprintf(stderr, "%s", text);
+        ASSERT_GT(asprintf(&want, "policy:   svc (%s%s:3, layer local)", root, LOCAL "/20-svc.ini"), 0);
+        ASSERT_STR_CONTAINS(text, want);
+
+        f = open_memstream(&json, &len);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(explain_write(&x, 200, true, f));
+        fclose(f);
+        ASSERT_STR_CONTAINS(json, "\"line\": 3,");
+        ASSERT_STR_CONTAINS(json, "\"layer\": \"local\"");
+        fake_root_remove(TAKE_PTR(root));
+}
+
 /* Run a shell command; its exit code, and its output (both streams). */
 static int sh(char **out, const char *fmt, ...) _printf_(2, 3);
 static int sh(char **out, const char *fmt, ...) {
@@ -403,6 +471,7 @@ int main(int argc, char *argv[]) {
         RUN(test_check_names_layers);
         RUN(test_check_conf_policies);
         RUN(test_reload_reads_runtime_layer);
+        RUN(test_explain_names_file_line_layer);
         RUN(test_programs);
         return 0;
 }
