@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/paths.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -102,8 +103,9 @@ static void help(void) {
                "      --pid PID         classify: only this process or thread\n"
                "      --all             classify: kernel threads too\n"
                "      --events          classify: list proc-connector events seen meanwhile\n"
-               "      --config FILE     classify, plan: topod.conf to read (default /etc/topod/topod.conf)\n"
-               "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir)\n"
+               "      --config FILE     classify, plan: topod.conf to read (default " TOPOD_CONFIG_PATH ")\n"
+               "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir,\n"
+               "                        else the layers of policies.d; see topod.policy(5))\n"
                "      --state-dir DIR   explain, status, reload, plan, reset: where topod's socket and journal\n"
                "                        are (default run/topod below the root)\n"
                "A verb given an option it does not take is a usage error.\n"
