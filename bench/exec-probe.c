@@ -14,7 +14,10 @@
  *
  * Placed: a line of /proc/self/cgroup whose path ends in /GROUP, the
  * cgroup2 line "0::" with CONTROLLER "-", else the v1 line listing
- * CONTROLLER. Polling: every POLL_US for the first millisecond, then ten
+ * CONTROLLER. GROUP "cpus=LIST" instead: the cgroup2 cgroup the probe is
+ * in (wherever it is) has cpuset.cpus.effective LIST, as the kernel
+ * prints it: a placement that moves nothing (a unit given its CPUs where
+ * it is) is seen as one that moves. Polling: every POLL_US for the first millisecond, then ten
  * times that up to 10 ms, then every millisecond (the reading is late by
  * at most one interval). */
 
@@ -78,7 +81,51 @@ static int line_placed(const char *line, const char *group, const char *controll
         return pl > gl && path[pl - gl - 1] == '/' && memcmp(path + pl - gl, group, gl) == 0;
 }
 
+/* Does the cgroup2 cgroup at path read cpuset.cpus.effective == cpus? A
+ * cgroup whose parent has no cpuset controller for its children (a scope
+ * in a slice given CPUs) has no such file: its CPUs are those of the
+ * nearest ancestor that has one. */
+static int cpus_placed(const char *path, const char *cpus) {
+        char dir[4096], file[4096 + 64], buf[256];
+        ssize_t n;
+        int fd;
+
+        if (snprintf(dir, sizeof(dir), "%s", path) >= (int) sizeof(dir))
+                return 0;
+        for (;;) {
+                char *slash;
+
+                snprintf(file, sizeof(file), "/sys/fs/cgroup%s/cpuset.cpus.effective", dir);
+                if ((fd = open(file, O_RDONLY | O_CLOEXEC)) >= 0 || errno != ENOENT)
+                        break;
+                if (!(slash = strrchr(dir, '/')) || dir[1] == '\0')
+                        return 0;
+                if (slash == dir)
+                        slash[1] = '\0'; /* the root */
+                else
+                        *slash = '\0';
+        }
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        return strcmp(buf, cpus) == 0;
+}
+
 static int cgroup_placed(char *text, const char *group, const char *controller) {
+        if (strncmp(group, "cpus=", 5) == 0) {
+                const char *path = strstr(text, "0::");
+
+                if (!path || (path != text && path[-1] != '\n'))
+                        return 0;
+                path += 3;
+                text[strcspn(text, "\n")] = '\0'; /* the one line of a pure cgroup2 host */
+                return cpus_placed(path, group + 5);
+        }
         for (char *line = text, *nl; line && *line; line = nl) {
                 if ((nl = strchr(line, '\n')))
                         *nl++ = '\0';

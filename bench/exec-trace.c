@@ -8,7 +8,10 @@
  *
  *   exec-trace [-g GROUP] [-f NAME] [--kv | --json] [TRACE-FILE]
  *
- * NAME is the exec'd file's base name (default topod-probe). */
+ * NAME is the exec'd file's base name (default topod-probe). A GROUP that
+ * ends in '*' is a start: a cgroup whose last component begins with the
+ * rest ("topod-bench-*": the systemd driver's scopes
+ * topod-bench-PID.scope). */
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -70,6 +73,18 @@ static bool ends_with(const char *s, size_t n, const char *suffix, bool after_sl
         if (n < k || memcmp(s + n - k, suffix, k) != 0)
                 return false;
         return !after_slash || n == k || s[n - k - 1] == '/';
+}
+
+/* The path's last component is GROUP, or begins with it when it ends in '*'. */
+static bool group_matches(const char *s, size_t n, const char *group) {
+        size_t k = strlen(group);
+        const char *last = s + n;
+
+        if (k == 0 || group[k - 1] != '*')
+                return ends_with(s, n, group, true);
+        while (last > s && last[-1] != '/')
+                last--;
+        return (size_t) (s + n - last) >= k - 1 && memcmp(last, group, k - 1) == 0;
 }
 
 int main(int argc, char *argv[]) {
@@ -135,7 +150,7 @@ int main(int argc, char *argv[]) {
                         while ((sp = strstr(pp + 1, " pid=")))
                                 pp = sp;
                         dp += strlen("dst_path=");
-                        if (!ends_with(dp, (size_t) (pp - dp), group, true))
+                        if (!group_matches(dp, (size_t) (pp - dp), group))
                                 continue;
                         v = pp + strlen(" pid=");
                         e.attach = 1;
