@@ -137,9 +137,13 @@ static void say_suppressed(Daemon *d, ChangeAction a, int priority, unsigned n) 
         change_fields_done(&f);
 }
 
-static void emit(Daemon *d, const ChangeEntry *e) {
+/* e logged, unless the rate limit holds it back; its comm looked up
+ * (only then) when it has none: in the last scan, or, with read_comm (a
+ * process the fast path placed, new since that scan), in proc. */
+static void emit(Daemon *d, ChangeEntry *e, bool read_comm) {
         int priority = change_priority(e);
         ChangeAction a = change_action(e);
+        _cleanup_free_ char *comm = NULL;
         unsigned held = 0;
         ChangeFields f;
         bool go;
@@ -150,6 +154,15 @@ static void emit(Daemon *d, const ChangeEntry *e) {
         say_suppressed(d, a, priority, held);
         if (!go)
                 return;
+        if (!e->comm)
+                e->comm = comm_of(d, e->pid);
+        if (!e->comm && read_comm && e->pid > 0) {
+                char path[64];
+
+                snprintf(path, sizeof(path), "proc/%d/comm", (int) e->pid);
+                if (root_read_line(d->p->observe.root, path, &comm) >= 0)
+                        e->comm = comm;
+        }
         if (change_fields_build(e, &f) < 0) {
                 log_warning(d, "cannot log a change (%s): %s, ignoring", e->what ?: "?", strerror(ENOMEM));
                 return;
@@ -187,8 +200,7 @@ void changes_log_report(Daemon *d, const Plan *plan, const ReconcileReport *r) {
                 }
                 e.policy = policy_name(d, policy);
                 e.group = group;
-                e.comm = comm_of(d, it->pid);
-                emit(d, &e);
+                emit(d, &e, false);
         }
         changes_flush(d);
 }
@@ -205,18 +217,19 @@ void changes_log_placements(Daemon *d, const Plan *plan, const ReconcilePlacemen
                 e.result = b[i].moved;
                 if (asprintf(&what, "fast path: move process %d to %s", (int) b[i].tgid, group) >= 0) {
                         e.what = what;
-                        emit(d, &e);
+                        emit(d, &e, true);
                 }
                 if (b[i].cookie == PLACE_COOKIE_KEEP)
                         continue;
                 what = mfree(what);
                 e.kind = RECONCILE_KIND_COOKIE;
+                e.comm = NULL; /* the move's, or looked up again */
                 e.cgroup = NULL;
                 e.result = b[i].cookied;
                 if (asprintf(&what, "fast path: cookie (%s): process %d",
                              b[i].cookie == PLACE_COOKIE_JOIN ? "join" : "new", (int) b[i].tgid) >= 0) {
                         e.what = what;
-                        emit(d, &e);
+                        emit(d, &e, true);
                 }
         }
 }
