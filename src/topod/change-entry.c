@@ -210,7 +210,12 @@ static char *message(const ChangeEntry *e) {
                                : e->kind == RECONCILE_KIND_REMOVE ? "removed"
                                : e->kind == RECONCILE_KIND_PROPERTY ? "set"
                                                                     : "switched";
-                k = asprintf(&m, "%s: %s%s%s", verb, e->what ?: "?", pol, tail);
+                const char *w = e->what ?: "?";
+                int n = (int) strlen(w);
+
+                while (n > 0 && w[n - 1] == ' ') /* "unit x: back CPUWeight " with no value */
+                        n--;
+                k = asprintf(&m, "%s: %.*s%s%s", verb, n, w, pol, tail);
         }
         return k < 0 ? NULL : m;
 }

@@ -171,6 +171,15 @@ static void test_fields_cookie_property_feature(void) {
         ASSERT_NULL(field(&f, "TOPOD_PID"));
         change_fields_done(&f);
 
+        /* put back on stop: the unit's own value, empty */
+        e.undo = e.restoring = true;
+        e.what = "unit crunch.service: back AllowedCPUs ";
+        ASSERT_EQ(change_fields_build(&e, &f), 0);
+        ASSERT_STREQ(f.message, "put back: unit crunch.service: back AllowedCPUs [sd-crunch]");
+        ASSERT_STREQ(field(&f, "TOPOD_ACTION"), "restore");
+        ASSERT_STREQ(field(&f, "TOPOD_KIND"), "property");
+        change_fields_done(&f);
+
         e = (ChangeEntry) { .kind = RECONCILE_KIND_FEATURE, .result = RECONCILE_SKIPPED,
                             .reason = "lockdown", .what = "feature TTWU_QUEUE off" };
         ASSERT_EQ(change_fields_build(&e, &f), 0);
