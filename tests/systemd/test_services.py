@@ -27,6 +27,10 @@ an unnamed one that stays. guest-services.sh runs the steps; this checks:
   unit's AllowedCPUs / AllowedMemoryNodes / CPUWeight / StartupCPUWeight as
   before topod started, topod's transient units and /topod.slice gone,
   every process in the cgroup it was in before (counted), no cookie left;
+- topod's journal entries (`journalctl -u topod TOPOD_POLICY=... -o json`)
+  after the placement and after the stop: the scoped process's move and
+  both policies' cookies and unit properties, then each restored, by
+  TOPOD_PID / TOPOD_ACTION / TOPOD_KIND / TOPOD_RESULT / TOPOD_UNIT;
 - `systemctl restart topod`: no process killed, placed again;
 - kill -9 of topod right after its first placement, then a start and a
   stop: reconciled the same way, the journal recovered.

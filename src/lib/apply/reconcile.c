@@ -16,16 +16,6 @@ const char *reconcile_status_to_string(ReconcileStatus s) {
         return (unsigned) s < _RECONCILE_STATUS_MAX ? names[s] : "?";
 }
 
-const char *reconcile_kind_to_string(ReconcileKind k) {
-        static const char *const names[_RECONCILE_KIND_MAX] = {
-                [RECONCILE_KIND_MOVE] = "move",       [RECONCILE_KIND_COOKIE] = "cookie",
-                [RECONCILE_KIND_PROPERTY] = "property", [RECONCILE_KIND_CREATE] = "create",
-                [RECONCILE_KIND_REMOVE] = "remove",   [RECONCILE_KIND_FEATURE] = "feature",
-                [RECONCILE_KIND_SETTING] = "setting",
-        };
-        return (unsigned) k < _RECONCILE_KIND_MAX ? names[k] : NULL;
-}
-
 ReconcileReport *reconcile_report_free(ReconcileReport *r) {
         if (!r)
                 return NULL;

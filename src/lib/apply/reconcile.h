@@ -81,8 +81,6 @@ typedef struct ReconcileReport {
 ReconcileReport *reconcile_report_free(ReconcileReport *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ReconcileReport *, reconcile_report_free);
 const char *reconcile_status_to_string(ReconcileStatus s);
-/* "move", "cookie", "property", "create", "remove", "feature", "setting"; NONE: NULL. */
-const char *reconcile_kind_to_string(ReconcileKind k);
 
 typedef struct Reconciler {
         const Root *root;
