@@ -32,12 +32,14 @@
 #include "apply/reconcile.h"
 #include "base/json.h"
 #include "bus.h"
+#include "change-entry.h"
 #include "daemon.h"
 #include "decide/diag.h"
 #include "decide/plan.h"
 #include "log.h"
 #include "observe/sysload.h"
 #include "pipeline/pipeline.h"
+#include "ratelimit.h"
 
 /* Ends the placer's wait for exec events (placer_stop()); blocked on every
  * other thread (topod_run()). */
@@ -139,6 +141,12 @@ typedef struct DaemonReloads {
         char *last;              /* one line: when and how the last reload went */
 } DaemonReloads;
 
+/* The log of changes (changes.c): a rate limit per action, for info
+ * [0] and debug [1]; set up at first use. */
+typedef struct ChangeLog {
+        RateLimit limits[_CHANGE_ACTION_MAX][2];
+} ChangeLog;
+
 typedef struct Daemon {
         const DaemonArgs *args;
         Log log;
@@ -150,6 +158,7 @@ typedef struct Daemon {
         DaemonGates gate;
         DaemonServe serve;
         DaemonReloads reloads;
+        ChangeLog changes;
         uint64_t started_usec;
         uint64_t watchdog_usec;   /* WatchdogSec=, 0 without */
         bool ready;
@@ -235,6 +244,15 @@ int daemon_writers_open(Daemon *d);
 /* Put back what the journal holds; *ret (may be NULL): the report, NULL
  * when nothing was journaled. */
 int restore_all(Daemon *d, const char *why, ReconcileReport **ret);
+
+/* changes.c */
+/* Each change in r (about plan: the one in force, or NULL) logged, and the
+ * counts the rate limits held back said. */
+void changes_log_report(Daemon *d, const Plan *plan, const ReconcileReport *r);
+/* The fast path's batch, as reconcile_place() left it. */
+void changes_log_placements(Daemon *d, const Plan *plan, const ReconcilePlacement *b, size_t n);
+/* What the rate limits held back in an interval now over, said. */
+void changes_flush(Daemon *d);
 
 /* reload.c */
 /* Read the configuration again, all or nothing; ret_messages (may be

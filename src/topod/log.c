@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <systemd/sd-journal.h>
 
@@ -48,6 +49,24 @@ void log_at(const Log *l, int priority, const char *fmt, ...) {
                         fprintf(stderr, "topod: %s\n", buf);
         }
         va_end(ap);
+}
+
+void log_fields(const Log *l, int priority, char *const *fields, size_t n, const char *message) {
+        struct iovec iov[24];
+        char prio[16];
+        size_t m = 0;
+
+        if (priority > l->level)
+                return;
+        if (!l->journal) {
+                fprintf(stderr, "topod: %s\n", message);
+                return;
+        }
+        snprintf(prio, sizeof(prio), "PRIORITY=%d", priority);
+        iov[m++] = (struct iovec) { .iov_base = prio, .iov_len = strlen(prio) };
+        for (size_t i = 0; i < n && m < ELEMENTSOF(iov); i++)
+                iov[m++] = (struct iovec) { .iov_base = fields[i], .iov_len = strlen(fields[i]) };
+        (void) sd_journal_sendv(iov, (int) m);
 }
 
 int log_level_from_string(const char *s) {

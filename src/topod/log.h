@@ -9,6 +9,7 @@
  * log: the daemon logs what it is told, once. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 #include "base/macro.h"
@@ -24,6 +25,13 @@ void log_open(Log *l, int level);
 /* The configuration's level, unless --log-level fixed one. */
 void log_set_config_level(Log *l, int level);
 void log_at(const Log *l, int priority, const char *fmt, ...) _printf_(3, 4);
+/* One entry with structured fields ("NAME=value" each, MESSAGE= among
+ * them): to the journal with them, to stderr as "topod: message" alone. */
+void log_fields(const Log *l, int priority, char *const *fields, size_t n, const char *message);
+/* Would a message at priority be printed? */
+static inline bool log_wants(const Log *l, int priority) {
+        return priority <= l->level;
+}
 
 /* "err", "warning", "notice", "info", "debug" → priority; -EINVAL. */
 int log_level_from_string(const char *s);

@@ -39,9 +39,11 @@ static void interlocks_changed(Daemon *d) {
                         /* Those inherited first: the values of the
                          * journaled ones, which the apply clears, tell
                          * them. */
-                        if (reconcile_clear_inherited_cookies(&rc, &r) >= 0 && r && r->n > 0)
+                        if (reconcile_clear_inherited_cookies(&rc, &r) >= 0 && r && r->n > 0) {
+                                changes_log_report(d, d->pass.plan, r);
                                 log_notice(d, "cleared %u cookies threads had inherited (%u failed)",
                                            r->counts[RECONCILE_DONE], r->counts[RECONCILE_FAILED]);
+                        }
                         (void) cookie_applier_release(d->writers.cookies);
                 }
         } else if (!c->smt_active)

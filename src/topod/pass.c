@@ -78,6 +78,7 @@ static size_t skipped_settings(const ReconcileReport *r) {
 }
 
 static void pass_report(Daemon *d, PassCause cause, ReconcileReport *r, const TaskScanStats *ss) {
+        changes_log_report(d, d->pass.plan, r);
         if (skipped_settings(r) > 0 && (d->pass.count == 1 || skipped_settings(r) != skipped_settings(d->pass.report)))
                 for (size_t i = 0; i < r->n; i++)
                         if (r->items[i].status == RECONCILE_SKIPPED && startswith(r->items[i].what, "setting "))
@@ -279,6 +280,8 @@ bool fast_place(Daemon *d) {
         k = pipeline_place_fresh(d->p, &rc, &st, &r);
         if (k < 0)
                 return true;
+        if (r)
+                changes_log_placements(d, d->p->fast->plan, d->p->fast->batch, d->p->fast->n_batch);
         d->gate.fast_placed += st.placed;
         d->gate.fresh_since_tick += st.seen;
         for (size_t i = 0; r && i < r->n; i++)

@@ -68,6 +68,9 @@ static const char *const allow_list[] = {
         "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown",
         /* The bus: each client's socket pair to its sd-bus (bus-feed.h). */
         "socketpair",
+        /* The journal: an entry too big for one datagram goes as a sealed
+         * memfd (sd_journal_sendv()). */
+        "memfd_create",
 
         /* Core scheduling: pidfds pin the threads a cookie goes to (the
          * cookie prctl is in the argument rules). */

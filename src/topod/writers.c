@@ -129,6 +129,7 @@ int restore_all(Daemon *d, const char *why, ReconcileReport **ret) {
                 log_error(d, "%s: restore failed: %s", why, strerror(-k));
                 return k;
         }
+        changes_log_report(d, d->pass.plan, r);
         log_info(d, "%s: restored (%u done, %u skipped, %u failed)", why, r->counts[RECONCILE_DONE],
                  r->counts[RECONCILE_SKIPPED], r->counts[RECONCILE_FAILED]);
         if (journal_is_empty(d->writers.journal))

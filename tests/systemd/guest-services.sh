@@ -85,6 +85,15 @@ placed_wait() { # NAME SECS: wait until placed and cookied, say how long
 	echo "$1.rc=$rc after $((SECONDS - t0)) s" >> "$OUT/waits.kv"
 }
 
+# topod's change entries in the journal, by their fields: those about each
+# policy (as an operator asks for them), JSON lines in out/fields-NAME.json
+changes() { # NAME
+	journalctl --sync 2>/dev/null
+	for p in sd-crunch sd-scoped; do
+		journalctl -b -u topod TOPOD_POLICY=$p -o json --no-pager
+	done > "$OUT/fields-$1.json" 2>&1
+}
+
 log "before topod"
 record before
 snap before
@@ -95,6 +104,7 @@ placed_wait placed 30
 sleep 2
 record placed full
 snap placed
+changes placed
 M=$(systemctl show -p MainPID --value crunch)
 topoctl plan --json > "$OUT/plan.json" 2> "$OUT/plan.err"
 topoctl explain --json "$M" > "$OUT/explain.json" 2> "$OUT/explain.err"
@@ -138,6 +148,7 @@ topod_stop > "$OUT/stop1.kv" 2>&1
 sleep 1
 record stopped
 snap stopped
+changes stopped
 
 log "systemctl start topod; systemctl restart topod"
 topod_start > "$OUT/start2.kv" 2>&1

@@ -27,6 +27,10 @@ an unnamed one that stays. guest-services.sh runs the steps; this checks:
   unit's AllowedCPUs / AllowedMemoryNodes / CPUWeight / StartupCPUWeight as
   before topod started, topod's transient units and /topod.slice gone,
   every process in the cgroup it was in before (counted), no cookie left;
+- topod's journal entries (`journalctl -u topod TOPOD_POLICY=... -o json`)
+  after the placement and after the stop: the scoped process's move and
+  both policies' cookies and unit properties, then each restored, by
+  TOPOD_PID / TOPOD_ACTION / TOPOD_KIND / TOPOD_RESULT / TOPOD_UNIT;
 - `systemctl restart topod`: no process killed, placed again;
 - kill -9 of topod right after its first placement, then a start and a
   stop: reconciled the same way, the journal recovered.
@@ -165,6 +169,68 @@ def check_reconciled(c, r, name, before, after, stop_kv, allowed_new=()):
     c.true(len(ca) > 10 and not left, "%s: no thread has a cookie (%d threads)" % (name, len(ca)), "\n".join(left))
 
 
+def entries(text):
+    """The journal's JSON lines (journalctl -o json) as dicts."""
+    got = []
+    for line in text.splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            got.append(e)
+    return got
+
+
+def check_fields(c, name, es, want):
+    """An entry of es with every field of want (a value, or a set of them)."""
+    def fits(e):
+        return all(e.get(k) in v if isinstance(v, (set, frozenset)) else e.get(k) == v for k, v in want.items())
+    seen = sorted({"%s %s %s %s %s" % (e.get("TOPOD_POLICY"), e.get("TOPOD_ACTION"), e.get("TOPOD_KIND"),
+                                       e.get("TOPOD_RESULT"), e.get("TOPOD_PID")) for e in es})
+    hit = [e for e in es if fits(e)]
+    c.true(hit, "%s: a journal entry with %s" % (name, " ".join("%s=%s" % (k, "|".join(sorted(v)) if isinstance(v, set) else v)
+                                                               for k, v in sorted(want.items()))),
+           "entries (policy action kind result pid):\n" + "\n".join(seen))
+    return hit
+
+
+def check_journal_fields(c, r, placed, stopped):
+    """topod's change entries: journalctl -u topod TOPOD_POLICY=... after
+    the placement and after the stop name the processes moved, their
+    cookies and the unit's properties, and their putting back."""
+    pe, se = entries(r.out("fields-placed.json")), entries(r.out("fields-stopped.json"))
+    c.true(all(e.get("_SYSTEMD_UNIT") == "topod.service" for e in pe + se) and pe,
+           "journalctl -u topod TOPOD_POLICY=...: topod's entries (%d after the placement)" % len(pe))
+    scoped = placed.get("scoped", "")
+    crunch = set(map(str, pidlist(stopped.get("pids"))))  # crunch was restarted since the placement
+    main = placed.get("crunch.MainPID", "")
+    hit = check_fields(c, "placed", pe, {"TOPOD_POLICY": "sd-scoped", "TOPOD_ACTION": "move", "TOPOD_KIND": "move",
+                                         "TOPOD_RESULT": "done", "TOPOD_PID": scoped})
+    for e in hit[:1]:
+        c.true(str(e.get("TOPOD_GROUP", "")).startswith("/topod.slice/")
+               and str(e.get("MESSAGE", "")).startswith("moved %s (scoped-1) to topod.slice/" % scoped)
+               and str(e.get("MESSAGE", "")).endswith("[sd-scoped]") and e.get("PRIORITY") == "6",
+               "placed: the move's group, message and priority (info)", repr(e))
+    check_fields(c, "placed", pe, {"TOPOD_POLICY": "sd-crunch", "TOPOD_ACTION": "property", "TOPOD_RESULT": "done",
+                                   "TOPOD_UNIT": "crunch.service"})
+    check_fields(c, "placed", pe, {"TOPOD_POLICY": "sd-crunch", "TOPOD_ACTION": "cookie", "TOPOD_RESULT": "done",
+                                   "TOPOD_PID": main})
+    check_fields(c, "placed", pe, {"TOPOD_POLICY": "sd-scoped", "TOPOD_ACTION": "cookie", "TOPOD_RESULT": "done",
+                                   "TOPOD_PID": scoped})
+    c.true(not [e for e in pe if e.get("TOPOD_ACTION") == "restore"], "placed: nothing restored yet")
+    # systemctl stop topod: each of those put back
+    c.true(stopped.get("scoped") == scoped, "the scoped process the same through the stop")
+    check_fields(c, "stopped", se, {"TOPOD_POLICY": "sd-scoped", "TOPOD_ACTION": "restore", "TOPOD_KIND": "move",
+                                    "TOPOD_RESULT": "done", "TOPOD_PID": scoped})
+    check_fields(c, "stopped", se, {"TOPOD_POLICY": "sd-scoped", "TOPOD_ACTION": "restore", "TOPOD_KIND": "cookie",
+                                    "TOPOD_RESULT": "done", "TOPOD_PID": scoped})
+    check_fields(c, "stopped", se, {"TOPOD_POLICY": "sd-crunch", "TOPOD_ACTION": "restore", "TOPOD_KIND": "cookie",
+                                    "TOPOD_RESULT": "done", "TOPOD_PID": crunch})
+    check_fields(c, "stopped", se, {"TOPOD_POLICY": "sd-crunch", "TOPOD_ACTION": "restore", "TOPOD_KIND": "property",
+                                    "TOPOD_RESULT": "done", "TOPOD_UNIT": "crunch.service"})
+
+
 def test(args):
     r = sdlib.boot("sd-services", args, "guest-services.sh", policies=POLICIES, files=sdlib.CRUNCH)
     c = vmlib.Checks()
@@ -257,6 +323,7 @@ def test(args):
          "systemctl stop topod: topod's transient units and /topod.slice gone")
     allowed = ("/system.slice/other-cpu.service",)
     check_reconciled(c, r, "stop", "before", "stopped", kv["stop1"], allowed)
+    check_journal_fields(c, r, kv["placed"], kv["prestop"])
 
     # systemctl restart topod: nothing killed, placed again.
     p2, ra, rt = kv["placed2"], kv["restarted-topod-at"], kv["restarted-topod"]

@@ -672,6 +672,11 @@ static void test_place_then_pass(void) {
                 it = find_item(r4, "cookie cleared", 1001);
                 ASSERT_NOT_NULL(it);
                 ASSERT_EQ(it->status, RECONCILE_DONE);
+                /* whom it is about, for the daemon's log of changes */
+                ASSERT_EQ(it->kind, RECONCILE_KIND_COOKIE);
+                ASSERT_TRUE(it->undo);
+                ASSERT_EQ(it->pid, 1001);
+                ASSERT_FALSE(r4->restoring);
                 ASSERT_EQ(fc.self_gets - gets, 1); /* one job */
                 ASSERT_EQ(cookie_of(1001), 0);
                 for (size_t i = 0; i < w.journal->n_cookies; i++) {
@@ -1404,6 +1409,9 @@ static void test_restore_cookies(void) {
         ASSERT_EQ(cookie_of(201), 0);
         ASSERT_NOT_NULL(find_item(r2, "cookie cleared", 6039));
         ASSERT_NOT_NULL(find_item(r2, "cookie cleared", 6100));
+        ASSERT_TRUE(r2->restoring);
+        ASSERT_EQ(find_item(r2, "cookie cleared", 6100)->kind, RECONCILE_KIND_COOKIE);
+        ASSERT_EQ(find_item(r2, "cookie cleared", 6100)->pid, 6100);
         ASSERT_EQ(cookie_of(250), 0);
         ASSERT_NOT_NULL(find_item(r2, "cookie cleared (inherited", 250));
         ASSERT_EQ(cookie_of(251), 0xabcdefu);
@@ -1860,6 +1868,11 @@ static void test_load_bands(void) {
 
                 ASSERT_NOT_NULL(let_go);
                 ASSERT_EQ(let_go->status, RECONCILE_DONE);
+                ASSERT_EQ(let_go->kind, RECONCILE_KIND_MOVE);
+                ASSERT_TRUE(let_go->undo);
+                ASSERT_EQ(let_go->pid, 501);
+                ASSERT_STREQ(let_go->cgroup, "/user.slice");
+                ASSERT_STR_PREFIX(let_go->from, "/topod.slice/");
         }
 
         /* With the dwell, a change waits for it. */

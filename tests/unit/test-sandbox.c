@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
+#include <systemd/sd-journal.h>
 #include <unistd.h>
 
 #include "base/macro.h"
@@ -384,6 +385,26 @@ static void child_topology(void) {
         fprintf(stderr, "topology read\n");
 }
 
+/* The log of changes: an entry with fields through sd_journal_sendv(),
+ * and one too big for a datagram, which it hands over in a sealed memfd
+ * (whether or not a journal listens here: the size is refused first). */
+static void child_journal(void) {
+        size_t big = 9u * 1024u * 1024u;
+        char *m = malloc(big + sizeof("MESSAGE="));
+
+        ASSERT_NOT_NULL(m);
+        memcpy(m, "MESSAGE=", strlen("MESSAGE="));
+        memset(m + strlen("MESSAGE="), 'x', big);
+        m[strlen("MESSAGE=") + big] = 0;
+        child_prepare();
+        child_install(SANDBOX_ENFORCE);
+        (void) sd_journal_send("MESSAGE=test-sandbox: a change", "PRIORITY=7", "TOPOD_ACTION=move", "TOPOD_PID=1",
+                               NULL);
+        (void) sd_journal_send("%s", m, "PRIORITY=7", "TOPOD_ACTION=move", NULL);
+        free(m);
+        fprintf(stderr, "journal sent\n");
+}
+
 /* The child ran fn to its end: exit 0, and its last words on stderr. */
 static void assert_child_finished(void (*fn)(void), const char *last_words) {
         Child c;
@@ -400,6 +421,10 @@ static void test_topology_is_allowed(void) {
 
 static void test_daemon_work_is_allowed(void) {
         assert_child_finished(child_daemon_work, "daemon work done\n");
+}
+
+static void test_journal_is_allowed(void) {
+        assert_child_finished(child_journal, "journal sent\n");
 }
 
 static void child_unlisted_log(void) {
@@ -527,6 +552,7 @@ int main(void) {
         RUN(test_arguments_are_checked);
         RUN(test_daemon_work_is_allowed);
         RUN(test_topology_is_allowed);
+        RUN(test_journal_is_allowed);
         RUN(test_log_kills_nothing);
         RUN(test_older_threads_are_filtered);
         RUN(test_off_installs_nothing);

@@ -15,6 +15,9 @@
  * counted). 0, or -ENOMEM. */
 _printf_(5, 6) int reconcile_add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason,
                                  const char *fmt, ...);
+/* The same, about a subject (NULL: none). */
+_printf_(6, 7) int reconcile_add_about(ReconcileReport *r, const ReconcileSubject *about, ReconcileStatus status,
+                                       int error, const char *reason, const char *fmt, ...);
 /* The cgroup writer's items, as the report's. */
 int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr);
 int reconcile_new_report(ReconcileReport **ret);

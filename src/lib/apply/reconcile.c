@@ -22,26 +22,24 @@ ReconcileReport *reconcile_report_free(ReconcileReport *r) {
         for (size_t i = 0; i < r->n; i++) {
                 free(r->items[i].what);
                 free(r->items[i].reason);
+                free(r->items[i].cgroup);
+                free(r->items[i].from);
         }
         free(r->items);
         free(r);
         return NULL;
 }
 
-int reconcile_add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason, const char *fmt, ...) {
+static int reconcile_addv(ReconcileReport *r, const ReconcileSubject *about, ReconcileStatus status, int error,
+                          const char *reason, const char *fmt, va_list ap) {
         ReconcileItem *it;
-        va_list ap;
         char *what;
-        int k;
 
         if (r->failures_only && status != RECONCILE_FAILED && status != RECONCILE_SKIPPED) {
                 r->counts[status]++;
                 return 0;
         }
-        va_start(ap, fmt);
-        k = vasprintf(&what, fmt, ap);
-        va_end(ap);
-        if (k < 0)
+        if (vasprintf(&what, fmt, ap) < 0)
                 return -ENOMEM;
         if (r->n == r->allocated) {
                 size_t n = r->allocated ? r->allocated * 2 : 32;
@@ -56,10 +54,39 @@ int reconcile_add(ReconcileReport *r, ReconcileStatus status, int error, const c
         }
         it = &r->items[r->n++];
         *it = (ReconcileItem) { .what = what, .status = status, .error = error };
+        r->counts[status]++;
         if (reason && *reason && !(it->reason = strdup(reason)))
                 return -ENOMEM;
-        r->counts[status]++;
+        if (about) {
+                it->kind = about->kind;
+                it->undo = about->undo;
+                it->pid = about->pid;
+                if ((about->cgroup && !(it->cgroup = strdup(about->cgroup))) ||
+                    (about->from && !(it->from = strdup(about->from))))
+                        return -ENOMEM;
+        }
         return 0;
+}
+
+int reconcile_add(ReconcileReport *r, ReconcileStatus status, int error, const char *reason, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = reconcile_addv(r, NULL, status, error, reason, fmt, ap);
+        va_end(ap);
+        return k;
+}
+
+int reconcile_add_about(ReconcileReport *r, const ReconcileSubject *about, ReconcileStatus status, int error,
+                        const char *reason, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = reconcile_addv(r, about, status, error, reason, fmt, ap);
+        va_end(ap);
+        return k;
 }
 
 static ReconcileStatus from_feat(FeatOutcome o) {
@@ -73,6 +100,10 @@ static ReconcileStatus from_feat(FeatOutcome o) {
         default:
                 return RECONCILE_FAILED;
         }
+}
+
+static ReconcileKind feat_kind_of(FeatKind k) {
+        return k == FEAT_KIND_FEATURE ? RECONCILE_KIND_FEATURE : RECONCILE_KIND_SETTING;
 }
 
 ReconcileStatus reconcile_from_cgroup(CgroupOutcome o) {
@@ -105,15 +136,33 @@ ReconcileStatus reconcile_from_cookie(CookieOutcome o) {
         }
 }
 
+static ReconcileKind kind_of_cgroup_item(CgroupItemKind k) {
+        switch (k) {
+        case CGROUP_ITEM_MKDIR:
+                return RECONCILE_KIND_CREATE;
+        case CGROUP_ITEM_RMDIR:
+                return RECONCILE_KIND_REMOVE;
+        case CGROUP_ITEM_MOVE:
+                return RECONCILE_KIND_MOVE;
+        case CGROUP_ITEM_EFFECTIVE: /* a read-back changes nothing */
+                return RECONCILE_KIND_NONE;
+        default:
+                return RECONCILE_KIND_PROPERTY;
+        }
+}
+
 int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
         int k;
 
         for (size_t i = 0; i < cr->n; i++) {
                 const CgroupResult *c = &cr->items[i];
+                ReconcileSubject about = { .kind = kind_of_cgroup_item(c->kind), .undo = c->back,
+                                           .pid = c->kind == CGROUP_ITEM_MOVE ? c->tgid : 0, .cgroup = c->path,
+                                           .from = c->kind == CGROUP_ITEM_MOVE ? c->from : NULL };
 
                 if (c->path[0] != '/' && c->kind != CGROUP_ITEM_MOVE)
                         /* The systemd driver's items on units (unit.h). */
-                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason, "unit %s: %s%s%s%s",
+                        k = reconcile_add_about(r, &about, reconcile_from_cgroup(c->outcome), c->error, c->reason, "unit %s: %s%s%s%s",
                                           c->path, c->back ? "back " : "",
                                           c->kind == CGROUP_ITEM_MKDIR   ? "start"
                                           : c->kind == CGROUP_ITEM_RMDIR ? "stop"
@@ -123,15 +172,15 @@ int reconcile_add_cgroup_report(ReconcileReport *r, const CgroupReport *cr) {
                                           c->value ? " " : "", c->value ?: "");
                 else if (c->kind == CGROUP_ITEM_EFFECTIVE)
                         /* A read-back changes nothing: a match is "already so". */
-                        k = reconcile_add(r, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : reconcile_from_cgroup(c->outcome),
+                        k = reconcile_add_about(r, &about, c->outcome == CGROUP_DONE ? RECONCILE_ALREADY : reconcile_from_cgroup(c->outcome),
                                           c->error, c->reason, "cgroup %s: %s %s (read back)", c->path,
                                           cgroup_item_kind_to_string(c->kind), c->value ?: "");
                 else if (c->kind == CGROUP_ITEM_MOVE)
-                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason,
+                        k = reconcile_add_about(r, &about, reconcile_from_cgroup(c->outcome), c->error, c->reason,
                                           "cgroup: move process %d (tid %d) %sto %s%s%s", (int) c->tgid, (int) c->pid,
                                           c->back ? "back " : "", c->path, c->from ? " from " : "", c->from ?: "");
                 else
-                        k = reconcile_add(r, reconcile_from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s",
+                        k = reconcile_add_about(r, &about, reconcile_from_cgroup(c->outcome), c->error, c->reason, "cgroup %s: %s%s%s",
                                           c->path, cgroup_item_kind_to_string(c->kind), c->value ? " " : "",
                                           c->value ?: "");
                 if (k < 0)
@@ -152,7 +201,8 @@ static int apply_kernel_settings(const Reconciler *rc, const Plan *plan, Reconci
                 FeatResult res = {};
 
                 (void) feat_apply_setting(rc->root, rc->feat_ops, rc->caps, rc->journal, &plan->kernel->settings[i], &res);
-                if ((k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "setting %s %s", res.name,
+                if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_SETTING },
+                                             from_feat(res.outcome), res.error, res.reason, "setting %s %s", res.name,
                                        res.value)) < 0)
                         return k;
         }
@@ -163,7 +213,8 @@ static int apply_kernel_settings(const Reconciler *rc, const Plan *plan, Reconci
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++)
-                if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "released %s %s",
+                if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = feat_kind_of(fr[i].kind), .undo = true },
+                                             from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "released %s %s",
                                        feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                         return k;
         return 0;
@@ -178,11 +229,13 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
                 FeatResult res = {};
 
                 if (!dbg || !rc->caps->features_readable) {
-                        k = reconcile_add(r, RECONCILE_SKIPPED, rc->caps->sched_features.error,
-                                          rc->caps->sched_features.reason, "feature %s %s", f->name, f->on ? "on" : "off");
+                        k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_FEATURE }, RECONCILE_SKIPPED,
+                                                rc->caps->sched_features.error, rc->caps->sched_features.reason,
+                                                "feature %s %s", f->name, f->on ? "on" : "off");
                 } else {
                         (void) feat_set(rc->root, rc->feat_ops, dbg, rc->journal, f->name, f->on, &res);
-                        k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "feature %s %s", f->name,
+                        k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_FEATURE },
+                                                from_feat(res.outcome), res.error, res.reason, "feature %s %s", f->name,
                                           f->on ? "on" : "off");
                 }
                 if (k < 0)
@@ -192,7 +245,8 @@ static int apply_kernel(const Reconciler *rc, const Plan *plan, ReconcileReport 
                 FeatResult res = {};
 
                 (void) feat_set_cgroup_mode(rc->root, rc->feat_ops, dbg, rc->journal, plan->mode, &res);
-                if ((k = reconcile_add(r, from_feat(res.outcome), res.error, res.reason, "cgroup_mode %s",
+                if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_SETTING },
+                                             from_feat(res.outcome), res.error, res.reason, "cgroup_mode %s",
                                        plan->mode)) < 0)
                         return k;
         } else if (plan->mode && plan->mode_emulated) {
@@ -285,8 +339,10 @@ static int clear_unplanned_cookies(const Reconciler *rc, const Plan *plan, Recon
         if (k < 0)
                 return reconcile_add(r, RECONCILE_FAILED, k, NULL, "cookies cleared: %zu tasks", m);
         for (size_t i = 0; i < m; i++) {
-                if ((k = reconcile_add(r, reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
-                                       "cookie cleared: tid %d", (int) tasks[i].tid)) < 0)
+                if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE, .undo = true,
+                                                                       .pid = tasks[i].tid },
+                                             reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
+                                             "cookie cleared: tid %d", (int) tasks[i].tid)) < 0)
                         return k;
                 /* Cleared or gone: forgotten. Refused (SMT off: the
                  * kernel takes no call) or failed: still set, kept. */
@@ -324,7 +380,9 @@ static int cookie_group_members(const Reconciler *rc, const Plan *plan, size_t g
                 /* Exec'd or renamed since the scan: the fast path has
                  * it, or the next pass. */
                 if (yield_changed(rc->yield, plan->tasks[i].tgid)) {
-                        if ((k = reconcile_add(r, RECONCILE_SKIPPED, 0, YIELD_CHANGED_REASON, "cookie group %zu: tid %d",
+                        if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE,
+                                                                               .pid = plan->tasks[i].tid },
+                                                     RECONCILE_SKIPPED, 0, YIELD_CHANGED_REASON, "cookie group %zu: tid %d",
                                                g, (int) plan->tasks[i].tid)) < 0)
                                 return k;
                         continue;
@@ -387,8 +445,9 @@ static int report_cookie_results(ReconcileReport *r, size_t g, const CookieTask 
         int k;
 
         for (size_t i = 0; i < n; i++)
-                if ((k = reconcile_add(r, reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
-                                       "cookie group %zu: tid %d", g, (int) tasks[i].tid)) < 0)
+                if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE, .pid = tasks[i].tid },
+                                             reconcile_from_cookie(results[i].outcome), results[i].error, NULL,
+                                             "cookie group %zu: tid %d", g, (int) tasks[i].tid)) < 0)
                         return k;
         return 0;
 }
@@ -415,8 +474,9 @@ static int join_cookie_group(const Reconciler *rc, size_t g, CookieRun *run, siz
         run->claimed[run->n_claimed++] = cookie;
         for (size_t i = 0; i < n; i++)
                 if (run->now[i] == cookie &&
-                    (k = reconcile_add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
-                                       (int) run->tasks[i].tid)) < 0)
+                    (k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE, .pid = run->tasks[i].tid },
+                                             RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
+                                             (int) run->tasks[i].tid)) < 0)
                         return k;
         if ((k = report_cookie_results(r, g, run->missing, run->results, m)) < 0)
                 return k;
@@ -458,8 +518,10 @@ static int apply_cookie_group(const Reconciler *rc, const Plan *plan, size_t g, 
         if (holders == n) {
                 run->claimed[run->n_claimed++] = cookie;
                 for (size_t i = 0; i < n; i++)
-                        if ((k = reconcile_add(r, RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
-                                               (int) run->tasks[i].tid)) < 0)
+                        if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE,
+                                                                               .pid = run->tasks[i].tid },
+                                                     RECONCILE_ALREADY, 0, NULL, "cookie group %zu: tid %d", g,
+                                                     (int) run->tasks[i].tid)) < 0)
                                 return k;
                 return 0;
         }
@@ -689,7 +751,8 @@ static int clear_in_jobs(const Reconciler *rc, ReconcileReport *r, const CookieT
                                 ret_waiting[done + i] = clear_waits_for_smt(&results[i]);
                         /* Kept for later: skipped, not failed (whether
                          * the worker's interlock or the kernel said so). */
-                        if ((k = reconcile_add(r,
+                        if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = RECONCILE_KIND_COOKIE, .undo = true,
+                                                                               .pid = tasks[done + i].tid },
                                                ret_waiting && ret_waiting[done + i]
                                                        ? RECONCILE_SKIPPED
                                                        : reconcile_from_cookie(results[i].outcome),
@@ -787,6 +850,7 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                 return k;
         if (!rc->journal)
                 return -EINVAL;
+        r->restoring = true;
 
         /* Cookies first: clearing needs the tasks, which the cgroup moves
          * do not change. */
@@ -818,7 +882,8 @@ int reconcile_restore(const Reconciler *rc, ReconcileReport **ret) {
                 if (k < 0)
                         return k;
                 for (size_t i = 0; i < n_fr; i++) {
-                        if ((k = reconcile_add(r, from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
+                        if ((k = reconcile_add_about(r, &(ReconcileSubject) { .kind = feat_kind_of(fr[i].kind), .undo = true },
+                                             from_feat(fr[i].outcome), fr[i].error, fr[i].reason, "restore %s %s",
                                                feat_kind_to_string(fr[i].kind), fr[i].name)) < 0)
                                 return k;
                         if (feat_result_settled(&fr[i]))

@@ -35,11 +35,39 @@ typedef enum ReconcileStatus {
         _RECONCILE_STATUS_MAX,
 } ReconcileStatus;
 
+/* What an item changed (or would have), for the daemon's log of changes:
+ * NONE for items about a whole run ("journal commit") and read-backs. */
+typedef enum ReconcileKind {
+        RECONCILE_KIND_NONE,
+        RECONCILE_KIND_MOVE,     /* a process into a group, or back */
+        RECONCILE_KIND_COOKIE,   /* a core-scheduling cookie given, or cleared */
+        RECONCILE_KIND_PROPERTY, /* a cgroup attribute or unit property set, or put back */
+        RECONCILE_KIND_CREATE,   /* a cgroup made, a unit started */
+        RECONCILE_KIND_REMOVE,   /* a cgroup removed, a unit stopped */
+        RECONCILE_KIND_FEATURE,  /* a sched_feat switch */
+        RECONCILE_KIND_SETTING,  /* cgroup_mode, a sched/ setting */
+        _RECONCILE_KIND_MAX,
+} ReconcileKind;
+
+/* Whom an item is about (what it names beside its text). */
+typedef struct ReconcileSubject {
+        ReconcileKind kind;
+        bool undo;          /* put back: on restore, or let go while running */
+        pid_t pid;          /* the process (a move) or thread (a cookie), 0 */
+        const char *cgroup; /* the cgroup written, moved to, or the unit; NULL */
+        const char *from;   /* a move: the cgroup it was in; NULL */
+} ReconcileSubject;
+
 typedef struct ReconcileItem {
         char *what;   /* "feature TTWU_QUEUE off", "cgroup /topod.slice/avx cpuset.cpus 0-3", "cookie group 1: tid 42" */
         ReconcileStatus status;
         int error;    /* negative errno when failed */
         char *reason; /* or NULL */
+        /* ReconcileSubject's, owned. */
+        ReconcileKind kind;
+        bool undo;
+        pid_t pid;
+        char *cgroup, *from;
 } ReconcileItem;
 
 typedef struct ReconcileReport {
@@ -47,6 +75,7 @@ typedef struct ReconcileReport {
         size_t n, allocated;
         unsigned counts[_RECONCILE_STATUS_MAX]; /* of every item, listed or not */
         bool failures_only; /* items only for FAILED and SKIPPED (reconcile_place()) */
+        bool restoring;     /* a restore's (reconcile_restore()): what is undone is put back for good */
 } ReconcileReport;
 
 ReconcileReport *reconcile_report_free(ReconcileReport *r);

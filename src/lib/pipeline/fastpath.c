@@ -551,6 +551,7 @@ int fastpath_place(FastPath *f, const Reconciler *rc_in, FastPathStats *ret_stat
         f->journal = rc_in->journal; /* for origin_cgroup(), while it picks */
 
         *ret = NULL;
+        f->n_batch = 0;
         f->n_fresh = 0;
         f->fresh_dropped = 0;
         if (!f->place || n == 0) {
@@ -563,6 +564,7 @@ int fastpath_place(FastPath *f, const Reconciler *rc_in, FastPathStats *ret_stat
                 goto finish;
 
         k = reconcile_place(&rc, f->plan, f->batch, nb, ret);
+        f->n_batch = k >= 0 ? nb : 0;
         batch_outcome(f, nb, k, &st);
         if (k < 0)
                 goto finish;

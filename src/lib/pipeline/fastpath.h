@@ -145,6 +145,7 @@ typedef struct FastPath {
                               * held after a pipeline_place_fresh(), and by each
                               * sample */
         ReconcilePlacement *batch;
+        size_t n_batch;      /* of the last fastpath_place(), as reconcile_place() left them */
         CookieTask *sources; /* PLACE_COOKIE_SOURCES_MAX per batch entry */
 
         /* A pass that lets the fast path in (pipeline_set_yield()): the
