@@ -2301,10 +2301,14 @@ static void test_journal_log(void) {
         l = journal_free(l);
 
         /* Appending again after the rewrite starts a new log; the stale one
-         * (not the size we wrote) makes it a whole write instead. */
+         * (not the size we wrote) makes it a whole write instead, which
+         * finds it is none of this journal's: moved aside, said. */
         ASSERT_EQ(journal_record_task(j, 46, 1, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_NOT_NULL(j->foreign_log);
+        ASSERT_STR_CONTAINS(j->foreign_log, "created by another writer");
+        j->foreign_log = mfree(j->foreign_log);
         ASSERT_EQ(journal_record_task(j, 47, 1, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
         free(log);
@@ -2369,6 +2373,7 @@ static void test_journal_log(void) {
                 signal(SIGXFSZ, old_xfsz);
                 ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
                 ASSERT_NULL(j->log_map);
+                ASSERT_NULL(j->foreign_log); /* its own failed log is no other writer's */
                 for (tries = 0; tries < 200 && !j->log_map; tries++) {
                         ASSERT_EQ(journal_record_task(j, 3001 + (pid_t) tries, 1, "/"), 1);
                         ASSERT_OK(journal_commit_append(j));

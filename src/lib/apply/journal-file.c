@@ -336,16 +336,18 @@ static int log_create(Journal *j) {
         if (fd < 0)
                 return negative_errno();
         /* Allocated now, so that a full /run is this error, not a SIGBUS
-         * at a copy into the mapping. The failed file is removed by the
-         * caller's whole commit. */
+         * at a copy into the mapping. The failed file is removed here, so
+         * that no check takes it for another writer's. */
         k = posix_fallocate(fd, 0, (off_t) cap);
-        if (k != 0)
+        if (k == 0 && fstat(fd, &st) < 0)
+                k = errno;
+        map = k == 0 ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+        if (k == 0 && map == MAP_FAILED)
+                k = errno;
+        if (k != 0) {
+                (void) unlink(path);
                 return -k;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED)
-                return negative_errno();
+        }
         j->log_map = map;
         j->log_cap = cap;
         j->log_ino = (uint64_t) st.st_ino;
