@@ -183,6 +183,7 @@ class Placement:
 
     def __init__(self, tmp):
         self.why = None
+        self.probes, self.kept = [], []
         self.mount = cgroup2_mount()
         self.sub = None
         self.comm = "tpd-probe-%d" % (os.getpid() % 100000)
@@ -208,7 +209,6 @@ class Placement:
             return
         self.link = os.path.join(tmp, self.comm)
         os.symlink(shutil.which("sleep"), self.link)
-        self.probes = []
 
     def usable(self):
         return self.why is None
@@ -258,14 +258,21 @@ class Placement:
             time.sleep(0.0005)
         return None
 
-    def reap(self):
-        for pid in self.probes:
+    def keep(self):
+        """The probes so far live on (in topod's group) until remove()."""
+        self.kept += self.probes
+        self.probes = []
+
+    def reap(self, kept=False):
+        for pid in self.probes + (self.kept if kept else []):
             try:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
             except OSError:
                 pass
         self.probes = []
+        if kept:
+            self.kept = []
 
     def left_behind(self):
         """What of topod's is left in the subtree after its stop."""
@@ -275,7 +282,7 @@ class Placement:
                 d not in ("daemon", "probe")]
 
     def remove(self):
-        self.reap()
+        self.reap(kept=True)
         if not self.sub:
             return
         for top, dirs, _ in sorted(os.walk(self.sub), key=lambda t: -t[0].count("/")):
@@ -400,14 +407,14 @@ class Daemon:
             # the probes back where they were exec'd
             left = self.place.left_behind()
             moved = []
-            for pid in self.place.probes:
+            for pid in self.place.kept + self.place.probes:
                 try:
                     with open("/proc/%d/cgroup" % pid) as f:
                         if "/topod-attack-%d/probe\n" % os.getpid() not in f.read():
                             moved.append(pid)
                 except OSError:
                     pass
-            alive = len(self.place.probes)
+            alive = len(self.place.kept + self.place.probes)
             self.place.remove()
             print("  restore on stop: topod's %s in the test's cgroup subtree and %d probes in them before, "
                   "%s left after, %d probes not back" % (made, alive, left or "nothing", len(moved)))
@@ -645,7 +652,7 @@ def main():
                   (", ".join("%.1f ms" % (1000 * t) for t in base), 1000 * median(base), 1000 * d.place_bound))
             # the baseline's probes live on in topod's group: its restore
             # on stop must put them back (Daemon.stop())
-            baseline_probes, d.place.probes = d.place.probes, []
+            d.place.keep()
         else:
             print("  ******** placement NOT measured (%s): the floods are judged without it ********" % d.place.why)
 
@@ -716,9 +723,6 @@ def main():
             d.fail("Explain of a zombie: daemon CPU %.1f%%" % (100 * share))
         d.check("zombie explain")
     finally:
-        if d.place.usable() and "baseline_probes" in locals():
-            d.place.reap()
-            d.place.probes = baseline_probes
         d.stop()
     if d.failed:
         return 1
