@@ -193,6 +193,9 @@ class Placement:
         if not self.mount:
             self.why = "no cgroup2 mount"
             return
+        if not shutil.which("unshare") or not shutil.which("sleep"):
+            self.why = "no unshare or sleep to run topod and its probes with"
+            return
         sub = os.path.join(self.mount, "topod-attack-%d" % os.getpid())
         try:
             os.mkdir(sub)
