@@ -33,7 +33,9 @@ polled until it is in topod's group: exec to placed, with no attack
 (the baseline) and during the flood attacks, which must stay within
 PLACE_FACTOR x the baseline's median (PLACE_FLOOR_S at least). At the
 end topod's restore on stop must have removed its groups from the
-subtree, which the test then removes. Without such a mount this part
+subtree, which the test then removes. Between the two, journal.log (the
+placements' log) is edited under the running daemon: its next pass must
+say so and move it aside, the probes it journaled still put back. Without such a mount this part
 says so and is skipped; the other checks run as before.
 
 Usage: test-bus-attack.py TOPOD TOPOCTL SRCDIR   (or --worker KIND ...)
@@ -432,6 +434,39 @@ class Daemon:
                 self.failed = True
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def journal_log_edited(self):
+        """journal.log (the fast path's placements) edited under the
+        running daemon, an entry slipped into its unwritten space: the
+        next pass says so and moves it aside, and the placements it held
+        stay journaled (the restore on stop puts those probes back)."""
+        log = os.path.join(self.state, "journal.log")
+        for _ in range(5):
+            if os.path.exists(log):
+                break
+            self.place.probe()  # a placement more, appended to a new log
+            self.place.keep()
+        else:
+            print("  ******** journal.log never there: its edit NOT checked ********")
+            return
+        with open(log, "r+b") as f:
+            at = f.read().find(b"\0")
+            f.seek(at)
+            f.write(b"cgroup /system.slice\nend 1\n")
+        want = "journal.log was changed by another writer"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            self.log.flush()
+            with open(self.log.name) as f:
+                said = [line for line in f if want in line]
+            if said:
+                break
+            time.sleep(0.2)
+        aside = [n for n in os.listdir(self.state) if n.startswith("journal.log.foreign-")]
+        print("  journal.log edited under topod: %s; moved aside: %s" %
+              (said[0].strip()[:160] if said else "NOT NOTICED", aside or "nothing"))
+        if not said or not aside:
+            self.fail("journal.log edited under the daemon: not noticed within 15 s")
+
     def placed(self, what, n=1):
         """n probes exec'd now: their exec-to-placed seconds (None: not
         placed within PLACE_TIMEOUT_S)."""
@@ -656,6 +691,7 @@ def main():
             # the baseline's probes live on in topod's group: its restore
             # on stop must put them back (Daemon.stop())
             d.place.keep()
+            d.journal_log_edited()
         else:
             print("  ******** placement NOT measured (%s): the floods are judged without it ********" % d.place.why)
 
