@@ -463,7 +463,7 @@ class Daemon:
             time.sleep(0.2)
         aside = [n for n in os.listdir(self.state) if n.startswith("journal.log.foreign-")]
         print("  journal.log edited under topod: %s; moved aside: %s" %
-              (said[0].strip()[:160] if said else "NOT NOTICED", aside or "nothing"))
+              (said[0].strip()[:400] if said else "NOT NOTICED", aside or "nothing"))
         if not said or not aside:
             self.fail("journal.log edited under the daemon: not noticed within 15 s")
 
