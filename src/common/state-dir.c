@@ -88,14 +88,18 @@ int state_dir_open_journal(const char *state_dir, const Root *root, Journal **re
         }
         k = journal_load(dir, ret, &e);
         if (k < 0) {
-                fprintf(stderr, "%s: %s/journal:%u: %s\n", program_invocation_short_name, dir, e.line,
-                        e.message[0] ? e.message : strerror(-k));
+                fprintf(stderr, "%s: %s/%s:%u: %s\n", program_invocation_short_name, dir,
+                        e.log ? JOURNAL_LOG_NAME : JOURNAL_FILE_NAME, e.line, e.message[0] ? e.message : strerror(-k));
                 return k;
         }
         if (k > 0 && (*ret)->n_damaged > 0)
                 fprintf(stderr, "%s: %s/journal:%u: %s; %u damaged line%s skipped, the other entries restored\n",
                         program_invocation_short_name, dir, (*ret)->damage->line, (*ret)->damage->message,
                         (*ret)->n_damaged, (*ret)->n_damaged == 1 ? "" : "s");
+        if (k > 0 && (*ret)->n_log_damaged > 0)
+                fprintf(stderr, "%s: %s/" JOURNAL_LOG_NAME ":%u: %s; %u damaged line%s skipped, the other entries restored\n",
+                        program_invocation_short_name, dir, (*ret)->log_damage->line, (*ret)->log_damage->message,
+                        (*ret)->n_log_damaged, (*ret)->n_log_damaged == 1 ? "" : "s");
         /* A journal of an earlier boot records changes that died with
          * it (cgroups, cookies, features are the kernel's): restoring them
          * now would move whoever has those pids today. */

@@ -277,6 +277,39 @@ static void take_rights(BusConnection *c, struct msghdr *mh) {
         s->bans[slot] = (BusBan) { .uid = c->uid, .until_usec = now_usec() + BUS_BAN_USEC };
 }
 
+/* The connection's sd-bus server, made when the client's first bytes
+ * came: a client that connects and closes (or never says anything) costs
+ * an accept and a read, not a bus made and torn down. Nothing of sd-bus's
+ * server side happens before the client speaks (it waits for the
+ * handshake), so a bus made now behaves as one made at accept. */
+static int connection_start_bus(BusConnection *c) {
+        BusServer *s = c->server;
+        int pair[2];
+        sd_id128_t id;
+        int k;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        c->feed_fd = pair[0];
+        c->bus_in_fd = pair[1];
+        if ((k = sd_id128_randomize(&id)) < 0 || (k = sd_bus_new(&c->bus)) < 0)
+                return k;
+        if ((k = sd_bus_set_fd(c->bus, c->bus_in_fd, c->fd)) < 0)
+                return k;
+        c->bus_in_fd = -1; /* the bus's now, and fd with it */
+        if ((k = sd_bus_set_server(c->bus, 1, id)) < 0 || (k = sd_bus_negotiate_fds(c->bus, false)) < 0 ||
+            (k = sd_bus_set_description(c->bus, "topoctl")) < 0 ||
+            (k = sd_bus_add_object_vtable(c->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, s)) < 0 ||
+            (k = sd_bus_add_object_vtable(c->bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                          hello_vtable, s)) < 0 ||
+            (k = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus.Local",
+                                     "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local", "Disconnected",
+                                     on_disconnected, s)) < 0 ||
+            (k = sd_bus_start(c->bus)) < 0)
+                return k;
+        return 0;
+}
+
 /* Read what the client sent (a bounded amount per wake-up), check it and
  * pass it on to sd-bus. */
 static void connection_read(BusConnection *c) {
@@ -303,6 +336,10 @@ static void connection_read(BusConnection *c) {
                 }
                 if (mh.msg_controllen > 0 || (mh.msg_flags & MSG_CTRUNC)) {
                         take_rights(c, &mh); /* fds were refused in the handshake */
+                        return;
+                }
+                if (n > 0 && !c->bus && connection_start_bus(c) < 0) {
+                        connection_doom(c);
                         return;
                 }
                 if (n <= 0 || bus_feed(&c->feed, in, (size_t) n, out, &out_len) < 0 ||
@@ -349,12 +386,10 @@ static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) 
 }
 
 /* cred: the peer's identity, the socket's (SO_PEERCRED), taken once at
- * accept; what it says in the D-Bus handshake is not used (bus-feed.h). */
+ * accept; what it says in the D-Bus handshake is not used (bus-feed.h).
+ * The connection counts against the limits from now on; its bus is made
+ * when it first sends (connection_start_bus()). */
 static int connection_start(BusServer *s, int fd, const struct ucred *cred, BusConnection *c) {
-        int pair[2];
-        sd_id128_t id;
-        int k;
-
         c->server = s;
         c->fd = fd;
         c->uid = cred->uid;
@@ -362,25 +397,6 @@ static int connection_start(BusServer *s, int fd, const struct ucred *cred, BusC
         c->serial = ++s->accepted;
         c->accepted_usec = now_usec();
         bus_feed_init(&c->feed, geteuid());
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
-                return -errno;
-        c->feed_fd = pair[0];
-        c->bus_in_fd = pair[1];
-        if ((k = sd_id128_randomize(&id)) < 0 || (k = sd_bus_new(&c->bus)) < 0)
-                return k;
-        if ((k = sd_bus_set_fd(c->bus, c->bus_in_fd, fd)) < 0)
-                return k;
-        c->bus_in_fd = -1; /* the bus's now, and fd with it */
-        if ((k = sd_bus_set_server(c->bus, 1, id)) < 0 || (k = sd_bus_negotiate_fds(c->bus, false)) < 0 ||
-            (k = sd_bus_set_description(c->bus, "topoctl")) < 0 ||
-            (k = sd_bus_add_object_vtable(c->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, s)) < 0 ||
-            (k = sd_bus_add_object_vtable(c->bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                          hello_vtable, s)) < 0 ||
-            (k = sd_bus_match_signal(c->bus, NULL, "org.freedesktop.DBus.Local",
-                                     "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local", "Disconnected",
-                                     on_disconnected, s)) < 0 ||
-            (k = sd_bus_start(c->bus)) < 0)
-                return k;
         return sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_io, c);
 }
 
@@ -440,7 +456,7 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 BusConnection *c = s->conns[i];
 
                 c->calls_before = c->feed.calls;
-                if (sd_bus_is_ready(c->bus) <= 0 && now_usec() - c->accepted_usec > BUS_AUTH_USEC)
+                if ((!c->bus || sd_bus_is_ready(c->bus) <= 0) && now_usec() - c->accepted_usec > BUS_AUTH_USEC)
                         connection_doom(c);
                 if (c->throttled) {
                         c->throttled = false;
@@ -472,6 +488,17 @@ static int on_accept(sd_event_source *es, int lfd, uint32_t revents, void *userd
                 fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0)
                         return 0; /* EAGAIN: done; or a peer gone before we took it */
+                /* A peer that closed before we took it (a connect/close
+                 * loop on the backlog): nothing to read, nobody to answer,
+                 * so no connection to make, register and reap. */
+                {
+                        char b;
+
+                        if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+                                close(fd);
+                                continue;
+                        }
+                }
                 /* No descriptors may be sent to us at all, where the
                  * kernel can say so (Linux 6.16): the sender's sendmsg()
                  * fails; elsewhere take_rights() deals with them. */

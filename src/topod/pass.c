@@ -145,8 +145,8 @@ static void measure_forced_idle(Daemon *d) {
  * back in its place (the other moved aside, journal.h). */
 static void journal_notice_foreign(Daemon *d) {
         Journal *j = d->writers.journal;
-        _cleanup_free_ char *what = NULL;
-        int k;
+        _cleanup_free_ char *what = NULL, *what_log = NULL;
+        int k, kl;
 
         if (!j)
                 return;
@@ -154,13 +154,25 @@ static void journal_notice_foreign(Daemon *d) {
                 log_warning(d, "%s/journal was changed by another writer since topod wrote it: %s", j->dir, j->foreign);
                 j->foreign = mfree(j->foreign);
         }
+        if (j->foreign_log) {
+                log_warning(d, "%s/" JOURNAL_LOG_NAME " was changed by another writer since topod wrote it: %s", j->dir,
+                            j->foreign_log);
+                j->foreign_log = mfree(j->foreign_log);
+        }
         k = journal_check_file(j, &what);
         if (k < 0)
                 log_warning(d, "cannot look at %s/journal: %s, ignoring", j->dir, strerror(-k));
-        if (k <= 0)
+        kl = journal_check_log(j, &what_log);
+        if (kl < 0)
+                log_warning(d, "cannot look at %s/" JOURNAL_LOG_NAME ": %s, ignoring", j->dir, strerror(-kl));
+        if (k <= 0 && kl <= 0)
                 return;
-        log_warning(d, "%s/journal was changed by another writer since topod wrote it: %s; topod's entries "
-                       "written back", j->dir, what);
+        if (k > 0)
+                log_warning(d, "%s/journal was changed by another writer since topod wrote it: %s; topod's entries "
+                               "written back", j->dir, what);
+        if (kl > 0)
+                log_warning(d, "%s/" JOURNAL_LOG_NAME " was changed by another writer since topod wrote it: %s; "
+                               "topod's entries written back into %s/journal", j->dir, what_log, j->dir);
         if ((k = journal_commit(j)) < 0)
                 log_error(d, "cannot write %s/journal: %s", j->dir, strerror(-k));
 }

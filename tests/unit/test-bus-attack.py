@@ -23,6 +23,21 @@ bounded, root's `topoctl status` answered within 1 s, and, under one
 user's call loop, its CPU below 5% of a core (utime+stime from
 /proc/PID/stat, all threads). Needs root (exit 77 otherwise).
 
+Where the host has a writable cgroup2 mount, topod also places: the test
+makes a subtree of its own there (topod-attack-PID), points the fake
+root's cgroup2 mount at it, starts topod in a cgroup namespace rooted at
+it (so /proc/PID/cgroup names paths inside it), with cgroup_root /topod
+and a policy that matches only a comm this test gives its probes
+(`cpus = all`). A probe is exec'd in the subtree and /proc/PID/cgroup
+polled until it is in topod's group: exec to placed, with no attack
+(the baseline) and during the flood attacks, which must stay within
+PLACE_FACTOR x the baseline's median (PLACE_FLOOR_S at least). At the
+end topod's restore on stop must have removed its groups from the
+subtree, which the test then removes. Between the two, journal.log (the
+placements' log) is edited under the running daemon: its next pass must
+say so and move it aside, the probes it journaled still put back. Without such a mount this part
+says so and is skipped; the other checks run as before.
+
 Usage: test-bus-attack.py TOPOD TOPOCTL SRCDIR   (or --worker KIND ...)
 TOPOD_ATTACK_ALL=1 goes on past a failure while the daemon lives, to list
 every attack's result."""
@@ -49,6 +64,21 @@ RSS_SLACK_KB = 64 * 1024
 ASAN_RSS_SLACK_KB = 256 * 1024
 STATUS_SECONDS = 1.0
 CPU_MAX = 0.05
+# A new matching process under attack is placed within PLACE_FACTOR x the
+# median of the unattacked probes, and never held to less than
+# PLACE_FLOOR_S. The factor: the fast path places on the proc connector's
+# exec event, so an attack that starves the event loop (a bus handler
+# that blocks, a backlog that is drained without bound) shows as a delay
+# of whole passes or status timeouts, far more than 10x; the slowdown a
+# fair share of two cores under two spinning clients may cause is a few
+# times. The floor: an idle baseline of a millisecond or less makes 10x
+# a bound the scheduler's own latency on a loaded 2-core machine (a
+# wake-up behind the attackers at nice 0, tens of ms) would break, and
+# 250 ms is still far below a pass (the slow path's placement, seconds).
+PLACE_FACTOR = 10.0
+PLACE_FLOOR_S = 0.25
+PLACE_PROBES = 7        # baseline probes
+PLACE_TIMEOUT_S = 10.0  # a probe not placed by then is a failure
 
 
 # --- a raw D-Bus client -------------------------------------------------
@@ -137,6 +167,142 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])  # utime, stime: all threads
 
 
+# --- placement on the host's cgroup2, scoped to this test's own processes --
+
+def cgroup2_mount():
+    """The host's cgroup2 mount point, or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[:1] == ["cgroup2"]:
+                return left.split()[4].replace("\\040", " ")
+    return None
+
+
+class Placement:
+    """A subtree of the host's cgroup2 for this test alone; probes exec'd
+    in it under a comm only this test uses; exec-to-placed times."""
+
+    def __init__(self, tmp):
+        self.why = None
+        self.probes, self.kept = [], []
+        self.mount = cgroup2_mount()
+        self.sub = None
+        self.comm = "tpd-probe-%d" % (os.getpid() % 100000)
+        if os.environ.get("TOPOD_ATTACK_NO_CGROUP"):
+            self.why = "TOPOD_ATTACK_NO_CGROUP is set"
+            return
+        if not self.mount:
+            self.why = "no cgroup2 mount"
+            return
+        if not shutil.which("unshare") or not shutil.which("sleep"):
+            self.why = "no unshare or sleep to run topod and its probes with"
+            return
+        sub = os.path.join(self.mount, "topod-attack-%d" % os.getpid())
+        try:
+            os.mkdir(sub)
+        except OSError as e:
+            self.why = "cannot create a cgroup in %s: %s" % (self.mount, e.strerror)
+            return
+        self.sub = sub
+        try:
+            for d in ("daemon", "probe"):
+                os.mkdir(os.path.join(sub, d))
+        except OSError as e:
+            self.why = "cannot create cgroups in %s: %s" % (sub, e.strerror)
+            self.remove()
+            return
+        self.link = os.path.join(tmp, self.comm)
+        os.symlink(shutil.which("sleep"), self.link)
+
+    def usable(self):
+        return self.why is None
+
+    def fake_root(self, root):
+        """The fake root's cgroup2 mount: this test's subtree."""
+        at = os.path.join(root, self.mount.lstrip("/"))
+        if os.path.isdir(at) and not os.path.islink(at):
+            shutil.rmtree(at)  # the fake root's own, in its copy
+        os.makedirs(os.path.dirname(at), exist_ok=True)
+        os.symlink(self.sub, at)
+
+    def command(self, argv):
+        """argv run in a cgroup namespace rooted at the subtree, from its
+        "daemon" cgroup (the subtree's root holds no process)."""
+        ns = "echo $$ > %s/daemon/cgroup.procs && exec \"$@\"" % self.sub
+        return ["unshare", "--cgroup", "sh", "-c", ns, "sh"] + argv
+
+    def preexec(self):
+        with open(os.path.join(self.sub, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def probe(self):
+        """Seconds from a probe's exec to topod's group in its
+        /proc/PID/cgroup; None when not placed within PLACE_TIMEOUT_S."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                with open(os.path.join(self.sub, "probe", "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+                os.write(w, struct.pack("d", time.monotonic()))
+                os.execv(self.link, [self.link, "60"])
+            finally:
+                os._exit(127)
+        os.close(w)
+        t0, = struct.unpack("d", os.read(r, 8))
+        os.close(r)
+        self.probes.append(pid)
+        want = "0::/topod-attack-%d/topod/" % os.getpid()
+        path = "/proc/%d/cgroup" % pid
+        while time.monotonic() - t0 < PLACE_TIMEOUT_S:
+            with open(path) as f:
+                if any(line.startswith(want) for line in f):
+                    return time.monotonic() - t0
+            time.sleep(0.0005)
+        return None
+
+    def keep(self):
+        """The probes so far live on (in topod's group) until remove()."""
+        self.kept += self.probes
+        self.probes = []
+
+    def reap(self, kept=False):
+        for pid in self.probes + (self.kept if kept else []):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        self.probes = []
+        if kept:
+            self.kept = []
+
+    def left_behind(self):
+        """What of topod's is left in the subtree after its stop."""
+        if not os.path.isdir(self.sub):
+            return []
+        return [d for d in os.listdir(self.sub) if os.path.isdir(os.path.join(self.sub, d)) and
+                d not in ("daemon", "probe")]
+
+    def remove(self):
+        self.reap(kept=True)
+        if not self.sub:
+            return
+        for top, dirs, _ in sorted(os.walk(self.sub), key=lambda t: -t[0].count("/")):
+            try:
+                os.rmdir(top)
+            except OSError as e:
+                print("  cannot remove %s: %s" % (top, e.strerror))
+        self.why = self.why or "its cgroup subtree removed"
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
 class Daemon:
     def __init__(self, topod, topoctl, srcdir):
         self.failed = False
@@ -150,6 +316,26 @@ class Daemon:
         os.makedirs(pd)
         with open(os.path.join(pd, "10-none.ini"), "w") as f:
             f.write("[policy]\nname = none\n\n[match]\ncomm = nothing-at-all\n\n[place]\ncpus = 0\n")
+        self.place = Placement(self.tmp)
+        try:
+            self.start(topod, topoctl, root, pd)
+        except BaseException:
+            self.place.remove()
+            raise
+
+    def start(self, topod, topoctl, root, pd):
+        argv = [topod, "--root", root, "--state-dir", os.path.join(self.tmp, "state")]
+        preexec = None
+        if self.place.usable():
+            self.place.fake_root(root)
+            with open(os.path.join(pd, "20-probe.ini"), "w") as f:
+                f.write("[policy]\nname = probe\n\n[match]\ncomm = %s\n\n[place]\ncpus = all\n" % self.place.comm)
+            with open(os.path.join(root, "etc/topod/topod.conf"), "w") as f:
+                f.write("[cgroup]\ncgroup_root = /topod\ndriver = cgroupfs\n")
+            argv = self.place.command(argv)
+            preexec = self.place.preexec
+        else:
+            print("  ******** placement NOT measured: %s ********" % self.place.why)
         self.state = os.path.join(self.tmp, "state")
         self.topoctl = topoctl
         self.log = open(os.path.join(self.tmp, "topod.log"), "w")
@@ -159,8 +345,7 @@ class Daemon:
         env = dict(os.environ)
         if "ASAN_OPTIONS" in env:
             env["ASAN_OPTIONS"] += ":quarantine_size_mb=4:thread_local_quarantine_size_kb=64"
-        self.proc = subprocess.Popen([topod, "--root", root, "--state-dir", self.state],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env, preexec_fn=preexec)
         self.bus = os.path.join(self.state, "bus")
         for _ in range(100):
             if os.path.exists(self.bus) and self.status_seconds() is not None:
@@ -215,13 +400,91 @@ class Daemon:
             self.fail("%s: root's topoctl status took %s" % (what, took))
 
     def stop(self):
+        made = self.place.left_behind() if self.place.usable() else []
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        if self.place.usable():
+            # topod's restore on stop: its groups gone from the subtree,
+            # the probes back where they were exec'd
+            left = self.place.left_behind()
+            moved = []
+            for pid in self.place.kept + self.place.probes:
+                try:
+                    with open("/proc/%d/cgroup" % pid) as f:
+                        if "/topod-attack-%d/probe\n" % os.getpid() not in f.read():
+                            moved.append(pid)
+                except OSError:
+                    pass
+            alive = len(self.place.kept + self.place.probes)
+            self.place.remove()
+            print("  restore on stop: topod's %s in the test's cgroup subtree and %d probes in them before, "
+                  "%s left after, %d probes not back" % (made, alive, left or "nothing", len(moved)))
+            if not made or not alive:
+                print("FAIL: nothing of topod's in %s before its stop: its restore not checked" % self.place.sub)
+                self.failed = True
+            if left or moved:
+                print("FAIL: topod's restore left %s in %s, probes %s not back" % (left, self.place.sub, moved))
+                self.failed = True
+            if os.path.exists(self.place.sub):
+                print("FAIL: cannot remove %s" % self.place.sub)
+                self.failed = True
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def journal_log_edited(self):
+        """journal.log (the fast path's placements) edited under the
+        running daemon, an entry slipped into its unwritten space: the
+        next pass says so and moves it aside, and the placements it held
+        stay journaled (the restore on stop puts those probes back)."""
+        log = os.path.join(self.state, "journal.log")
+        for _ in range(5):
+            if os.path.exists(log):
+                break
+            self.place.probe()  # a placement more, appended to a new log
+            self.place.keep()
+        else:
+            print("  ******** journal.log never there: its edit NOT checked ********")
+            return
+        with open(log, "r+b") as f:
+            at = f.read().find(b"\0")
+            f.seek(at)
+            f.write(b"cgroup /system.slice\nend 1\n")
+        want = "journal.log was changed by another writer"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            self.log.flush()
+            with open(self.log.name) as f:
+                said = [line for line in f if want in line]
+            if said:
+                break
+            time.sleep(0.2)
+        aside = [n for n in os.listdir(self.state) if n.startswith("journal.log.foreign-")]
+        print("  journal.log edited under topod: %s; moved aside: %s" %
+              (said[0].strip()[:400] if said else "NOT NOTICED", aside or "nothing"))
+        if not said or not aside:
+            self.fail("journal.log edited under the daemon: not noticed within 15 s")
+
+    def placed(self, what, n=1):
+        """n probes exec'd now: their exec-to-placed seconds (None: not
+        placed within PLACE_TIMEOUT_S)."""
+        if not self.place.usable():
+            return []
+        return [self.place.probe() for _ in range(n)]
+
+    def placement_bound(self, what, times):
+        """Judge an attack's probes against the baseline's bound."""
+        if not self.place.usable() or not times:
+            return
+        shown = ", ".join("%.1f ms" % (1000 * t) if t is not None else "NOT PLACED" for t in times)
+        print("  %s: placed in %s (bound %.0f ms)" % (what, shown, 1000 * self.place_bound))
+        if None in times:
+            self.fail("%s: a new matching process was not placed within %.0f s" % (what, PLACE_TIMEOUT_S))
+        elif median(times) > self.place_bound:
+            self.fail("%s: placement took %.1f ms (median), bound %.0f ms" %
+                      (what, 1000 * median(times), 1000 * self.place_bound))
 
 
 def as_nobody(args, wait=True, nice=False):
@@ -373,15 +636,22 @@ WORKERS = {"malformed": worker_malformed, "pipelined": worker_pipelined, "oversi
            "calls": worker_calls}
 
 
-def during(d, what, procs, seconds, checks=3):
+def during(d, what, procs, seconds, checks=3, place=True):
+    """The attack's procs run seconds; checks along, and (place) a probe
+    placed after each check."""
     c0, t0 = cpu_ticks(d.pid), time.monotonic()
+    times = []
     for _ in range(checks):
         time.sleep(seconds / checks)
         d.check(what)
+        if place:
+            times += d.placed(what)
     print("  %s: daemon CPU %.1f%% of a core" %
           (what, 100 * (cpu_ticks(d.pid) - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)))
     for p in procs:
         p.wait(timeout=60)
+    d.placement_bound(what, times)
+    d.place.reap() if d.place.usable() else None
 
 
 def cpu_share(d, procs, seconds):
@@ -407,6 +677,23 @@ def main():
         idle = cpu_share(d, [], 2.0)
         print("  idle CPU: %.1f%%" % (100 * idle))
         d.check("idle")
+
+        if d.place.usable():
+            base = []
+            for _ in range(PLACE_PROBES):
+                base += d.placed("baseline")
+                time.sleep(0.1)
+            if None in base:
+                d.fail("baseline: a new matching process was not placed within %.0f s" % PLACE_TIMEOUT_S)
+            d.place_bound = max(PLACE_FACTOR * median(base), PLACE_FLOOR_S)
+            print("  placement, no attack: %s; median %.1f ms, bound under attack %.0f ms" %
+                  (", ".join("%.1f ms" % (1000 * t) for t in base), 1000 * median(base), 1000 * d.place_bound))
+            # the baseline's probes live on in topod's group: its restore
+            # on stop must put them back (Daemon.stop())
+            d.place.keep()
+            d.journal_log_edited()
+        else:
+            print("  ******** placement NOT measured (%s): the floods are judged without it ********" % d.place.why)
 
         worker_malformed(d.bus)
         as_nobody(["malformed", d.bus])

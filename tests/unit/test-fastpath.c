@@ -2256,23 +2256,42 @@ static void test_journal_log(void) {
                 put_log(jdir, log, true);
         }
 
-        /* Read back whole, with a block cut short after it. */
+        /* A block whose first byte is there was copied whole: one without
+         * its "end" (that line damaged) and with a torn last line is read,
+         * the damage reported as the log's, the file's own clean. */
         put_log(jdir, "task 44 1 /x\ncookie 44", false);
+        e = (JournalError) {};
         ASSERT_EQ(journal_load(jdir, &l, &e), 1);
-        ASSERT_EQ(journal_n_entries(l), 4);
+        ASSERT_EQ(journal_n_entries(l), 5);
         ASSERT_STREQ(journal_get_task(l, 43, 4343)->cgroup, "/user.slice/a b");
-        ASSERT_NULL(journal_get_task(l, 44, 1));
+        ASSERT_STREQ(journal_get_task(l, 44, 1)->cgroup, "/x");
+        ASSERT_EQ(l->n_damaged, 0u);
+        ASSERT_EQ(l->n_log_damaged, 2u); /* the torn line, the missing "end" */
+        ASSERT_EQ(l->log_damage->line, 8u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "incomplete last line");
+        ASSERT_EQ(e.line, 0u); /* ret_error: the file's, which has none */
         ASSERT_FALSE(l->dirty);
         l = journal_free(l);
+        put_log(jdir, log, true);
 
-        /* A complete block that does not parse, or miscounts: refused. */
+        /* A complete block with a line that does not parse, or one that
+         * miscounts: the line skipped and reported, every other entry
+         * read. */
         free(log);
         log = slurp(jdir, JOURNAL_LOG_NAME);
         put_log(jdir, "task 45 1 /x\nend 2\n", false);
-        ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_NOT_NULL(journal_get_task(l, 45, 1));
+        ASSERT_EQ(l->n_log_damaged, 1u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "counts 2 entries");
+        l = journal_free(l);
         put_log(jdir, log, true);
         put_log(jdir, "task 42 4242 /again\nend 1\n", false);
-        ASSERT_ERROR(journal_load(jdir, &l, &e), EBADMSG); /* a duplicate */
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1); /* a duplicate: the first original kept */
+        ASSERT_STREQ(journal_get_task(l, 42, 4242)->cgroup, "/user.slice");
+        ASSERT_EQ(l->n_log_damaged, 2u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "duplicate");
+        l = journal_free(l);
         put_log(jdir, log, true);
 
         /* A forget cannot be appended: the file is written whole, the log
@@ -2295,10 +2314,14 @@ static void test_journal_log(void) {
         l = journal_free(l);
 
         /* Appending again after the rewrite starts a new log; the stale one
-         * (not the size we wrote) makes it a whole write instead. */
+         * (not the size we wrote) makes it a whole write instead, which
+         * finds it is none of this journal's: moved aside, said. */
         ASSERT_EQ(journal_record_task(j, 46, 1, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
         ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_NOT_NULL(j->foreign_log);
+        ASSERT_STR_CONTAINS(j->foreign_log, "created by another writer");
+        j->foreign_log = mfree(j->foreign_log);
         ASSERT_EQ(journal_record_task(j, 47, 1, "/"), 1);
         ASSERT_OK(journal_commit_append(j));
         free(log);
@@ -2363,6 +2386,7 @@ static void test_journal_log(void) {
                 signal(SIGXFSZ, old_xfsz);
                 ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
                 ASSERT_NULL(j->log_map);
+                ASSERT_NULL(j->foreign_log); /* its own failed log is no other writer's */
                 for (tries = 0; tries < 200 && !j->log_map; tries++) {
                         ASSERT_EQ(journal_record_task(j, 3001 + (pid_t) tries, 1, "/"), 1);
                         ASSERT_OK(journal_commit_append(j));

@@ -3,6 +3,8 @@
  * limits, and malformed input refused with a message that says why. */
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "apply/journal.h"
@@ -793,6 +795,281 @@ static void test_changed_under(void) {
         fake_root_remove(dir);
 }
 
+
+/* Bytes at off of dir/name, written in place (the file keeps its size
+ * where they fit in it). */
+static void poke(const char *dir, const char *name, off_t off, const char *bytes, size_t n) {
+        char path[PATH_MAX];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(pwrite(fd, bytes, n, off), (ssize_t) n);
+        close(fd);
+}
+
+/* A journal committed whole, then three blocks appended to its log. */
+static Journal *with_log(const char *jdir) {
+        Journal *j = NULL;
+
+        ASSERT_OK(journal_new(jdir, &j));
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice"), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_EQ(journal_record_task(j, 42, 4242, "/user.slice"), 1);
+        ASSERT_EQ(journal_record_cookie(j, 42, 4242), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_EQ(journal_record_task(j, 43, 4343, "/system.slice/a.service"), 1);
+        ASSERT_EQ(journal_record_cgroup(j, "/topod.slice/llc0"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_EQ(journal_record_task(j, 44, 4444, "/user.slice"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NOT_NULL(j->log_map);
+        return j;
+}
+
+/* The offset of the first occurrence of needle in the log's text. */
+static off_t log_offset(const char *jdir, const char *needle) {
+        _cleanup_free_ char *log = slurp(jdir, JOURNAL_LOG_NAME);
+        const char *at;
+
+        ASSERT_NOT_NULL(log);
+        at = strstr(log, needle);
+        ASSERT_NOT_NULL(at);
+        return (off_t) (at - log);
+}
+
+/* A damaged line of the log is skipped and reported (which line, why, as
+ * the log's), every other entry of the file and the log loaded: a restore
+ * leaves nothing of what they name behind. */
+static void test_log_salvage(void) {
+        char *dir = fake_root_new();
+        _cleanup_free_ char *jdir = NULL, *log = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        Journal *l = NULL;
+        JournalError e = {};
+
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", dir), 0);
+        j = with_log(jdir);
+        log = slurp(jdir, JOURNAL_LOG_NAME);
+        /* 1 header, 2 task 42, 3 cookie 42, 4 end 2, 5 task 43, 6 cgroup, 7 end 2, 8 task 44, 9 end 1 */
+        ASSERT_STR_CONTAINS(log, "\ntask 43 4343 /system.slice/a.service\ncgroup /topod.slice/llc0\nend 2\n");
+
+        /* Clean: every entry, no damage. */
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 6u);
+        ASSERT_EQ(l->n_log_damaged, 0u);
+        ASSERT_NULL(l->log_damage);
+        l = journal_free(l);
+
+        /* Garbage over one entry line (control bytes): that line skipped,
+         * and its block's "end", which counted it; the rest read. */
+        poke(jdir, JOURNAL_LOG_NAME, log_offset(jdir, "task 43"), "\x01\xffsk 43", 7);
+        e = (JournalError) {};
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(l->n_damaged, 0u);
+        ASSERT_EQ(l->n_log_damaged, 2u);
+        ASSERT_EQ(l->log_damage->line, 5u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "malformed line");
+        ASSERT_NULL(journal_get_task(l, 43, 4343));
+        ASSERT_STREQ(journal_get_task(l, 42, 4242)->cgroup, "/user.slice");
+        ASSERT_STREQ(journal_get_task(l, 44, 4444)->cgroup, "/user.slice");
+        ASSERT_EQ(l->n_cookies, 1u);
+        ASSERT_EQ(l->n_cgroups, 2u);
+        ASSERT_STREQ(l->cgroups[1], "/topod.slice/llc0");
+        ASSERT_EQ(e.line, 0u); /* the file's own error: none */
+        l = journal_free(l);
+        poke(jdir, JOURNAL_LOG_NAME, 0, log, strlen(log));
+
+        /* A NUL byte inside a line (not at a line's start, where a block
+         * being copied begins): that line skipped, the text goes on. */
+        poke(jdir, JOURNAL_LOG_NAME, log_offset(jdir, "cookie 42") + 3, "\0", 1);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(l->n_log_damaged, 2u);
+        ASSERT_EQ(l->log_damage->line, 3u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "NUL");
+        ASSERT_EQ(l->n_cookies, 0u);
+        ASSERT_NOT_NULL(journal_get_task(l, 43, 4343));
+        ASSERT_NOT_NULL(journal_get_task(l, 44, 4444));
+        l = journal_free(l);
+        poke(jdir, JOURNAL_LOG_NAME, 0, log, strlen(log));
+
+        /* An "end" damaged: its block's entries were committed (the first
+         * byte, copied last, is there) and are read; the next block's
+         * "end" then miscounts. */
+        poke(jdir, JOURNAL_LOG_NAME, log_offset(jdir, "end 2\ntask 44"), "enx", 3);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 6u);
+        ASSERT_EQ(l->n_log_damaged, 2u);
+        ASSERT_EQ(l->log_damage->line, 7u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "unknown entry");
+        l = journal_free(l);
+        poke(jdir, JOURNAL_LOG_NAME, 0, log, strlen(log));
+
+        /* A damaged header cannot say which file the log extends: its
+         * entries are read all the same, the header reported. */
+        poke(jdir, JOURNAL_LOG_NAME, 0, "topod-journal-lxg", 17);
+        ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+        ASSERT_EQ(journal_n_entries(l), 6u);
+        ASSERT_EQ(l->n_log_damaged, 1u);
+        ASSERT_EQ(l->log_damage->line, 1u);
+        ASSERT_STR_CONTAINS(l->log_damage->message, "header");
+        l = journal_free(l);
+        poke(jdir, JOURNAL_LOG_NAME, 0, log, strlen(log));
+
+        /* A version this topod does not know: refused, as the log's. */
+        poke(jdir, JOURNAL_LOG_NAME, strlen("topod-journal-log "), "9", 1);
+        e = (JournalError) {};
+        ASSERT_ERROR(journal_load(jdir, &l, &e), EPROTONOSUPPORT);
+        ASSERT_NULL(l);
+        ASSERT_TRUE(e.log);
+        ASSERT_EQ(e.line, 1u);
+        poke(jdir, JOURNAL_LOG_NAME, 0, log, strlen(log));
+
+        /* Damage in the file and in the log: each reported as its own. */
+        {
+                _cleanup_free_ char *file = slurp(jdir, JOURNAL_FILE_NAME);
+                char *at = strstr(file, "cgroup /topod.slice\n");
+
+                ASSERT_NOT_NULL(at);
+                poke(jdir, JOURNAL_FILE_NAME, at - file, "cgrou\x02", 6);
+                poke(jdir, JOURNAL_LOG_NAME, log_offset(jdir, "task 44"), "tusk", 4);
+                e = (JournalError) {};
+                ASSERT_EQ(journal_load(jdir, &l, &e), 1);
+                ASSERT_EQ(l->n_damaged, 2u);
+                ASSERT_EQ(l->damage->line, 2u);
+                ASSERT_EQ(l->n_log_damaged, 2u);
+                ASSERT_EQ(l->log_damage->line, 8u);
+                ASSERT_EQ(e.line, 2u);
+                ASSERT_FALSE(e.log);
+                ASSERT_EQ(journal_n_entries(l), 4u);
+                l = journal_free(l);
+        }
+        fake_root_remove(dir);
+}
+
+/* The log changed under a running topod (edited in place, cut short,
+ * replaced, removed, or made where topod had none): noticed, by the check
+ * and by a whole commit, the other file moved aside, the mapping dropped
+ * (no store into another's file, no SIGBUS past the end of one cut
+ * short), and every entry written into the file. */
+static void test_log_changed_under(void) {
+        char *dir = fake_root_new();
+        _cleanup_free_ char *jdir = NULL, *what = NULL, *aside = NULL, *saved = NULL, *text = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL, *back = NULL;
+        char path[PATH_MAX];
+
+        ASSERT_GT(asprintf(&jdir, "%s/run-topod", dir), 0);
+        snprintf(path, sizeof(path), "%s/%s", jdir, JOURNAL_LOG_NAME);
+        j = with_log(jdir);
+        ASSERT_EQ(journal_check_log(j, &what), 0);
+        ASSERT_NULL(what);
+        ASSERT_EQ(journal_check_file(j, NULL), 0); /* the appends leave the file alone */
+
+        /* Edited in place, its size kept: the text is not topod's. */
+        poke(jdir, JOURNAL_LOG_NAME, log_offset(jdir, "/user.slice"), "/sys", 4);
+        ASSERT_EQ(journal_check_log(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "edited");
+        ASSERT_STR_CONTAINS(what, JOURNAL_LOG_FOREIGN_PREFIX);
+        ASSERT_NULL(j->log_map);
+        ASSERT_TRUE(j->dirty);
+        ASSERT_EQ(count_prefixed(jdir, JOURNAL_LOG_FOREIGN_PREFIX, &aside), 1u);
+        saved = slurp(jdir, aside);
+        ASSERT_STR_CONTAINS(saved, "/sys");
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        ASSERT_OK(journal_commit_append(j)); /* a whole commit: every entry in the file */
+        text = slurp(jdir, JOURNAL_FILE_NAME);
+        ASSERT_STR_CONTAINS(text, "task 42 4242 /user.slice\n");
+        ASSERT_STR_CONTAINS(text, "task 44 4444 /user.slice\n");
+        ASSERT_STR_CONTAINS(text, "end 6\n");
+        what = mfree(what);
+
+        /* Written past its text, into the NULs (an entry slipped in). */
+        ASSERT_EQ(journal_record_task(j, 45, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NOT_NULL(j->log_map);
+        ASSERT_EQ(journal_check_log(j, NULL), 0);
+        poke(jdir, JOURNAL_LOG_NAME, (off_t) j->log_size, "cgroup /system.slice\nend 1\n", 27);
+        ASSERT_EQ(journal_check_log(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "edited");
+        what = mfree(what);
+        ASSERT_OK(journal_commit(j));
+
+        /* Cut short: noticed before the next append would fault. */
+        ASSERT_EQ(journal_record_task(j, 46, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NOT_NULL(j->log_map);
+        ASSERT_EQ(truncate(path, 100), 0);
+        ASSERT_EQ(journal_check_log(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "cut short (100 bytes");
+        ASSERT_NULL(j->log_map);
+        what = mfree(what);
+        ASSERT_EQ(journal_record_task(j, 47, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j)); /* no SIGBUS: a whole commit */
+        ASSERT_EQ(journal_load(jdir, &back, NULL), 1);
+        ASSERT_NOT_NULL(journal_get_task(back, 47, 1));
+        ASSERT_NOT_NULL(journal_get_task(back, 46, 1));
+        back = journal_free(back);
+
+        /* Replaced by another file: found by the next whole commit, which
+         * keeps what it found in ->foreign_log. */
+        ASSERT_EQ(journal_record_task(j, 48, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NOT_NULL(j->log_map);
+        {
+                char from[PATH_MAX];
+
+                test_write_file(jdir, "other", "topod-journal-log 1 1 1\ncgroup /system.slice\nend 1\n", false);
+                snprintf(from, sizeof(from), "%s/other", jdir);
+                ASSERT_EQ(rename(from, path), 0);
+        }
+        ASSERT_EQ(journal_forget_task(j, 45, 1), 1);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_NOT_NULL(j->foreign_log);
+        ASSERT_STR_CONTAINS(j->foreign_log, "replaced");
+        ASSERT_EQ(count_prefixed(jdir, JOURNAL_LOG_FOREIGN_PREFIX, NULL), 4u);
+        ASSERT_EQ(journal_load(jdir, &back, NULL), 1);
+        ASSERT_NOT_NULL(journal_get_task(back, 48, 1));
+        back = journal_free(back);
+
+        /* Removed: nothing to move aside; the entries go into the file. */
+        ASSERT_EQ(journal_record_task(j, 49, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_NOT_NULL(j->log_map);
+        ASSERT_EQ(unlink(path), 0);
+        ASSERT_EQ(journal_check_log(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "removed");
+        what = mfree(what);
+        ASSERT_OK(journal_commit(j));
+        ASSERT_EQ(journal_load(jdir, &back, NULL), 1);
+        ASSERT_NOT_NULL(journal_get_task(back, 49, 1));
+        back = journal_free(back);
+
+        /* Made by someone else while topod has none. */
+        ASSERT_EQ(journal_check_log(j, NULL), 0);
+        test_write_file(jdir, JOURNAL_LOG_NAME, "topod-journal-log 1 1 1\ncgroup /system.slice\nend 1\n", false);
+        ASSERT_EQ(journal_check_log(j, &what), 1);
+        ASSERT_STR_CONTAINS(what, "created by another writer");
+        ASSERT_NULL(slurp(jdir, JOURNAL_LOG_NAME));
+        what = mfree(what);
+        ASSERT_OK(journal_commit(j));
+
+        /* A log a load read, edited before the commit that folds it in:
+         * that commit notices rather than remove it unseen. */
+        ASSERT_EQ(journal_record_task(j, 50, 1, "/"), 1);
+        ASSERT_OK(journal_commit_append(j));
+        ASSERT_EQ(journal_load(jdir, &back, NULL), 1);
+        ASSERT_TRUE(back->log_seen);
+        ASSERT_EQ(journal_check_log(back, NULL), 0);
+        test_write_file(jdir, JOURNAL_LOG_NAME, "x", true);
+        ASSERT_EQ(journal_record_cgroup(back, "/topod.slice/llc1"), 1);
+        ASSERT_OK(journal_commit(back));
+        ASSERT_NOT_NULL(back->foreign_log);
+        ASSERT_STR_CONTAINS(back->foreign_log, "edited");
+        ASSERT_EQ(count_prefixed(jdir, JOURNAL_LOG_FOREIGN_PREFIX, NULL), 6u);
+        fake_root_remove(dir);
+}
+
 int main(void) {
         RUN(test_round_trip);
         RUN(test_version_1);
@@ -807,5 +1084,7 @@ int main(void) {
         RUN(test_oversized);
         RUN(test_commit_and_load);
         RUN(test_changed_under);
+        RUN(test_log_salvage);
+        RUN(test_log_changed_under);
         return 0;
 }

@@ -63,24 +63,48 @@ static void note_seen(Journal *j, const struct stat *st) {
         j->seen_mtime_ns = (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 }
 
-/* What differs between the file as seen and st, in words. */
-static int describe_change(const Journal *j, const struct stat *st, char **ret) {
+/* What differs between a file as seen (inode, size, modification time) and
+ * st, in words. */
+static int describe_change(uint64_t ino, uint64_t size, int64_t mtime_ns, const struct stat *st, char **ret) {
         int64_t mtime = (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 
-        if ((uint64_t) st->st_ino != j->seen_ino)
+        if ((uint64_t) st->st_ino != ino)
                 return asprintf(ret, "replaced by another file (inode %" PRIu64 ", topod wrote %" PRIu64 ")",
-                                (uint64_t) st->st_ino, j->seen_ino) < 0 ? -ENOMEM : 0;
-        if ((uint64_t) st->st_size != j->seen_size)
+                                (uint64_t) st->st_ino, ino) < 0 ? -ENOMEM : 0;
+        if ((uint64_t) st->st_size != size)
                 return asprintf(ret, "edited (%" PRIu64 " bytes, topod wrote %" PRIu64 ")", (uint64_t) st->st_size,
-                                j->seen_size) < 0 ? -ENOMEM : 0;
-        return asprintf(ret, "edited (modified %.3f s after topod wrote it)",
-                        (double) (mtime - j->seen_mtime_ns) / 1e9) < 0 ? -ENOMEM : 0;
+                                size) < 0 ? -ENOMEM : 0;
+        return asprintf(ret, "edited (modified %.3f s after topod wrote it)", (double) (mtime - mtime_ns) / 1e9) < 0 ?
+                       -ENOMEM :
+                       0;
+}
+
+static bool same_stat(uint64_t ino, uint64_t size, int64_t mtime_ns, const struct stat *st) {
+        return (uint64_t) st->st_ino == ino && (uint64_t) st->st_size == size &&
+               (int64_t) st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec == mtime_ns;
+}
+
+/* Another writer's file name moved aside as prefix<seconds>.<ns>, kept for
+ * whoever wrote it; *what (the change, in words) says where it went. */
+static int move_aside(const Journal *j, int dfd, const char *name, const char *prefix, char **what) {
+        _cleanup_free_ char *aside = NULL, *change = *what;
+        struct timespec now;
+        int k;
+
+        *what = NULL;
+        (void) clock_gettime(CLOCK_REALTIME, &now);
+        if (asprintf(&aside, "%s%lld.%09ld", prefix, (long long) now.tv_sec, now.tv_nsec) < 0)
+                return -ENOMEM;
+        if (renameat(dfd, name, dfd, aside) < 0)
+                k = asprintf(what, "%s; cannot move it aside (%s): overwritten", change, strerror(errno));
+        else
+                k = asprintf(what, "%s; moved aside as %s/%s", change, j->dir, aside);
+        return k < 0 ? -ENOMEM : 0;
 }
 
 int journal_check_file(Journal *j, char **ret_what) {
         _cleanup_close_ int dfd = -EBADF;
-        _cleanup_free_ char *what = NULL, *aside = NULL;
-        struct timespec now;
+        _cleanup_free_ char *what = NULL;
         struct stat st;
         int k;
 
@@ -102,28 +126,99 @@ int journal_check_file(Journal *j, char **ret_what) {
                         return -ENOMEM;
                 goto changed;
         }
-        if ((uint64_t) st.st_ino == j->seen_ino && (uint64_t) st.st_size == j->seen_size &&
-            (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == j->seen_mtime_ns)
+        if (same_stat(j->seen_ino, j->seen_size, j->seen_mtime_ns, &st))
                 return 0;
-        if ((k = describe_change(j, &st, &what)) < 0)
+        if ((k = describe_change(j->seen_ino, j->seen_size, j->seen_mtime_ns, &st, &what)) < 0)
                 return k;
         /* Kept for whoever wrote it; ours goes back in its place. */
-        (void) clock_gettime(CLOCK_REALTIME, &now);
-        if (asprintf(&aside, JOURNAL_FOREIGN_PREFIX "%lld.%09ld", (long long) now.tv_sec, now.tv_nsec) < 0)
-                return -ENOMEM;
-        {
-                _cleanup_free_ char *change = TAKE_PTR(what);
-
-                if (renameat(dfd, JOURNAL_FILE_NAME, dfd, aside) < 0)
-                        k = asprintf(&what, "%s; cannot move it aside (%s): overwritten", change, strerror(errno));
-                else
-                        k = asprintf(&what, "%s; moved aside as %s/%s", change, j->dir, aside);
-                if (k < 0)
-                        return -ENOMEM;
-        }
+        if ((k = move_aside(j, dfd, JOURNAL_FILE_NAME, JOURNAL_FOREIGN_PREFIX, &what)) < 0)
+                return k;
 
 changed:
         j->seen = false;
+        j->dirty = j->need_rewrite = true;
+        if (ret_what)
+                *ret_what = TAKE_PTR(what);
+        return 1;
+}
+
+/* The log's text hash (FNV-1a), kept as blocks are copied. */
+#define LOG_HASH_INIT UINT64_C(0xcbf29ce484222325)
+static uint64_t log_hash(uint64_t h, const char *p, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char) p[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+/* Whether the mapped log holds what this journal copied into it, and NULs
+ * after. Called only while the file has its allocated size (no fault). */
+static bool log_map_intact(const Journal *j) {
+        if (log_hash(LOG_HASH_INIT, j->log_map, j->log_size) != j->log_hash)
+                return false;
+        for (size_t i = j->log_size; i < j->log_cap; i++)
+                if (j->log_map[i] != '\0')
+                        return false;
+        return true;
+}
+
+int journal_check_log(Journal *j, char **ret_what) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *what = NULL;
+        struct stat st;
+        bool there;
+        int k;
+
+        /* Nothing to compare with: no file of ours for a log to extend. */
+        if (!j->dir || (!j->seen && !j->log_map && !j->log_seen))
+                return 0;
+        dfd = open_dir(j->dir, false);
+        if (dfd < 0)
+                return dfd == -ENOENT ? 0 : dfd;
+        there = fstatat(dfd, JOURNAL_LOG_NAME, &st, AT_SYMLINK_NOFOLLOW) >= 0;
+        if (!there && errno != ENOENT)
+                return negative_errno();
+
+        if (j->log_map) {
+                if (!there)
+                        k = asprintf(&what, "removed: its entries written into %s", JOURNAL_FILE_NAME);
+                else if ((uint64_t) st.st_ino != j->log_ino)
+                        k = asprintf(&what, "replaced by another file (inode %" PRIu64 ", topod wrote %" PRIu64 ")",
+                                     (uint64_t) st.st_ino, j->log_ino);
+                else if ((uint64_t) st.st_size != j->log_cap)
+                        k = asprintf(&what, "%s (%" PRIu64 " bytes, topod allocated %zu)",
+                                     (uint64_t) st.st_size < j->log_cap ? "cut short" : "extended",
+                                     (uint64_t) st.st_size, j->log_cap);
+                else if (!log_map_intact(j))
+                        k = asprintf(&what, "edited (its text is not what topod wrote)");
+                else
+                        return 0;
+        } else if (j->log_seen) {
+                if (!there) {
+                        /* Its entries are in memory: the next commit
+                         * writes them into the file. */
+                        j->log_seen = false;
+                        j->dirty = j->need_rewrite = true;
+                        return 0;
+                }
+                if (same_stat(j->log_seen_ino, j->log_seen_size, j->log_seen_mtime_ns, &st))
+                        return 0;
+                k = describe_change(j->log_seen_ino, j->log_seen_size, j->log_seen_mtime_ns, &st, &what);
+        } else if (there)
+                k = asprintf(&what, "created by another writer (%" PRIu64 " bytes)", (uint64_t) st.st_size);
+        else
+                return 0;
+        if (k < 0)
+                return -ENOMEM;
+        if (there && (k = move_aside(j, dfd, JOURNAL_LOG_NAME, JOURNAL_LOG_FOREIGN_PREFIX, &what)) < 0)
+                return k;
+        /* No store of ours into another's file, nor past the end of one
+         * cut short: the entries are in memory, the next commit writes
+         * them all into the file. */
+        journal_log_unmap(j);
+        j->log_size = 0;
+        j->log_seen = false;
         j->dirty = j->need_rewrite = true;
         if (ret_what)
                 *ret_what = TAKE_PTR(what);
@@ -141,7 +236,8 @@ int journal_commit(Journal *j) {
                 return -EINVAL;
         if (!j->dirty)
                 return 0;
-        /* Never over another writer's file unnoticed. */
+        /* Never over another writer's file unnoticed, nor its log
+         * removed. */
         if (j->seen) {
                 _cleanup_free_ char *what = NULL;
 
@@ -151,6 +247,17 @@ int journal_commit(Journal *j) {
                 if (k > 0) {
                         free(j->foreign);
                         j->foreign = TAKE_PTR(what);
+                }
+        }
+        {
+                _cleanup_free_ char *what = NULL;
+
+                k = journal_check_log(j, &what);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        free(j->foreign_log);
+                        j->foreign_log = TAKE_PTR(what);
                 }
         }
         k = journal_format(j, &text, &len);
@@ -187,6 +294,7 @@ int journal_commit(Journal *j) {
          * the disk, the log names the file it extended: ignored. */
         (void) unlinkat(dfd, JOURNAL_LOG_NAME, 0);
         journal_log_unmap(j);
+        j->log_seen = false;
         j->dirty = false;
         j->need_rewrite = false;
         note_committed(j);
@@ -214,6 +322,7 @@ static int log_create(Journal *j) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         size_t page = (size_t) sysconf(_SC_PAGESIZE), cap;
+        struct stat st;
         void *map;
         int k;
 
@@ -227,16 +336,22 @@ static int log_create(Journal *j) {
         if (fd < 0)
                 return negative_errno();
         /* Allocated now, so that a full /run is this error, not a SIGBUS
-         * at a copy into the mapping. The failed file is removed by the
-         * caller's whole commit. */
+         * at a copy into the mapping. The failed file is removed here, so
+         * that no check takes it for another writer's. */
         k = posix_fallocate(fd, 0, (off_t) cap);
-        if (k != 0)
+        if (k == 0 && fstat(fd, &st) < 0)
+                k = errno;
+        map = k == 0 ? mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+        if (k == 0 && map == MAP_FAILED)
+                k = errno;
+        if (k != 0) {
+                (void) unlink(path);
                 return -k;
-        map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED)
-                return negative_errno();
+        }
         j->log_map = map;
         j->log_cap = cap;
+        j->log_ino = (uint64_t) st.st_ino;
+        j->log_hash = LOG_HASH_INIT;
         return 0;
 }
 
@@ -288,6 +403,7 @@ static void log_copy(Journal *j, const char *buf, size_t len) {
         memcpy(dst + 1, buf + 1, len - 1);
         __atomic_store_n(dst, buf[0], __ATOMIC_RELEASE);
         j->log_size += len;
+        j->log_hash = log_hash(j->log_hash, buf, len);
 }
 
 int journal_commit_append(Journal *j) {
@@ -325,13 +441,28 @@ static int load_log(Journal *j, int dfd, uint64_t ino, uint64_t size, JournalErr
         size_t len;
         int k;
 
+        struct stat st;
+
+        e->log = true;
         fd = openat(dfd, JOURNAL_LOG_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                return 0;
         if (fd < 0)
-                return errno == ENOENT ? 0 : journal_parse_error(e, 0, negative_errno(), "cannot open the log");
+                return journal_parse_error(e, 0, negative_errno(), "cannot open the log");
+        if (fstat(fd, &st) < 0)
+                return journal_parse_error(e, 0, negative_errno(), "cannot stat the log");
         k = read_full_fd(fd, JOURNAL_SIZE_MAX, &text, &len);
         if (k < 0)
-                return journal_parse_error(e, 0, k, k == -EFBIG ? "log: too large" : "cannot read the log");
-        return journal_parse_log(j, text, len, ino, size, e);
+                return journal_parse_error(e, 0, k, k == -EFBIG ? "too large" : "cannot read the log");
+        k = journal_parse_log(j, text, len, ino, size, e);
+        if (k < 0)
+                return k;
+        /* Seen, for journal_check_log() until a commit folds it in. */
+        j->log_seen = true;
+        j->log_seen_ino = (uint64_t) st.st_ino;
+        j->log_seen_size = (uint64_t) st.st_size;
+        j->log_seen_mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        return 0;
 }
 
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
@@ -364,9 +495,17 @@ int journal_load(const char *dir, Journal **ret, JournalError *ret_error) {
         k = journal_parse_salvage(text, len, &j, ret_error);
         if (k < 0)
                 return k;
-        k = load_log(j, dfd, (uint64_t) st.st_ino, len, ret_error);
-        if (k < 0)
-                return k;
+        {
+                /* The log's own: ret_error keeps the file's first damage. */
+                JournalError le = {};
+
+                k = load_log(j, dfd, (uint64_t) st.st_ino, len, &le);
+                if (k < 0) {
+                        if (ret_error)
+                                *ret_error = le;
+                        return k;
+                }
+        }
         j->dirty = false;
         j->need_rewrite = true; /* the next commit folds the log in */
         note_seen(j, &st);

@@ -557,20 +557,23 @@ int journal_parse_salvage(const char *text, size_t len, Journal **ret, JournalEr
         return parse_text(text, len, true, ret, ret_error);
 }
 
-/* The length of the complete blocks: the text up to the last "end" line. */
-static size_t log_complete_len(const char *text, size_t len) {
-        size_t cut = 0;
-
+/* The log's text: up to its first NUL at the start of a line. The log's
+ * space past its text is allocated, not written, and a block being
+ * written starts with a NUL (its first byte is copied last): what follows
+ * such a NUL was never committed. A NUL inside a line is damage. */
+static size_t log_text_len(const char *text, size_t len) {
         for (size_t p = 0; p < len;) {
-                const char *nl = memchr(text + p, '\n', len - p);
+                const char *nul = memchr(text + p, '\0', len - p);
+                size_t at;
 
-                if (!nl)
-                        break; /* a torn last line */
-                if (len - p >= 4 && memcmp(text + p, "end ", 4) == 0)
-                        cut = (size_t) (nl - text) + 1;
-                p = (size_t) (nl - text) + 1;
+                if (!nul)
+                        return len;
+                at = (size_t) (nul - text);
+                if (at == 0 || text[at - 1] == '\n')
+                        return at;
+                p = at + 1;
         }
-        return cut;
+        return len;
 }
 
 /* The log's first line, "topod-journal-log N INODE SIZE": 1 when it
@@ -580,60 +583,101 @@ static int parse_log_header(char **tok, int ntok, uint64_t ino, uint64_t size, J
 
         if (ntok != 4 || !streq(tok[0], JOURNAL_LOG_HEADER) || !parse_u64_decimal(tok[1], UINT32_MAX, &v) ||
             !parse_u64_decimal(tok[2], UINT64_MAX, &i) || !parse_u64_decimal(tok[3], UINT64_MAX, &sz))
-                return journal_parse_error(e, 1, -EBADMSG, "log: no \"%s N INODE SIZE\" header", JOURNAL_LOG_HEADER);
+                return journal_parse_error(e, 1, -EBADMSG, "no \"%s N INODE SIZE\" header", JOURNAL_LOG_HEADER);
         if (v < 1 || v > JOURNAL_LOG_VERSION)
-                return journal_parse_error(e, 1, -EPROTONOSUPPORT, "log: version %" PRIu64, v);
+                return journal_parse_error(e, 1, -EPROTONOSUPPORT, "log version %" PRIu64 ", this topod reads 1 to %u",
+                                           v, JOURNAL_LOG_VERSION);
         return i == ino && sz == size;
 }
 
-/* The log's blocks into j. Only complete blocks count: the text is cut
- * after the last "end" line; a block without one was being written when
- * the writer stopped, before the changes it covers. A log for another file
- * than the one loaded (ino, size) is a leftover: ignored. */
+/* A damaged line of the log: counted, the first one kept. */
+static int log_damaged(Journal *j, const JournalError *e) {
+        if (j->n_log_damaged++ == 0) {
+                j->log_damage = malloc(sizeof(*j->log_damage));
+                if (!j->log_damage)
+                        return -ENOMEM;
+                *j->log_damage = *e;
+        }
+        return 0;
+}
+
+/* The log's blocks into j, keeping what is good as journal_load() does
+ * with the file: a damaged line (one that does not parse, a NUL byte in
+ * it, a torn last line, an "end" that miscounts or is missing) is skipped
+ * and counted in ->n_log_damaged, the first in ->log_damage; every other
+ * entry is read. A block being written when its writer stopped is not
+ * text (see log_text_len()); so a block without its "end" is one whose
+ * "end" line was damaged, its entries committed: they are read. A log for
+ * another file than the one loaded (ino, size) is a leftover: ignored. A
+ * damaged header cannot say which file it extends: its entries are read
+ * (restoring one twice is harmless, leaving one behind is not). Only a
+ * log of a version this topod does not know is refused. */
 int journal_parse_log(Journal *j, const char *text, size_t len, uint64_t ino, uint64_t size, JournalError *e) {
         _cleanup_free_ char *line = malloc(JOURNAL_LINE_MAX + 1);
-        size_t pos = 0, cut, block = 0;
+        JournalError local = {}, *err = e ?: &local;
+        size_t pos = 0, block = 0, block_lines = 0;
         unsigned lineno = 0;
         int k;
 
         if (!line)
                 return -ENOMEM;
-        /* The text ends at the first NUL: the log's space past it is
-         * allocated, not written (a block being written starts with one). */
-        len = strnlen(text, len);
-        cut = log_complete_len(text, len);
-        while (pos < cut) {
+        len = log_text_len(text, len);
+        while (pos < len) {
+                const char *nl = memchr(text + pos, '\n', len - pos);
+                size_t eol = nl ? (size_t) (nl - text) : len;
                 char *tok[TOKENS_MAX];
                 int ntok;
 
                 lineno++;
-                ntok = next_line(text, cut, &pos, line, tok);
-                if (ntok == -E2BIG)
-                        return journal_parse_error(e, lineno, -EBADMSG, "log: line longer than %u bytes",
-                                                   JOURNAL_LINE_MAX);
-                if (ntok < 0)
-                        return journal_parse_error(e, lineno, -EBADMSG, "log: malformed line");
-                if (lineno == 1) {
-                        k = parse_log_header(tok, ntok, ino, size, e);
-                        if (k <= 0)
+                /* A line that is no "end" belongs to a block, damaged or not. */
+                if (lineno > 1 && !(eol - pos >= 3 && memcmp(text + pos, "end", 3) == 0 && (eol - pos == 3 || text[pos + 3] == ' ')))
+                        block_lines++;
+                k = 0;
+                if (!nl) {
+                        k = journal_parse_error(err, lineno, -EBADMSG, "incomplete last line (no newline)");
+                        pos = len;
+                } else if (memchr(text + pos, '\0', eol - pos)) {
+                        k = journal_parse_error(err, lineno, -EBADMSG, "contains a NUL byte");
+                        pos = eol + 1;
+                } else if ((ntok = next_line(text, len, &pos, line, tok)) == -E2BIG) {
+                        k = journal_parse_error(err, lineno, -EBADMSG, "line longer than %u bytes", JOURNAL_LINE_MAX);
+                        pos = eol + 1;
+                } else if (ntok < 0)
+                        k = journal_parse_error(err, lineno, -EBADMSG,
+                                                "malformed line (empty field, control character or too many fields)");
+                else if (lineno == 1) {
+                        k = parse_log_header(tok, ntok, ino, size, err);
+                        if (k == 0 || k == -EPROTONOSUPPORT)
                                 return k; /* 0: extends an older file */
-                        continue;
-                }
-                if (streq(tok[0], "end")) {
+                        if (k > 0)
+                                continue;
+                } else if (streq(tok[0], "end")) {
                         uint64_t count;
 
-                        if (ntok != 2 || !parse_u64_decimal(tok[1], UINT64_MAX, &count) || count != block)
-                                return journal_parse_error(e, lineno, -EBADMSG,
-                                                           "log: \"end\" does not count its block (%zu)", block);
-                        block = 0;
-                        continue;
+                        if (ntok != 2 || !parse_u64_decimal(tok[1], UINT64_MAX, &count))
+                                k = journal_parse_error(err, lineno, -EBADMSG, "expected \"end N\"");
+                        else if (count != block)
+                                k = journal_parse_error(err, lineno, -EBADMSG,
+                                                        "\"end\" counts %" PRIu64 " entries, its block has %zu", count,
+                                                        block);
+                        block = block_lines = 0;
+                } else if (streq(tok[0], "boot") || streq(tok[0], "cgroup_root"))
+                        k = journal_parse_error(err, lineno, -EBADMSG, "\"%s\" belongs in the journal file", tok[0]);
+                else {
+                        k = parse_entry(j, tok, ntok, lineno, err);
+                        block += k >= 0;
                 }
-                if (streq(tok[0], "boot") || streq(tok[0], "cgroup_root"))
-                        return journal_parse_error(e, lineno, -EBADMSG, "log: \"%s\" belongs in the file", tok[0]);
-                k = parse_entry(j, tok, ntok, lineno, e);
-                if (k < 0)
+                if (k == -ENOMEM)
                         return k;
-                block++;
+                if (k < 0 && (k = log_damaged(j, err)) < 0)
+                        return k;
         }
+        if (block_lines > 0) {
+                k = journal_parse_error(err, lineno, -EBADMSG, "incomplete: its last block has no \"end\" line");
+                if ((k = log_damaged(j, err)) < 0)
+                        return k;
+        }
+        if (j->n_log_damaged > 0 && e)
+                *e = *j->log_damage;
         return 0;
 }

@@ -215,7 +215,9 @@ Journal *journal_free(Journal *j) {
         free(j->dir);
         free(j->boot_id);
         free(j->damage);
+        free(j->log_damage);
         free(j->foreign);
+        free(j->foreign_log);
         for (size_t i = 0; i < j->n_cgroup_roots; i++)
                 free(j->cgroup_roots[i]);
         free(j->cgroup_roots);

@@ -45,9 +45,12 @@
  *
  * The log file is allocated ahead (JOURNAL_LOG_SLACK past the size at
  * which it is folded into the file) and its unwritten rest is NUL bytes:
- * the text ends at the first NUL. A block without its "end" (a crash in
- * the middle of the write) is ignored: the changes it was to cover had not
- * been made. journal_commit() folds the log into the file and removes it.
+ * the text ends at the first NUL at a line's start. A block's first byte
+ * is copied last, so a block cut short by a crash starts with a NUL and is
+ * not text: the changes it was to cover had not been made. A block with
+ * its first byte and without its "end" had that line damaged: read, the
+ * damage reported (journal_load()). journal_commit() folds the log into
+ * the file and removes it.
  * The files under the directory are topod's while it runs: a log cut
  * short by hand under a running topod kills it (SIGBUS on its mapping).
  *
@@ -181,6 +184,9 @@ typedef struct Journal {
          * the first such line is in damage. */
         unsigned n_damaged;
         struct JournalError *damage;
+        /* The same for the log (JOURNAL_LOG_NAME) beside it. */
+        unsigned n_log_damaged;
+        struct JournalError *log_damage;
 
         /* Private: index for first-original-wins lookups. */
         struct JournalIndexSlot *index;
@@ -201,14 +207,26 @@ typedef struct Journal {
         bool seen;
         uint64_t seen_ino, seen_size;
         int64_t seen_mtime_ns;
+        /* Private: the log as this journal last wrote or read it, to
+         * notice another writer (journal_check_log()): the one it maps,
+         * by inode and the hash of the text it copied (its own stores
+         * change its modification time), or the one a load read and no
+         * commit has folded in yet, by inode, size and modification time. */
+        uint64_t log_ino, log_hash;
+        bool log_seen;
+        uint64_t log_seen_ino, log_seen_size;
+        int64_t log_seen_mtime_ns;
         /* What the last whole commit found changed under it (see
-         * journal_check_file()), for the caller to report; NULL: nothing. */
+         * journal_check_file() and journal_check_log()), for the caller
+         * to report; NULL: nothing. */
         char *foreign;
+        char *foreign_log;
 } Journal;
 
 /* Where a parse stopped and why, for one line of message. */
 typedef struct JournalError {
         unsigned line; /* 1-based; 0 when the error is about the whole file */
+        bool log;      /* about the log (JOURNAL_LOG_NAME), not the file: journal_load() */
         char message[160];
 } JournalError;
 
@@ -324,9 +342,12 @@ int journal_commit_append(Journal *j);
 
 /* Load dir's journal, with its log: 1 and the journal when a file was there
  * (a crash or a stop that did not finish restoring), 0 and an empty journal
- * bound to dir when there was none; negative errno as journal_parse() (for
- * the log too: a complete block that does not parse is refused), or from
- * reading. */
+ * bound to dir when there was none; negative errno as journal_parse(), or
+ * from reading. Both are read as journal_parse_salvage() reads: the damaged
+ * lines of the file are in ->n_damaged and ->damage, the log's in
+ * ->n_log_damaged and ->log_damage, and every other entry is loaded. Of
+ * the log only what cannot be read at all (an unknown version, a read
+ * error) fails the load; ret_error->log says the error is the log's. */
 int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
 
 /* Whether the file is still the one this journal last wrote or read
@@ -342,6 +363,17 @@ int journal_load(const char *dir, Journal **ret, JournalError *ret_error);
  * caller checks at each pass. */
 #define JOURNAL_FOREIGN_PREFIX "journal.foreign-"
 int journal_check_file(Journal *j, char **ret_what);
+/* The same for the log: 0 when it is the one this journal maps (same
+ * inode, its allocated size, the text it copied and NULs after it) or
+ * read at load, or when there is none and none was made; 1 when someone
+ * else replaced, cut, extended, edited, removed or created it, with
+ * *ret_what. A changed log is moved aside as
+ * JOURNAL_LOG_FOREIGN_PREFIX<seconds>.<ns>, its mapping dropped (no store
+ * of topod's lands in another's file, nor past the end of one cut short),
+ * and the journal marked for a whole rewrite, which holds every entry the
+ * log did. journal_commit() checks it too (->foreign_log). */
+#define JOURNAL_LOG_FOREIGN_PREFIX "journal.log.foreign-"
+int journal_check_log(Journal *j, char **ret_what);
 
 /* Remove the file (and the log) after a complete restore. 0 also when there
  * was none. */
