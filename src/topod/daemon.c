@@ -439,6 +439,7 @@ static void daemon_init(Daemon *d, const DaemonArgs *a) {
 static void daemon_done(Daemon *d) {
         placer_done(&d->placer);
         daemon_serve_done(&d->serve);
+        daemon_metrics_done(&d->metrics);
         sources_done(&d->sources);
         daemon_writers_done(&d->writers);
         pass_book_done(&d->pass);
