@@ -145,7 +145,7 @@ typedef struct DaemonReloads {
 typedef struct DaemonMetrics {
         Histogram pass_duration;
         uint64_t passes_failed;
-        uint64_t apply[5];          /* by MetricsApply, summed over the passes' reports */
+        uint64_t apply[_RECONCILE_STATUS_MAX]; /* the passes' reports' counts, summed */
         const ReconcileReport *counted; /* the report last summed (compared, never read) */
         sd_event_source *timer;     /* the next write, when the last was too recent */
         uint64_t last_write_usec;

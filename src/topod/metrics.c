@@ -24,6 +24,8 @@ static const MetricsApply apply_of[_RECONCILE_STATUS_MAX] = {
         [RECONCILE_FAILED] = METRICS_APPLY_FAILED,
 };
 
+_Static_assert((int) _RECONCILE_STATUS_MAX == (int) _METRICS_APPLY_MAX, "every apply result has its label");
+
 /* What the printers take, from the Daemon as it is; the arrays in
  * *ret_policies and *ret_tasks are the caller's to free. */
 static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_policies, MetricsTasks **ret_tasks) {
@@ -48,7 +50,8 @@ static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_pol
                 .idle_skips = d->gate.idle_skips,
                 .storm_defers = d->gate.storm_defers,
         };
-        memcpy(s->apply, d->metrics.apply, sizeof(s->apply));
+        for (size_t i = 0; i < _RECONCILE_STATUS_MAX; i++)
+                s->apply[apply_of[i]] = d->metrics.apply[i];
         if (d->p->fast)
                 s->exec_to_placed = d->p->fast->placed_latency;
         pol = calloc(set->n ?: 1, sizeof(MetricsPolicy));
@@ -196,7 +199,7 @@ void metrics_note_pass(Daemon *d, int k, unsigned passes_before) {
          * still held: a new address), counted once. */
         if (d->pass.report && d->pass.report != m->counted) {
                 for (size_t i = 0; i < _RECONCILE_STATUS_MAX; i++)
-                        m->apply[apply_of[i]] += d->pass.report->counts[i];
+                        m->apply[i] += d->pass.report->counts[i];
                 m->counted = d->pass.report;
         }
         metrics_changed(d);
