@@ -151,6 +151,7 @@ typedef struct DaemonMetrics {
         uint64_t last_write_usec;
         int last_error;             /* of the last write: logged when it changes */
         char *written;              /* the file written (host path), removed at exit */
+        unsigned placed_written;    /* d->gate.fast_placed in the file written last */
 } DaemonMetrics;
 
 typedef struct Daemon {
@@ -281,3 +282,6 @@ void metrics_changed(Daemon *d);
 /* After pass() (k: its result; passes_before: d->pass.count before it):
  * its duration and apply results counted, the file written. */
 void metrics_note_pass(Daemon *d, int k, unsigned passes_before);
+/* At each timer tick, passed or skipped: the file written when the fast
+ * path placed processes since (the placer's, which the loop does not see). */
+void metrics_tick(Daemon *d);

@@ -143,6 +143,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (sysload_read(d->p->observe.root, &d->gate.load) >= 0)
                         own_usage(&d->gate.own_usec, &d->gate.own_switches);
         }
+        metrics_tick(d);
         /* A pass longer than the interval (an exec storm under
          * emulation: seconds) is followed by a full interval, not at once by
          * another: passes back to back, each too soon to see the storm

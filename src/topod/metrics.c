@@ -127,6 +127,7 @@ static void write_now(Daemon *d) {
         int k;
 
         m->last_write_usec = pipeline_now_usec();
+        m->placed_written = d->gate.fast_placed;
         /* A reload that named another file, or none: the old one goes. */
         if (m->written && (!path || !streq(path, m->written))) {
                 (void) unlink(m->written);
@@ -203,6 +204,11 @@ void metrics_note_pass(Daemon *d, int k, unsigned passes_before) {
                 m->counted = d->pass.report;
         }
         metrics_changed(d);
+}
+
+void metrics_tick(Daemon *d) {
+        if (d->gate.fast_placed != d->metrics.placed_written)
+                metrics_changed(d);
 }
 
 void daemon_metrics_done(DaemonMetrics *m) {

@@ -14,7 +14,8 @@ nothing on the host but the cgroup files of the fake root. Checked:
   - every sample's family has HELP and TYPE, every name starts topod_;
   - topod_passes_total counts passes, the policy's task is counted;
   - a second sleeper exec'd later is placed by the fast path, and its
-    time from the exec event's timestamp counted (under 5 s);
+    time from the exec event's timestamp counted (under 5 s), in the
+    file too by the next tick;
   - `topoctl metrics` prints the same families, `--json` parses;
   - a reload refused (a broken policy) shows in the file within 3 s;
   - the file is gone once topod stops.
@@ -192,6 +193,9 @@ def main():
             if value(s, "topod_fast_path_placements_total") < n or not 0 < total / n < 5:
                 fail("exec -> placed: %d placements of %s, %s s in all" %
                      (n, value(s, "topod_fast_path_placements_total"), total), log)
+            # and in the file by the next tick (500 ms), whichever thread placed it
+            wait_for("the placement in the file",
+                     lambda: (value(parse(read(path) or "")[1], "topod_exec_to_placed_seconds_count") or 0) >= n, 3, log)
         r = metrics()
         if set(parse(r.stdout)[0]) != set(types):
             fail("topoctl metrics' families differ from the file's", log)
