@@ -6,7 +6,7 @@
 
 static const char *const method_names[_BUS_METHOD_MAX] = {
         [BUS_METHOD_EXPLAIN] = "Explain", [BUS_METHOD_STATUS] = "Status", [BUS_METHOD_PLAN] = "Plan",
-        [BUS_METHOD_RELOAD] = "Reload",   [BUS_METHOD_RESET] = "Reset",
+        [BUS_METHOD_RELOAD] = "Reload",   [BUS_METHOD_RESET] = "Reset",   [BUS_METHOD_METRICS] = "Metrics",
 };
 
 const char *bus_method_to_string(BusMethod m) {

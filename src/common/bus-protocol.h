@@ -11,6 +11,7 @@
  *   Plan(b json)           → s   the plan in force and the last apply
  *   Reload(b json)         → s   re-read topod.conf and the policies, all or nothing
  *   Reset(b json)          → s   put everything back and pause (Reload resumes)
+ *   Metrics(b json)        → s   the Prometheus exposition (or JSON) topod's metrics_file holds
  *
  * Replies are the text or JSON topoctl prints, so every client sees the
  * same answer, and `busctl --address=unix:path=/run/topod/bus` can call
@@ -37,6 +38,7 @@ typedef enum BusMethod {
         BUS_METHOD_PLAN,
         BUS_METHOD_RELOAD,
         BUS_METHOD_RESET,
+        BUS_METHOD_METRICS,
         _BUS_METHOD_MAX,
 } BusMethod;
 

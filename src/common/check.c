@@ -145,6 +145,7 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_kv_string(j, "cgroup_root", c->cgroup_root);
                 json_kv_string(j, "hierarchy", config_hierarchy_to_string(c->hierarchy));
                 json_kv_string(j, "seccomp", config_seccomp_to_string(c->seccomp));
+                json_kv_string(j, "metrics_file", c->metrics_file);
                 json_kv_string(j, "log_level", config_log_level_to_string(c->log_level));
                 json_kv_uint(j, "sample_interval_usec", c->sample_interval_usec);
                 json_kv_uint(j, "rescan_interval_usec", c->rescan_interval_usec);

@@ -87,6 +87,7 @@ static void help(void) {
                "  reload          Make topod re-read its configuration; errors as file:line\n"
                "  plan            The plan in force (topod), or computed here if it is not running\n"
                "  reset           Put back everything topod changed (it pauses until a reload)\n"
+               "  metrics         topod's metrics: Prometheus text exposition, or --json\n"
                "  topology        Print packages, NUMA nodes, LLCs, cores, PUs, SMT siblings\n"
                "  check [PATH…]   Validate topod.conf and policies; file:line diagnostics\n"
                "  classify        Watch threads for a while; print class, evidence, policy\n"
@@ -106,8 +107,8 @@ static void help(void) {
                "      --config FILE     classify, plan: topod.conf to read (default " TOPOD_CONFIG_PATH ")\n"
                "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir,\n"
                "                        else the layers of policies.d; see topod.policy(5))\n"
-               "      --state-dir DIR   explain, status, reload, plan, reset: where topod's socket and journal\n"
-               "                        are (default run/topod below the root)\n"
+               "      --state-dir DIR   explain, status, reload, plan, reset, metrics: where topod's\n"
+               "                        socket and journal are (default run/topod below the root)\n"
                "A verb given an option it does not take is a usage error.\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n"
@@ -229,6 +230,12 @@ static int verb_reload(const Args *a) {
         return need_daemon(a, BUS_METHOD_RELOAD, 0);
 }
 
+static int verb_metrics(const Args *a) {
+        if (a->argc > 0)
+                return usage_error("metrics takes no arguments, got '%s'", a->argv[0]);
+        return need_daemon(a, BUS_METHOD_METRICS, 0);
+}
+
 static int verb_status(const Args *a) {
         _cleanup_(kernelcaps_freep) KernelCaps *c = NULL;
         _cleanup_(root_freep) Root *r = NULL;
@@ -338,6 +345,7 @@ static const struct {
           OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT_RULES | OPT(ARG_INTERVAL) | OPT(ARG_PID) | OPT(ARG_ALL) | OPT(ARG_EVENTS) },
         { "plan", verb_plan, OPT_DAEMON | OPT_RULES },
         { "reset", verb_reset, OPT_DAEMON },
+        { "metrics", verb_metrics, OPT_DAEMON },
 };
 
 int main(int argc, char *argv[]) {

@@ -151,6 +151,11 @@ static int write_plan(Daemon *d, const BusCall *call, FILE *f, char **ret_error)
         return 0;
 }
 
+static int write_metrics(Daemon *d, const BusCall *call, FILE *f, char **ret_error) {
+        (void) ret_error;
+        return metrics_print(d, call->json, f);
+}
+
 static int write_reset(Daemon *d, const BusCall *call, FILE *f, char **ret_error) {
         _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
         int k;
@@ -161,6 +166,7 @@ static int write_reset(Daemon *d, const BusCall *call, FILE *f, char **ret_error
         plan_reply_forget(d);
         (void) pipeline_use_plan(d->p, NULL);
         k = restore_all(d, "reset", &r);
+        metrics_changed(d);
         if (k >= 0 && !r)
                 report_print_nothing(f, call->json, "topod has changed nothing");
         else if (k >= 0)
@@ -186,6 +192,7 @@ static const BusMethodHandler handlers[_BUS_METHOD_MAX] = {
         [BUS_METHOD_PLAN] = { .write = write_plan },
         [BUS_METHOD_RELOAD] = { .answer = answer_reload },
         [BUS_METHOD_RESET] = { .write = write_reset },
+        [BUS_METHOD_METRICS] = { .write = write_metrics, .without_plan = true },
 };
 
 static int on_call(void *userdata, const BusCall *call, char **ret_text, char **ret_error, const char **ret_name) {

@@ -209,6 +209,7 @@ static int m_status(sd_bus_message *m, void *u, sd_bus_error *e) { return dispat
 static int m_plan(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_PLAN); }
 static int m_reload(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_RELOAD); }
 static int m_reset(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_RESET); }
+static int m_metrics(sd_bus_message *m, void *u, sd_bus_error *e) { return dispatch(m, u, e, BUS_METHOD_METRICS); }
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -222,6 +223,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED), /* checked in dispatch(): uid 0 only */
         SD_BUS_METHOD_WITH_NAMES("Reset", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_reset,
                                  SD_BUS_VTABLE_UNPRIVILEGED), /* likewise */
+        SD_BUS_METHOD_WITH_NAMES("Metrics", "b", SD_BUS_PARAM(json), "s", SD_BUS_PARAM(reply), m_metrics,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 

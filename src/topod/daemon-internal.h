@@ -13,6 +13,7 @@
  *   reload.c       SIGHUP and Reload
  *   status.c       the Status and Plan replies
  *   bus-methods.c  one handler per bus method
+ *   metrics.c      what the metrics count, the Metrics reply, the textfile
  *
  * Threads: the placer (placer.c) touches the Daemon only with its lock held
  * (lock_take()), which the loop holds at all times but while it waits; the
@@ -30,6 +31,7 @@
 #include "apply/journal.h"
 #include "apply/pidref.h"
 #include "apply/reconcile.h"
+#include "base/histogram.h"
 #include "base/json.h"
 #include "bus.h"
 #include "change-entry.h"
@@ -146,6 +148,18 @@ typedef struct DaemonReloads {
 typedef struct ChangeLog {
         RateLimit limits[_CHANGE_ACTION_MAX][2];
 } ChangeLog;
+/* The metrics beyond what the rest keeps, and their file (metrics.c). */
+typedef struct DaemonMetrics {
+        Histogram pass_duration;
+        uint64_t passes_failed;
+        uint64_t apply[_RECONCILE_STATUS_MAX]; /* the passes' reports' counts, summed */
+        const ReconcileReport *counted; /* the report last summed (compared, never read) */
+        sd_event_source *timer;     /* the next write, when the last was too recent */
+        uint64_t last_write_usec;
+        int last_error;             /* of the last write: logged when it changes */
+        char *written;              /* the file written (host path), removed at exit */
+        unsigned placed_written;    /* d->gate.fast_placed in the file written last */
+} DaemonMetrics;
 
 typedef struct Daemon {
         const DaemonArgs *args;
@@ -159,6 +173,7 @@ typedef struct Daemon {
         DaemonServe serve;
         DaemonReloads reloads;
         ChangeLog changes;
+        DaemonMetrics metrics;
         uint64_t started_usec;
         uint64_t watchdog_usec;   /* WatchdogSec=, 0 without */
         bool ready;
@@ -193,6 +208,7 @@ void daemon_serve_done(DaemonServe *s);
 void daemon_writers_done(DaemonWriters *w);
 void pass_book_done(PassBook *b);
 void daemon_reloads_done(DaemonReloads *r);
+void daemon_metrics_done(DaemonMetrics *m);
 
 /* daemon.c */
 /* A pass in DAEMON_EVENT_DELAY_USEC, for what the fast path left; a burst
@@ -273,3 +289,16 @@ void status_print_plan(const Daemon *d, bool json, FILE *f);
 int daemon_serve_start(Daemon *d);
 /* Drop the Plan replies kept: what they say changed without a pass. */
 void plan_reply_forget(Daemon *d);
+
+/* metrics.c */
+/* The Metrics reply: the exposition, or JSON. */
+int metrics_print(const Daemon *d, bool json, FILE *f);
+/* Something the metrics show changed: the file written now, or once
+ * the interval since the last write is over. */
+void metrics_changed(Daemon *d);
+/* After pass() (k: its result; passes_before: d->pass.count before it):
+ * its duration and apply results counted, the file written. */
+void metrics_note_pass(Daemon *d, int k, unsigned passes_before);
+/* At each timer tick, passed or skipped: the file written when the fast
+ * path placed processes since (the placer's, which the loop does not see). */
+void metrics_tick(Daemon *d);

@@ -143,6 +143,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (sysload_read(d->p->observe.root, &d->gate.load) >= 0)
                         own_usage(&d->gate.own_usec, &d->gate.own_switches);
         }
+        metrics_tick(d);
         /* A pass longer than the interval (an exec storm under
          * emulation: seconds) is followed by a full interval, not at once by
          * another: passes back to back, each too soon to see the storm
@@ -439,6 +440,7 @@ static void daemon_init(Daemon *d, const DaemonArgs *a) {
 static void daemon_done(Daemon *d) {
         placer_done(&d->placer);
         daemon_serve_done(&d->serve);
+        daemon_metrics_done(&d->metrics);
         sources_done(&d->sources);
         daemon_writers_done(&d->writers);
         pass_book_done(&d->pass);

@@ -250,6 +250,7 @@ static bool soon_armed(Daemon *d) {
 
 int pass(Daemon *d, PassCause cause) {
         bool asked = d->pass.wanted || soon_armed(d);
+        unsigned passes_before = d->pass.count;
         int k;
 
         /* What the fast path asked a pass for before this one began,
@@ -268,6 +269,7 @@ int pass(Daemon *d, PassCause cause) {
         d->pass.running = true;
         k = pass_run(d, cause);
         d->pass.running = false;
+        metrics_note_pass(d, k, passes_before);
         /* Failed before its plan was in use: what was asked of it, and
          * what waited for it, are not done. Again in a while (not in 2 ms:
          * it may fail again), whatever the idle gate or a storm say. */
@@ -307,8 +309,12 @@ bool fast_place(Daemon *d) {
 
 /* From the loop: the fast path, and a pass soon for what it left. */
 void place_fresh(Daemon *d) {
+        unsigned placed = d->gate.fast_placed;
+
         if (fast_place(d))
                 arm_soon(d);
+        if (d->gate.fast_placed != placed)
+                metrics_changed(d);
 }
 
 void pass_book_done(PassBook *b) {

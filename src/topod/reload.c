@@ -57,6 +57,7 @@ int reload(Daemon *d, bool json, char **ret_messages) {
                 log_error(d, "reload refused (%s): the running policy stays in force",
                           k == -EINVAL ? "errors above" : strerror(-k));
                 d->reloads.refused++;
+                metrics_changed(d);
                 d->reloads.last = dg->n > 0 ? strdup(dg->items[0].message) : strdup(strerror(-k));
         } else {
                 /* The plan in force names policies of the set just freed

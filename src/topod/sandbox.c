@@ -54,6 +54,9 @@ static const char *const allow_list[] = {
         "readlinkat", "readlink", "faccessat", "faccessat2", "access",
         "mkdirat", "mkdir", "unlinkat", "unlink", "rmdir", "renameat", "renameat2", "rename",
         "fsync", "fdatasync", "fcntl", "dup", "dup2", "dup3", "pipe2", "pipe",
+        /* The metrics file (topod.conf: metrics_file), made 0644 whatever
+         * the umask; written to a temporary name and renamed (above). */
+        "fchmod",
         /* The journal's log, allocated when created (posix_fallocate(),
          * which glibc does with pwrite() where the file system cannot). */
         "fallocate", "pwrite64",

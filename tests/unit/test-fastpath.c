@@ -2046,6 +2046,49 @@ static void test_urgent_rest_after(void) {
         world_free(&w);
 }
 
+/* Each placement's time from its event (exec → placed, for topod's
+ * metrics): counted for the placed alone, from the event's timestamp, or
+ * from when the event was taken where it has none. */
+static void test_placed_latency(void) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r1 = NULL, *r2 = NULL, *r3 = NULL;
+        TaskEvent ev[2];
+        FastPathStats st;
+        Histogram before;
+        Plan *plan1;
+        World w;
+
+        world_new(&w);
+        plan1 = pass(&w, &r1);
+        before = w.p->fast->placed_latency;
+        fake_process(1610, "batch-b", "/user.slice");
+        fake_process(1611, "unmatched", "/user.slice");
+        /* exec'd 30 ms ago */
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1610, .tgid = 1610, .timestamp_ns = mono_ns() - 30000000u };
+        ev[1] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1611, .tgid = 1611, .timestamp_ns = mono_ns() };
+        ASSERT_TRUE(pipeline_take_urgent_events(w.p, ev, 2, 0));
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r2), 1);
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_EQ(w.p->fast->placed_latency.count, before.count + 1); /* not the unmatched one */
+        ASSERT_GE(w.p->fast->placed_latency.sum_ns - before.sum_ns, 30000000u);
+        /* from 25 ms up: the buckets of 25 ms and less have it not */
+        for (size_t i = 0; i < HISTOGRAM_BOUNDS && histogram_bounds_ns[i] <= 25000000u; i++)
+                ASSERT_EQ(w.p->fast->placed_latency.buckets[i], before.buckets[i]);
+        pipeline_take_urgent_rest(w.p, ev, 2);
+
+        /* No timestamp: from when the event was taken (well under 10 s). */
+        before = w.p->fast->placed_latency;
+        fake_process(1612, "plain-b", "/user.slice");
+        ev[0] = (TaskEvent) { .type = TASK_EVENT_EXEC, .pid = 1612, .tgid = 1612 };
+        ASSERT_TRUE(pipeline_take_urgent_events(w.p, ev, 1, 0));
+        ASSERT_EQ(pipeline_place_fresh(w.p, &w.rc, &st, &r3), 1);
+        ASSERT_EQ(st.placed, 1);
+        ASSERT_EQ(w.p->fast->placed_latency.count, before.count + 1);
+        ASSERT_LT(w.p->fast->placed_latency.sum_ns - before.sum_ns, 10000000000u);
+        ASSERT_OK(pipeline_use_plan(w.p, NULL));
+        plan_free(plan1);
+        world_free(&w);
+}
+
 /* What the pass leaves alone is what the events say changed since its
  * scan began: a real child's exec on this kernel's proc connector (root
  * only: else it says so and skips). */
@@ -2695,6 +2738,7 @@ int main(void) {
         RUN(test_pidfs_cookie_names);
         RUN(test_forks_wait_a_read);
         RUN(test_urgent_rest_after);
+        RUN(test_placed_latency);
         RUN(test_changed_by_events);
         RUN(test_cookie_uses_move_pin);
         RUN(test_cookie_checks_move);

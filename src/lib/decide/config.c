@@ -86,6 +86,7 @@ Config *config_free(Config *c) {
         if (!c)
                 return NULL;
         free(c->policies_dir);
+        free(c->metrics_file);
         free(c->cgroup_root);
         scope_done(&c->scope);
         free(c);
@@ -149,6 +150,7 @@ static const KeyDef keys[] = {
         { "daemon", "restore_on_exit", KEY_BOOL, OFF(restore_on_exit), 0, 0, NULL, 0 },
         { "daemon", "log_level", KEY_ENUM, OFF(log_level), 0, 0, log_level_names, CONFIG_LOG_ERR },
         { "daemon", "seccomp", KEY_ENUM, OFF(seccomp), 0, 0, seccomp_names, 0 },
+        { "daemon", "metrics_file", KEY_PATH, OFF(metrics_file), 0, 0, NULL, 0 },
         { "cgroup", "cgroup_root", KEY_PATH, OFF(cgroup_root), 0, 0, NULL, 0 },
         { "cgroup", "hierarchy", KEY_ENUM, OFF(hierarchy), 0, 0, hierarchy_names, 0 },
         { "cgroup", "driver", KEY_ENUM, OFF(cgroup_driver), 0, 0, cgroup_driver_names, 0 },

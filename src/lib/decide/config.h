@@ -66,6 +66,7 @@ typedef struct Config {
         bool restore_on_exit;
         ConfigLogLevel log_level;
         ConfigSeccomp seccomp;
+        char *metrics_file; /* the Prometheus textfile; NULL: none */
 
         /* [cgroup] */
         char *cgroup_root;

@@ -38,21 +38,48 @@ FastPath *fastpath_free(FastPath *f) {
 /* kthreadd: what it forks are kernel threads. */
 #define KTHREADD_PID 2
 
-/* A process for the fast path. */
-static void fresh_add(FastPath *f, pid_t tgid) {
-        if (!f->place || tgid <= 0)
-                return;
-        if (f->n_fresh < FASTPATH_FRESH_MAX)
-                f->fresh[f->n_fresh++] = tgid;
-        else
-                f->fresh_dropped++; /* marked for the scan: the pass has it */
-}
-
 static uint64_t now_ns(void) {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* When a process to place arrived (FastPath.arrived): the earliest event
+ * not placed yet; at_ns 0 (an event without a timestamp) is now. */
+static void arrived_note(FastPath *f, pid_t tgid, uint64_t at_ns) {
+        size_t i = (size_t) tgid % FASTPATH_ARRIVED_SLOTS;
+
+        if (f->arrived[i].tgid == tgid && f->arrived[i].at_ns > 0 && (at_ns == 0 || f->arrived[i].at_ns <= at_ns))
+                return;
+        f->arrived[i].tgid = tgid;
+        f->arrived[i].at_ns = at_ns ?: now_ns();
+}
+
+/* The process was placed (placed), or is no longer the fast path's to
+ * place: its arrival forgotten, and a placement's latency counted. */
+static void arrived_done(FastPath *f, pid_t tgid, bool placed) {
+        size_t i = (size_t) tgid % FASTPATH_ARRIVED_SLOTS;
+        uint64_t now;
+
+        if (f->arrived[i].tgid != tgid)
+                return;
+        if (placed) {
+                now = now_ns();
+                histogram_observe(&f->placed_latency, now > f->arrived[i].at_ns ? now - f->arrived[i].at_ns : 0);
+        }
+        f->arrived[i].tgid = 0;
+}
+
+/* A process for the fast path, from an event of at_ns. */
+static void fresh_add(FastPath *f, pid_t tgid, uint64_t at_ns) {
+        if (!f->place || tgid <= 0)
+                return;
+        if (f->n_fresh < FASTPATH_FRESH_MAX) {
+                f->fresh[f->n_fresh++] = tgid;
+                arrived_note(f, tgid, at_ns);
+        } else
+                f->fresh_dropped++; /* marked for the scan: the pass has it */
 }
 
 /* Did the fast path read this process after the event happened? Then it
@@ -68,6 +95,7 @@ static void fresh_forget(FastPath *f, pid_t tgid) {
         for (size_t i = f->n_fresh; i > 0; i--)
                 if (f->fresh[i - 1] == tgid)
                         f->fresh[i - 1] = 0;
+        arrived_done(f, tgid, false);
         for (size_t i = f->n_forked; i > 0; i--)
                 if (f->forked[i - 1].tgid == tgid)
                         f->forked[i - 1].tgid = 0;
@@ -217,7 +245,7 @@ void fastpath_take(FastPath *f, const TaskEvent *ev, FastPathTake step) {
                         if (f->forks_lazy)
                                 forked_add(f, ev->tgid, ev->timestamp_ns);
                         else
-                                fresh_add(f, ev->tgid);
+                                fresh_add(f, ev->tgid, ev->timestamp_ns);
                 }
                 break;
         case TASK_EVENT_EXIT:
@@ -238,7 +266,7 @@ void fastpath_take(FastPath *f, const TaskEvent *ev, FastPathTake step) {
                 if (step != FASTPATH_TAKE_FRESH)
                         changed_add(f, ev->tgid);
                 if (step != FASTPATH_TAKE_REST && !looked_after(f, ev->tgid, ev->timestamp_ns))
-                        fresh_add(f, ev->tgid);
+                        fresh_add(f, ev->tgid, ev->timestamp_ns);
                 break;
         case TASK_EVENT_COMM:
                 if (ev->pid == ev->tgid)
@@ -252,7 +280,7 @@ void fastpath_take(FastPath *f, const TaskEvent *ev, FastPathTake step) {
                         const TaskFacts *t = task_snapshot_find(f->observe->snap, ev->pid);
 
                         if (t && !t->kernel_thread && !looked_after(f, ev->tgid, ev->timestamp_ns))
-                                fresh_add(f, ev->tgid);
+                                fresh_add(f, ev->tgid, ev->timestamp_ns);
                 }
                 break;
         default:
@@ -265,7 +293,7 @@ void fastpath_take_forks(FastPath *f) {
          * path since (no exec, or not yet placed from it) are its now. */
         for (size_t i = 0; i < f->n_forked; i++)
                 if (f->forked[i].tgid > 0 && !looked_after(f, f->forked[i].tgid, f->forked[i].at_ns))
-                        fresh_add(f, f->forked[i].tgid);
+                        fresh_add(f, f->forked[i].tgid, f->forked[i].at_ns);
         f->n_forked = 0;
 }
 
@@ -284,6 +312,7 @@ void fastpath_scan_begin(FastPath *f, bool defer) {
         f->fresh_dropped = 0;
         f->n_waiting = f->n_retried = 0;
         f->n_forked = 0;
+        memset(f->arrived, 0, sizeof(f->arrived));
         /* What changes from here on, the scan may have read before. */
         f->n_changed = f->n_changed_sorted = 0;
         f->changed_lost = false;
@@ -480,6 +509,7 @@ static size_t pick_batch(FastPath *f, size_t n, FastPathStats *st) {
                         break;
                 case PLACE_PLANNED:
                         st->planned++;
+                        arrived_done(f, pp.tgid, false);
                         continue;
                 case PLACE_NEED_PASS:
                         if (f->waiting && f->n_waiting < FASTPATH_FRESH_MAX) {
@@ -490,9 +520,11 @@ static size_t pick_batch(FastPath *f, size_t n, FastPathStats *st) {
                         continue;
                 case PLACE_WAIT_CLASS:
                         st->left++;
+                        arrived_done(f, pp.tgid, false);
                         continue;
                 default:
                         st->unmatched++;
+                        arrived_done(f, pp.tgid, false);
                         continue;
                 }
                 n_src = place_cookie_sources(f->place, &pick, ps, ELEMENTSOF(ps));
@@ -523,6 +555,7 @@ static void batch_outcome(FastPath *f, size_t nb, int k, FastPathStats *st) {
                 bool moved = k >= 0 && (b->moved == RECONCILE_DONE || b->moved == RECONCILE_ALREADY);
                 bool cookied = k >= 0 && (b->cookied == RECONCILE_DONE || b->cookied == RECONCILE_ALREADY);
 
+                arrived_done(f, b->tgid, moved && cookied);
                 if (moved && cookied)
                         st->placed++;
                 else if (k >= 0 && (b->moved == RECONCILE_VANISHED || b->cookied == RECONCILE_VANISHED))

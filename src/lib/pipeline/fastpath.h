@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include "apply/reconcile.h"
+#include "base/histogram.h"
 #include "base/macro.h"
 #include "base/util.h"
 #include "base/yield.h"
@@ -65,6 +66,8 @@
 /* Processes remembered as changed since the scan (pipeline_changed());
  * beyond that, every process counts as changed. */
 #define FASTPATH_CHANGED_MAX 65536u
+/* When the processes to place arrived: one slot per pid modulo this. */
+#define FASTPATH_ARRIVED_SLOTS FASTPATH_FRESH_MAX
 
 /* A new process as its fork told it. */
 typedef struct FastPathFork {
@@ -139,6 +142,16 @@ typedef struct FastPath {
                 pid_t tgid;
                 uint64_t at_ns; /* CLOCK_MONOTONIC, as the events' timestamps */
         } looked[FASTPATH_LOOKED_SLOTS];
+        /* When each process to place arrived (its event's timestamp,
+         * CLOCK_MONOTONIC), one slot per pid (the newest process wins),
+         * kept until it is placed or no longer the fast path's (emptied
+         * at each scan), and from there to each placement (topod's
+         * metrics: exec → placed). */
+        struct {
+                pid_t tgid;
+                uint64_t at_ns;
+        } arrived[FASTPATH_ARRIVED_SLOTS];
+        Histogram placed_latency;
         TaskQuick *quick;    /* read buffers, reused */
         FdBin fds;           /* the fast path's descriptors, closed together
                               * (base/util.h) once FASTPATH_FDS_CLOSE_AT are
