@@ -330,8 +330,12 @@ class Daemon:
             self.place.fake_root(root)
             with open(os.path.join(pd, "20-probe.ini"), "w") as f:
                 f.write("[policy]\nname = probe\n\n[match]\ncomm = %s\n\n[place]\ncpus = all\n" % self.place.comm)
-            with open(os.path.join(root, "etc/topod/topod.conf"), "w") as f:
+            # named by --config: where a build reads topod.conf depends on its prefix
+            conf = os.path.join(root, "etc/topod/topod.conf")
+            os.makedirs(os.path.dirname(conf), exist_ok=True)
+            with open(conf, "w") as f:
                 f.write("[cgroup]\ncgroup_root = /topod\ndriver = cgroupfs\n")
+            argv += ["--config", conf]
             argv = self.place.command(argv)
             preexec = self.place.preexec
         else:

@@ -116,12 +116,15 @@ def main():
             open(os.path.join(root, mount, f), "w").close()
     os.symlink("/proc", os.path.join(root, "proc"))
     os.makedirs(os.path.join(root, os.path.dirname(METRICS_REL)))
-    pd = os.path.join(root, "etc/topod/policies.d")
+    pd = os.path.join(root, "run/topod/policies.d")  # the /run layer: the same for every prefix
     os.makedirs(pd)
     # Under the sanitizers the filter stays off (LeakSanitizer's exit
     # check needs ptrace, which no filter of topod's allows).
     sanitized = b"libasan" in subprocess.run(["ldd", topod], capture_output=True).stdout
-    with open(os.path.join(root, "etc/topod/topod.conf"), "w") as f:
+    # named by --config: where a build reads topod.conf depends on its prefix
+    conf = os.path.join(root, "etc/topod/topod.conf")
+    os.makedirs(os.path.dirname(conf))
+    with open(conf, "w") as f:
         f.write("[daemon]\nmetrics_file = /%s\nseccomp = %s\nlog_level = info\nsample_interval = 500ms\n" %
                 (METRICS_REL, "off" if sanitized else "enforce"))
     with open(os.path.join(pd, "10-mt.ini"), "w") as f:
@@ -132,7 +135,8 @@ def main():
     state = os.path.join(tmp, "state")
     path = os.path.join(root, METRICS_REL)
     log = open(os.path.join(tmp, "topod.log"), "w")
-    proc = subprocess.Popen([topod, "--root", root, "--state-dir", state], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([topod, "--root", root, "--state-dir", state, "--config", conf], stdout=log,
+                            stderr=subprocess.STDOUT)
     try:
         text = wait_for("the metrics file", lambda: read(path), 15, log)
         st = os.stat(path)
