@@ -46,6 +46,7 @@ enum {
         ARG_CONFIG,
         ARG_POLICIES,
         ARG_STATE_DIR,
+        ARG_CHECK,
         _ARG_MAX,
 };
 #define OPT(arg) (1u << ((arg) - ARG_JSON))
@@ -58,6 +59,7 @@ typedef struct Args {
         bool json;
         bool strict;
         bool offline;
+        bool check;
         ClassifyVerbArgs classify;
         const char *state_dir;
         int argc;      /* positional arguments after the verb */
@@ -97,6 +99,7 @@ static void help(void) {
                "      --synthetic DESC  topology: use an hwloc synthetic description\n"
                "      --strict          check: warnings are errors\n"
                "      --offline         check: no warnings against this machine\n"
+               "      --check           plan: print the drift only; exit 1 on any (skipped items are not)\n"
                "      --samples N       classify, plan: scans after the first (default: window + dwell)\n"
                "      --interval TIME   classify: time between scans (default: sample_interval)\n"
                "      --pid PID         classify: only this process or thread\n"
@@ -290,13 +293,15 @@ static int verb_plan(const Args *a) {
                 .policies = a->classify.policies,
                 .samples = a->classify.samples,
                 .json = a->json,
+                .check = a->check,
         };
 
         if (a->argc > 0)
                 return usage_error("plan takes no arguments, got '%s'", a->argv[0]);
         if (!a->classify.config && !a->classify.policies && !a->classify.samples) {
                 _cleanup_free_ char *reason = NULL;
-                int d = ask_daemon(a, BUS_METHOD_PLAN, 0, &reason);
+                int d = a->check ? topoctl_plan_check_daemon(a->root, a->state_dir, a->json, &reason)
+                                 : ask_daemon(a, BUS_METHOD_PLAN, 0, &reason);
 
                 if (d >= 0)
                         return d;
@@ -334,7 +339,7 @@ static const struct {
         { "check", verb_check, OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_STRICT) | OPT(ARG_OFFLINE) },
         { "classify", verb_classify,
           OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT_RULES | OPT(ARG_INTERVAL) | OPT(ARG_PID) | OPT(ARG_ALL) | OPT(ARG_EVENTS) },
-        { "plan", verb_plan, OPT_DAEMON | OPT_RULES },
+        { "plan", verb_plan, OPT_DAEMON | OPT_RULES | OPT(ARG_CHECK) },
         { "reset", verb_reset, OPT_DAEMON },
 };
 
@@ -356,6 +361,7 @@ int main(int argc, char *argv[]) {
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "policies", required_argument, NULL, ARG_POLICIES },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "check", no_argument, NULL, ARG_CHECK },
                 {},
         };
         Args a = {};
@@ -437,6 +443,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_STATE_DIR:
                         a.state_dir = optarg;
+                        break;
+                case ARG_CHECK:
+                        a.check = true;
                         break;
                 case '?':
                         if (optopt)

@@ -186,6 +186,7 @@ void status_print_plan(const Daemon *d, bool json, FILE *f) {
                 json_array_end(j);
                 json_key(j, "counts");
                 plan_diff_print_counts(&counts, j, NULL);
+                json_kv_bool(j, "drift", counts.differs > 0);
                 json_key(j, "last_apply");
                 if (d->pass.report)
                         (void) reconcile_report_print_json(j, d->pass.report);
