@@ -22,6 +22,10 @@ of ours), its cgroup file written by this test. One policy places it
      mount), never counted as drift; the plan names the task with its comm.
   3. The child moved back behind topod's back: --check exits 1 and names
      the task with its comm; --json says drift and the item differs.
+  4. The running topod on the same root: --check (text, --json) asks it
+     and exits 0 with the skipped items; explain lists cpuset and weight
+     as skipped with the reason; after `topoctl reset` status says
+     nothing is managed, and --check exits 1 (paused: not in force).
 
 Needs root (topod's writes under the fake root are as root's); 77
 otherwise. Usage: test-plan-check.py TOPOD TOPOCTL SRCDIR"""
@@ -32,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 COMM = "topod-drift-t"
 
@@ -79,7 +84,7 @@ def main():
         return 77
 
     tmp = tempfile.mkdtemp(prefix="topod-plan-check-")
-    child = None
+    child = daemon = None
     try:
         root = os.path.join(tmp, "root")
         shutil.copytree(os.path.join(srcdir, "tests/data/sysfs/host-2cpu"), root, symlinks=True)
@@ -186,8 +191,61 @@ def main():
                                                           for d in j["differences"]):
             fail("moved back: --check --json exits 1, drift true", r.stdout)
         print("ok: moved back behind topod's back: --check exits 1 and names tid %d (%s)" % (child.pid, COMM))
+
+        # 4. The running topod: --check asks it; explain and status.
+        set_cgroup(root, child.pid, "/topod.slice/drift")
+        dstate = os.path.join(tmp, "dstate")
+        log = open(os.path.join(tmp, "topod.log"), "w")
+        daemon = subprocess.Popen([topod, "--root", root, "--state-dir", dstate, "--policies", pd],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        dbase = [topoctl, "--root", root, "--state-dir", dstate]
+        for _ in range(300):
+            if os.path.exists(os.path.join(dstate, "bus")):
+                r = subprocess.run(dbase + ["plan", "--check"], capture_output=True, timeout=30)
+                if b"not running" not in r.stderr and b"first pass" not in r.stderr:
+                    break
+            if daemon.poll() is not None:
+                log.flush()
+                fail("topod exited (%s)" % daemon.returncode, open(log.name).read()[-3000:])
+            time.sleep(0.1)
+        out = r.stdout.decode()
+        if r.returncode != 0 or "cpuset controller not available on the cgroup2 mount" not in out or \
+                "computing the plan here" in r.stderr.decode():
+            fail("topod: plan --check exits 0 with the skipped items (rc %d)" % r.returncode, out, r.stderr)
+        print("ok: topod's plan --check exits 0, the skipped items listed")
+        r = subprocess.run(dbase + ["plan", "--check", "--json"], capture_output=True, timeout=30)
+        j = json.loads(r.stdout)
+        if r.returncode != 0 or j["drift"] or j["counts"]["skipped"] != 3:
+            fail("topod: plan --check --json exits 0, drift false, 3 skipped", r.stdout)
+        r = subprocess.run(dbase + ["explain", str(child.pid)], capture_output=True, timeout=30)
+        out = r.stdout.decode()
+        if r.returncode != 0 or "cpuset    skipped: cpuset controller not available on the cgroup2 mount" not in out \
+                or "weight    skipped: cpu controller not available on the cgroup2 mount" not in out:
+            fail("explain lists cpuset and weight as skipped with the reason", out, r.stderr)
+        r = subprocess.run(dbase + ["explain", "--json", str(child.pid)], capture_output=True, timeout=30)
+        if sorted(s["what"] for t in json.loads(r.stdout)["threads"] for s in t["skipped"]) != ["cpuset", "weight"]:
+            fail("explain --json lists cpuset and weight as skipped", r.stdout)
+        print("ok: explain says cpuset and weight are skipped, and why")
+        r = subprocess.run(dbase + ["status", "--json"], capture_output=True, timeout=30)
+        if json.loads(r.stdout)["tasks_managed"] != 1:
+            fail("status: 1 task managed", r.stdout)
+        subprocess.run(dbase + ["reset"], capture_output=True, timeout=60)
+        r = subprocess.run(dbase + ["status", "--json"], capture_output=True, timeout=30)
+        st = json.loads(r.stdout)
+        rt = subprocess.run(dbase + ["status"], capture_output=True, timeout=30)
+        if st["state"] != "paused" or st["tasks_managed"] != 0 or st["groups"] != 0 or \
+                b"managed: nothing, paused" not in rt.stdout:
+            fail("after reset, status says nothing is managed", r.stdout, rt.stdout)
+        print("ok: after reset, status says nothing is managed (paused)")
+        r = subprocess.run(dbase + ["plan", "--check"], capture_output=True, timeout=30)
+        if r.returncode != 1 or b"paused" not in r.stdout:
+            fail("paused: plan --check exits 1, saying so", r.stdout, r.stderr)
+        print("ok: paused: plan --check exits 1 and says so")
         return 0
     finally:
+        if daemon:
+            daemon.terminate()
+            daemon.wait(timeout=30)
         if child:
             child.kill()
             child.wait()
