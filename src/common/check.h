@@ -19,3 +19,14 @@
 #include <stddef.h>
 
 int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir);
+
+/* Another host class to check against instead of this machine: its
+ * topology from an hwloc XML export or synthetic description, its kernel
+ * probe from its `topoctl status --json` (NULL each: this machine's; the
+ * kernel version is then unknown unless the root gives it). */
+typedef struct CheckHost {
+        const char *xml, *synthetic, *caps;
+} CheckHost;
+
+int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir,
+                       const CheckHost *host);

@@ -99,8 +99,10 @@ int topoctl_plan_check_daemon(const char *root, const char *state_dir, bool json
 int topoctl_plan(const PlanVerbArgs *a) {
         _cleanup_(pipeline_freep) Pipeline *p = NULL;
         _cleanup_(plan_freep) Plan *plan = NULL;
-        PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0 };
-        PlanDiffCounts counts;
+        PipelineOptions o = { .root = a->root, .config = a->config, .policies = a->policies, .events = a->samples > 0,
+                              .xml = a->xml, .synthetic = a->synthetic, .caps = a->caps };
+        bool other = a->xml || a->synthetic || a->caps;
+        PlanDiffCounts counts = {};
 
         if (watch_and_plan("topoctl", &o, a->samples, &p, &plan) < 0)
                 return EXIT_FAILURE;
@@ -112,6 +114,17 @@ int topoctl_plan(const PlanVerbArgs *a) {
                 json_object_begin(j);
                 json_key(j, "plan");
                 (void) plan_print_json(j, plan, p->decide.policies);
+                if (other) {
+                        /* This machine is not that host: nothing to compare. */
+                        json_key(j, "host");
+                        json_object_begin(j);
+                        json_kv_string(j, "xml", a->xml);
+                        json_kv_string(j, "synthetic", a->synthetic);
+                        json_kv_string(j, "caps", a->caps);
+                        json_object_end(j);
+                        json_object_end(j);
+                        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+                }
                 json_key(j, "differences");
                 json_array_begin(j);
                 (void) plan_diff(p, plan, j, NULL, &counts);
@@ -123,10 +136,17 @@ int topoctl_plan(const PlanVerbArgs *a) {
         } else {
                 /* As topod's reply: the plan, then the comparison; the
                  * comparison alone for --check. */
-                if (!a->check) {
+                if (!a->check)
                         (void) plan_print_text(stdout, plan, p->decide.policies);
-                        fputs("\nCompared with the machine:\n", stdout);
+                if (other) {
+                        printf("\nPlanned for %s%s%s%s%s (this machine's tasks); not compared with this machine\n",
+                               a->xml ? "the topology of " : a->synthetic ? "the synthetic topology " : "this topology",
+                               a->xml ?: a->synthetic ?: "", a->caps ? " and " : "",
+                               a->caps ? "the kernel probe of " : "", a->caps ?: "");
+                        return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
                 }
+                if (!a->check)
+                        fputs("\nCompared with the machine:\n", stdout);
                 (void) plan_diff(p, plan, NULL, stdout, &counts);
                 plan_diff_print_counts(&counts, NULL, stdout);
         }

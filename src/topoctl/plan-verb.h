@@ -11,6 +11,9 @@ typedef struct PlanVerbArgs {
         unsigned samples;
         bool json;
         bool check; /* --check: print the drift only; exit 1 on any */
+        /* Another host class: planned for it, not compared with this
+         * machine (PipelineOptions'). */
+        const char *xml, *synthetic, *caps;
 } PlanVerbArgs;
 
 /* Computed here: the exit status. */
