@@ -72,10 +72,11 @@ int reload(Daemon *d, bool json, char **ret_messages) {
 
         if (!dg)
                 return -ENOMEM;
-        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
+        /* The tree in place now: taken down if the new one is elsewhere. */
         if (d->p->decide.config && d->p->decide.config->cgroup_root &&
             !(old_root = strdup(d->p->decide.config->cgroup_root)))
                 return -ENOMEM;
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
         k = pipeline_reload(d->p, dg);
         log_diagnostics(d, dg);
         d->reloads.count++;
