@@ -114,8 +114,8 @@ static void print_text(const Diagnostics *d, bool strict) {
                 printf("%s: error: more than %u findings; the rest are not shown\n", program_invocation_short_name, DIAG_MAX);
 }
 
-static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c, char *const *checked, bool strict,
-                       bool offline, bool ok) {
+static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c, char *const *checked,
+                       const PolicyFiles *files, bool strict, bool offline, bool ok) {
         _cleanup_(json_freep) Json *j = json_new(stdout, true);
 
         if (!j)
@@ -127,6 +127,7 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
         json_kv_uint(j, "errors", d->n_errors);
         json_kv_uint(j, "warnings", d->n_warnings);
         json_kv_bool(j, "truncated", d->truncated);
+        json_kv_uint(j, "policy_count", s ? s->n : 0);
         json_key(j, "checked");
         json_array_begin(j);
         for (char *const *p = checked; p && *p; p++)
@@ -142,11 +143,25 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
                 json_object_begin(j);
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
+                json_kv_uint(j, "line", p->policy_line);
+                json_kv_string(j, "layer", p->layer);
                 json_kv_int(j, "priority", p->priority);
                 json_kv_bool(j, "enabled", p->enabled);
                 json_kv_string(j, "group", p->place.present ? p->place.group : NULL);
                 json_kv_string(j, "cookie", p->place.present ? policy_cookie_to_string(p->place.cookie) : NULL);
                 json_kv_string(j, "cgroup_mode", p->cgroup_mode ?: "keep");
+                json_object_end(j);
+        }
+        json_array_end(j);
+        /* every file of the layers and what became of it */
+        json_key(j, "files");
+        json_array_begin(j);
+        for (size_t i = 0; i < files->n; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "file", files->items[i].path);
+                json_kv_string(j, "layer", files->items[i].layer);
+                json_kv_string(j, "state", policy_file_state_to_string(files->items[i].state));
+                json_kv_string(j, "by", files->items[i].by);
                 json_object_end(j);
         }
         json_array_end(j);
@@ -181,12 +196,67 @@ static void print_json(const Diagnostics *d, const PolicySet *s, const Config *c
         json_object_end(j);
 }
 
-int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir) {
-        return topoctl_check_host(paths, n_paths, strict, offline, json, root_dir, NULL);
+/* The policies a topod.conf names (root_dir: below which), read into d and
+ * *set; "checked" gets what was looked at. The layers may all be missing
+ * (a warning: no policy applies); a policies_dir set must be there. */
+static int check_config_policies(const char *root_dir, const Config *config, Diagnostics *d, char ***checked,
+                                 PolicySet **set, PolicyFiles *files) {
+        _cleanup_(policy_search_done) PolicySearch search = {};
+        _cleanup_(root_freep) Root *root = NULL;
+        int k;
+
+        if ((k = root_open(root_dir, &root)) < 0)
+                return diag_add(d, DIAG_ERROR, root_dir ?: "/", 0, "io", "cannot open the root: %s", strerror(-k));
+        if ((k = policy_search_init(&search, root, NULL, config ? config->policies_dir : NULL)) < 0)
+                return k;
+        if (search.path) {
+                if ((k = strv_push_dup(checked, search.path)) < 0)
+                        return k;
+        } else {
+                for (size_t l = 0; l < _POLICY_LAYER_MAX; l++)
+                        if ((k = strv_push_dup(checked, search.dirs[l])) < 0)
+                                return k;
+                if (!policy_search_any_dir(&search)) {
+                        _cleanup_free_ char *where = policy_search_describe(&search);
+
+                        if (!where)
+                                return -ENOMEM;
+                        return diag_add(d, DIAG_WARNING, search.dirs[POLICY_LAYER_LOCAL], 0, "io",
+                                        "no policies directory (none of %s): topod would apply no policy", where);
+                }
+        }
+        k = policy_search_read(&search, d, set, files);
+        return k == -ENOMEM ? k : 0;
 }
 
-int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir,
-                       const CheckHost *host) {
+/* The files a layered search found that are not read: overridden or masked. */
+static void print_files(const PolicyFiles *f) {
+        for (size_t i = 0; i < f->n; i++) {
+                const PolicyFile *x = &f->items[i];
+                _cleanup_free_ char *path = escape_string(x->path, ESCAPE_CONTROL),
+                                    *by = x->by ? escape_string(x->by, ESCAPE_CONTROL) : NULL;
+
+                if (x->state == POLICY_FILE_OVERRIDDEN)
+                        printf("%s: note: overridden by %s\n", path ?: "?", by ?: "?");
+                else if (x->state == POLICY_FILE_MASKED)
+                        printf("%s: note: masked by %s\n", path ?: "?", by ?: "?");
+                else if (x->state == POLICY_FILE_MASK)
+                        printf("%s: note: a mask (a symbolic link to /dev/null, or empty): the name is not read in "
+                               "any layer\n", path ?: "?");
+        }
+}
+
+int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline, bool json, const char *root_dir) {
+        return topoctl_check_config(NULL, paths, n_paths, strict, offline, json, root_dir);
+}
+
+int topoctl_check_config(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                         bool json, const char *root_dir) {
+        return topoctl_check_host(config_path, paths, n_paths, strict, offline, json, root_dir, NULL);
+}
+
+int topoctl_check_host(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                       bool json, const char *root_dir, const CheckHost *host) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *set = NULL;
         _cleanup_(config_freep) Config *config = NULL;
@@ -194,6 +264,8 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
         _cleanup_strv_free_ char **checked = calloc(1, sizeof(char *));
         _cleanup_(topology_freep) Topology *topology = NULL;
         _cleanup_(kernelcaps_freep) KernelCaps *caps = NULL;
+        _cleanup_(policy_files_done) PolicyFiles files = {};
+        bool config_given = false;
         uint64_t kernel = 0;
         bool ok;
         int k;
@@ -206,9 +278,15 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
                         return EXIT_USAGE;
                 }
 
-        if (n_paths == 0) {
-                _cleanup_free_ char *conf = NULL, *dir = NULL;
-                struct stat st;
+        if (config_path) {
+                /* --config: a topod.conf whatever its name */
+                k = config_read(config_path, true, d, &config);
+                if (k == -ENOMEM || strv_push_dup(&checked, config_path) < 0)
+                        goto oom;
+                config_given = true;
+        }
+        if (n_paths == 0 && !config_path) {
+                _cleanup_free_ char *conf = NULL;
 
                 if (prefixed(root_dir, CONFIG_DEFAULT_PATH, &conf) < 0)
                         goto oom;
@@ -217,13 +295,7 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
                         goto oom;
                 if (strv_push_dup(&checked, conf) < 0)
                         goto oom;
-                if (prefixed(root_dir, config ? config->policies_dir : CONFIG_DEFAULT_POLICIES_DIR, &dir) < 0)
-                        goto oom;
-                if (stat(dir, &st) < 0 && errno == ENOENT) {
-                        if (diag_add(d, DIAG_WARNING, dir, 0, "io", "%s", "no policies directory: topod would apply no policy") < 0)
-                                goto oom;
-                } else if (strv_push_dup(&policy_paths, dir) < 0)
-                        goto oom;
+                config_given = true;
         } else
                 for (size_t i = 0; i < n_paths; i++) {
                         struct stat st;
@@ -238,6 +310,7 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
                                         goto oom;
                                 if (!config)
                                         config = TAKE_PTR(c);
+                                config_given = true;
                                 continue;
                         }
                         if (strv_push_dup(&policy_paths, paths[i]) < 0)
@@ -245,10 +318,12 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
                 }
 
         if (policy_paths[0]) {
+                /* policies named: those, whatever a topod.conf beside them says */
                 k = policy_read_paths(policy_paths, strv_length(policy_paths), d, &set);
                 if (k == -ENOMEM)
                         goto oom;
-        }
+        } else if (config_given && check_config_policies(root_dir, config, d, &checked, &set, &files) < 0)
+                goto oom;
         if (set) {
                 if (!offline && load_machine(root_dir, host, &topology, &caps, &kernel) < 0)
                         return EXIT_FAILURE;
@@ -260,13 +335,16 @@ int topoctl_check_host(char *const *paths, size_t n_paths, bool strict, bool off
         diag_sort(d);
         ok = d->n_errors == 0 && (!strict || d->n_warnings == 0);
         if (json)
-                print_json(d, set, config, checked, strict, offline, ok);
-        else
+                print_json(d, set, config, checked, &files, strict, offline, ok);
+        else {
+                size_t n = set ? set->n : 0;
+
                 print_text(d, strict);
-        if (d->n_errors + d->n_warnings > 0)
-                fprintf(stderr, "%s: %zu error%s, %zu warning%s%s\n", program_invocation_short_name, d->n_errors, d->n_errors == 1 ? "" : "s",
-                        d->n_warnings, d->n_warnings == 1 ? "" : "s",
-                        strict && d->n_warnings > 0 ? " (warnings count as errors with --strict)" : "");
+                print_files(&files);
+                printf("%zu polic%s, %zu error%s, %zu warning%s%s\n", n, n == 1 ? "y" : "ies", d->n_errors,
+                       d->n_errors == 1 ? "" : "s", d->n_warnings, d->n_warnings == 1 ? "" : "s",
+                       strict && d->n_warnings > 0 ? " (warnings count as errors with --strict)" : "");
+        }
         if (fflush(stdout) != 0)
                 return EXIT_FAILURE;
         return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -43,6 +43,10 @@ void report_print_diagnostics_json(Json *j, const Diagnostics *d) {
 
 void report_print_diagnostics(FILE *f, const Diagnostics *d) {
         for (size_t i = 0; i < d->n; i++)
-                fprintf(f, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
-                        d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
+                if (d->items[i].line > 0)
+                        fprintf(f, "%s:%u: %s: %s\n", d->items[i].file, d->items[i].line,
+                                d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
+                else /* about the whole file */
+                        fprintf(f, "%s: %s: %s\n", d->items[i].file,
+                                d->items[i].severity == DIAG_ERROR ? "error" : "warning", d->items[i].message);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/paths.h"
 #include "base/json.h"
 #include "base/macro.h"
 #include "base/root.h"
@@ -108,8 +109,9 @@ static void help(void) {
                "      --pid PID         classify: only this process or thread\n"
                "      --all             classify: kernel threads too\n"
                "      --events          classify: list proc-connector events seen meanwhile\n"
-               "      --config FILE     classify, plan: topod.conf to read (default /etc/topod/topod.conf)\n"
-               "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir)\n"
+               "      --config FILE     classify, plan: topod.conf to read (default " TOPOD_CONFIG_PATH ")\n"
+               "      --policies PATH   classify, plan: policies to match (default: the config's policies_dir,\n"
+               "                        else the layers of policies.d; see topod.policy(5))\n"
                "      --state-dir DIR   explain, status, reload, plan, reset: where topod's socket and journal\n"
                "                        are (default run/topod below the root)\n"
                "A verb given an option it does not take is a usage error.\n"
@@ -292,7 +294,7 @@ static int verb_check(const Args *a) {
 
         if (u)
                 return u;
-        return topoctl_check_host(a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root, &host);
+        return topoctl_check_host(NULL, a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root, &host);
 }
 
 static int verb_classify(const Args *a) {

@@ -85,8 +85,17 @@ static const char *pol_name(const ExplainContext *x, int i) {
         return i >= 0 && (size_t) i < x->p->decide.policies->n ? x->p->decide.policies->policies[i]->name : NULL;
 }
 
+/* The policy itself: its [policy] header. */
 static unsigned pol_line(const Policy *p) {
-        return p->place.present ? p->place.line : p->match_line ? p->match_line : p->name_line;
+        return p->policy_line ?: p->name_line;
+}
+
+/* ", layer vendor" where it came from a layer (decide/policy-read.h) */
+static const char *pol_layer(const Policy *p, char buf[static 32]) {
+        if (!p->layer)
+                return "";
+        snprintf(buf, 32, ", layer %s", p->layer);
+        return buf;
 }
 
 static int add_cand(ThreadAnswer *a, int policy, Verdict v, char *why) {
@@ -572,9 +581,10 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
         }
         for (size_t i = 0; i < a->n_cands; i++) {
                 const Policy *p = pol(x, a->cands[i].policy);
+                char layer[32];
 
-                fprintf(f, "  %s %s (%s:%u): %s\n", a->cands[i].verdict == VERDICT_PLACED ? "policy:  " : "also:    ", p->name,
-                        p->file, pol_line(p), a->cands[i].why);
+                fprintf(f, "  %s %s (%s:%u%s): %s\n", a->cands[i].verdict == VERDICT_PLACED ? "policy:  " : "also:    ",
+                        p->name, p->file, pol_line(p), pol_layer(p, layer), a->cands[i].why);
         }
         if (a->pt && a->pt->cookie_group >= 0)
                 fprintf(f, "  cookie:   group %d, shared by %u thread%s", a->pt->cookie_group, a->cookie_shared_by,
@@ -633,6 +643,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
                 json_kv_uint(j, "line", pol_line(p));
+                json_kv_string(j, "layer", p->layer);
                 json_kv_int(j, "priority", p->priority);
                 json_object_end(j);
         }
@@ -647,6 +658,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
                 json_kv_string(j, "name", p->name);
                 json_kv_string(j, "file", p->file);
                 json_kv_uint(j, "line", pol_line(p));
+                json_kv_string(j, "layer", p->layer);
                 json_kv_int(j, "priority", p->priority);
                 json_kv_string(j, "verdict", verdict_to_string(a->cands[i].verdict));
                 json_kv_string(j, "why", a->cands[i].why);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/macro.h"
+#include "base/paths.h"
 #include "common/check.h"
 #include "common/restore.h"
 #include "daemon.h"
@@ -40,8 +42,10 @@ static void help(void) {
                "      --log-level LEVEL  err, warning, notice, info or debug (default: topod.conf's log_level)\n"
                "      --json       With --oneshot, --restore or --check: print JSON\n"
                "      --samples N  With --oneshot: watch N sample intervals first (classes)\n"
-               "      --config FILE  topod.conf (default /etc/topod/topod.conf below the root)\n"
-               "      --policies PATH  Policies (default: the configuration's policies_dir)\n"
+               "      --config FILE  topod.conf (default " TOPOD_CONFIG_PATH " below the root)\n"
+               "      --policies PATH  Policies (default: the configuration's policies_dir, else the layers\n"
+               "                       " TOPOD_POLICIES_RUNTIME_DIR ", " TOPOD_POLICIES_LOCAL_DIR ",\n"
+               "                       " TOPOD_POLICIES_VENDOR_DIR ")\n"
                "      --check [PATH…]  Validate topod.conf and policies and exit (see topoctl check)\n"
                "      --strict     With --check: warnings are errors\n"
                "      --offline    With --check: no warnings against this machine\n"
@@ -148,11 +152,22 @@ int main(int argc, char *argv[]) {
                 }
         /* What a mode does not use is refused, not ignored: "--restore
          * --dry-run" must not restore. */
-        if (check && (oneshot || dry_run || restore || samples || config || policies || state_dir || log_level >= 0))
+        if (check && (oneshot || dry_run || restore || samples || state_dir || log_level >= 0))
                 return usage_error("--check takes the files to check as arguments (topod --check [PATH…]), "
-                                   "with --strict, --offline, --json and --root only");
-        if (check)
-                return topoctl_check(argv + optind, (size_t) (argc - optind), strict, offline, json, root);
+                                   "with --config, --policies, --strict, --offline, --json and --root only");
+        if (check) {
+                /* --policies PATH: one more path to check, after the arguments */
+                size_t n = (size_t) (argc - optind);
+                _cleanup_free_ char **paths = calloc(n + 2, sizeof(char *));
+
+                if (!paths)
+                        return EXIT_FAILURE;
+                for (size_t i = 0; i < n; i++)
+                        paths[i] = argv[optind + i];
+                if (policies)
+                        paths[n++] = (char *) policies;
+                return topoctl_check_config(config, paths, n, strict, offline, json, root);
+        }
         if (restore && (oneshot || dry_run || samples || config || policies || log_level >= 0))
                 return usage_error("--restore goes with --root, --state-dir and --json only");
         if (strict || offline)

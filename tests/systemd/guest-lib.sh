@@ -95,16 +95,19 @@ install_topod() {
 	install -D -m 755 "$P/topod" "$start" &&
 	install -D -m 755 "$P/topoctl" "$reload" &&
 	install -D -m 644 "$unit" /etc/systemd/system/topod.service &&
-	install -D -m 644 "$P/topod.conf" /etc/topod/topod.conf &&
+	# where the topod built reads its files (meson's sysconfdir)
+	local etc=/etc
+	[ ! -f "$P/paths.sh" ] || etc=$(. "$P/paths.sh"; echo "$SYSCONFDIR")
+	install -D -m 644 "$P/topod.conf" "$etc/topod/topod.conf" &&
 	install -D -m 755 "$P/workload" /usr/local/bin/workload &&
 	install -D -m 755 "$P/sdsnap" /usr/local/bin/sdsnap &&
 	install -D -m 755 "$P/ticker" /usr/local/bin/ticker &&
 	# the test's own files (its units, their programs) under payload/root/
 	{ [ ! -d "$P/root" ] || cp -r "$P/root/." /; } &&
-	mkdir -p /etc/topod/policies.d || return 1
-	cp "$P"/policies/*.ini /etc/topod/policies.d/ 2>/dev/null
+	mkdir -p "$etc/topod/policies.d" || return 1
+	cp "$P"/policies/*.ini "$etc/topod/policies.d/" 2>/dev/null
 	if ldd "$start" "$reload" | grep 'not found'; then return 1; fi
-	ls -l "$start" "$reload" /etc/systemd/system/topod.service /etc/topod/policies.d/
+	ls -l "$start" "$reload" /etc/systemd/system/topod.service "$etc/topod/policies.d/"
 	systemctl daemon-reload || return 1
 	systemctl cat topod.service
 	# no drop-in widens the unit: what runs is the file as built

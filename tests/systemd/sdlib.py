@@ -112,6 +112,7 @@ def add_args(parser):
     parser.add_argument("--sdsnap", required=True, help="tests/systemd/sdsnap")
     parser.add_argument("--ticker", required=True, help="tests/systemd/ticker")
     parser.add_argument("--policies-dir", required=True, help="the shipped policies/ (its *.ini)")
+    parser.add_argument("--sysconfdir", default="/etc", help="the build's sysconfdir: where topod reads topod/")
     return parser
 
 
@@ -156,7 +157,7 @@ CRUNCH = {
 
 def boot(name, args, script, policies=None, shipped=False, files=None, timeout=600):
     """Boot the guest once: install topod from the build (args), the
-    policies ({file name: text}, into /etc/topod/policies.d, with the
+    policies ({file name: text}, into SYSCONFDIR/topod/policies.d, with the
     shipped policies/*.ini too when shipped), files ({guest path: (text,
     mode)}, before the install's daemon-reload), run tests/systemd/SCRIPT.
     Returns an SdResult; raises Skip / VMFailure as vmlib does."""
@@ -188,6 +189,9 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
     if shipped:
         for p in sorted(glob.glob(os.path.join(args.policies_dir, "*.ini"))):
             shutil.copy(p, os.path.join(payload, "policies", os.path.basename(p)))
+    # where the topod built reads its topod.conf and policies.d
+    with open(os.path.join(payload, "paths.sh"), "w") as f:
+        f.write("SYSCONFDIR='%s'\n" % args.sysconfdir)
     for gpath, (text, mode) in (files or {}).items():
         host = os.path.join(payload, "root", gpath.lstrip("/"))
         os.makedirs(os.path.dirname(host), exist_ok=True)

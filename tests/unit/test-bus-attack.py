@@ -146,7 +146,7 @@ class Daemon:
         shutil.copytree(os.path.join(srcdir, "tests/data/sysfs/host-2cpu/sys"), os.path.join(root, "sys"), symlinks=True)
         os.makedirs(os.path.join(root, "sys/fs/cgroup"), exist_ok=True)
         os.symlink("/proc", os.path.join(root, "proc"))
-        pd = os.path.join(root, "etc/topod/policies.d")
+        pd = os.path.join(root, "run/topod/policies.d")  # the /run layer: the same for every prefix
         os.makedirs(pd)
         with open(os.path.join(pd, "10-none.ini"), "w") as f:
             f.write("[policy]\nname = none\n\n[match]\ncomm = nothing-at-all\n\n[place]\ncpus = 0\n")

@@ -38,7 +38,6 @@ int config_new(Config **ret) {
         if (!c)
                 return -ENOMEM;
         *c = (Config) {
-                .policies_dir = strdup(CONFIG_DEFAULT_POLICIES_DIR),
                 .sample_interval_usec = 1 * USEC_PER_SEC,
                 .rescan_interval_usec = 60 * USEC_PER_SEC,
                 .restore_on_exit = true,
@@ -49,7 +48,7 @@ int config_new(Config **ret) {
                 .load_hysteresis = 5,
                 .load_dwell_usec = 30 * USEC_PER_SEC,
         };
-        if (!c->policies_dir || !c->cgroup_root)
+        if (!c->cgroup_root)
                 return -ENOMEM;
         {
                 char error[160];

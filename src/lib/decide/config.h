@@ -3,7 +3,8 @@
 
 /* topod.conf: the daemon's own settings as plain values.
  *
- * /etc/topod/topod.conf is read first, then the *.conf files of topod.conf.d in file-name
+ * TOPOD_CONFIG_PATH (base/paths.h: /etc/topod/topod.conf in a build for
+ * prefix /usr) is read first, then the *.conf files of topod.conf.d in file-name
  * order (byte order of the name, not the path); a key set in a later file
  * overrides the earlier value. A bad value is an error and leaves the value
  * before it in place. Every key and default is in topod.conf(5). */
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/macro.h"
+#include "base/paths.h"
 #include "diag.h"
 #include "initext.h"
 #include "scope.h"
@@ -24,8 +26,7 @@
 #define USEC_PER_MSEC UINT64_C(1000)
 #define USEC_PER_SEC UINT64_C(1000000)
 
-#define CONFIG_DEFAULT_PATH "/etc/topod/topod.conf"
-#define CONFIG_DEFAULT_POLICIES_DIR "/etc/topod/policies.d"
+#define CONFIG_DEFAULT_PATH TOPOD_CONFIG_PATH
 
 typedef enum ConfigHierarchy {
         CONFIG_HIERARCHY_AUTO,   /* nested where cgroup v2 delegation allows, else flat */
@@ -59,7 +60,7 @@ typedef enum ConfigLogLevel { /* syslog(3) priorities */
 
 typedef struct Config {
         /* [daemon] */
-        char *policies_dir;
+        char *policies_dir; /* NULL: the layered search (policy-read.h); set: that directory alone */
         uint64_t sample_interval_usec;
         uint64_t rescan_interval_usec;
         bool restore_on_exit;

@@ -226,6 +226,9 @@ static int on_section(void *userdata, const char *name, unsigned line) {
         }
         ps->section_line[i] = line;
         switch (ps->section) {
+        case SECTION_POLICY:
+                ps->p->policy_line = line;
+                break;
         case SECTION_WHEN:
                 ps->p->has_when = true;
                 ps->p->when_line = line;

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "base/escape.h"
+#include "base/paths.h"
 #include "base/root.h"
 #include "base/util.h"
 
@@ -235,6 +237,254 @@ int policy_read_paths(char *const *paths, size_t n_paths, Diagnostics *d, Policy
         k = policy_set_parse(t.items, t.n, d, ret);
         if (k == -EINVAL || (k >= 0 && bad))
                 return -EINVAL;
+        return k;
+}
+
+static const char *const layer_names[_POLICY_LAYER_MAX] = { "runtime", "local", "vendor" };
+static const char *const layer_dirs[_POLICY_LAYER_MAX] = {
+        TOPOD_POLICIES_RUNTIME_DIR,
+        TOPOD_POLICIES_LOCAL_DIR,
+        TOPOD_POLICIES_VENDOR_DIR,
+};
+
+const char *policy_layer_to_string(PolicyLayer l) {
+        return l >= 0 && l < _POLICY_LAYER_MAX ? layer_names[l] : NULL;
+}
+
+const char *policy_file_state_to_string(PolicyFileState s) {
+        static const char *const names[] = { "used", "overridden", "masked", "mask" };
+
+        return s >= 0 && (size_t) s < ELEMENTSOF(names) ? names[s] : "?";
+}
+
+/* A host path below the root (NULL: the host itself). */
+static int below(const Root *root, const char *path, char **ret) {
+        if (!root)
+                return (*ret = strdup(path)) ? 0 : -ENOMEM;
+        return root_host_path(root, path, ret);
+}
+
+int policy_search_init(PolicySearch *s, const Root *root, const char *given, const char *policies_dir) {
+        *s = (PolicySearch) {};
+        if (given)
+                return (s->path = strdup(given)) ? 0 : -ENOMEM;
+        if (policies_dir)
+                return below(root, policies_dir, &s->path);
+        for (size_t l = 0; l < _POLICY_LAYER_MAX; l++)
+                if (below(root, layer_dirs[l], &s->dirs[l]) < 0) {
+                        policy_search_done(s);
+                        return -ENOMEM;
+                }
+        return 0;
+}
+
+void policy_search_done(PolicySearch *s) {
+        free(s->path);
+        for (size_t l = 0; l < _POLICY_LAYER_MAX; l++)
+                free(s->dirs[l]);
+        *s = (PolicySearch) {};
+}
+
+char *policy_search_describe(const PolicySearch *s) {
+        char *r;
+
+        if (s->path)
+                return strdup(s->path);
+        if (asprintf(&r, "%s, %s and %s", s->dirs[0], s->dirs[1], s->dirs[2]) < 0)
+                return NULL;
+        return r;
+}
+
+bool policy_search_any_dir(const PolicySearch *s) {
+        struct stat st;
+
+        if (s->path)
+                return false;
+        for (size_t l = 0; l < _POLICY_LAYER_MAX; l++)
+                if (stat(s->dirs[l], &st) >= 0 && S_ISDIR(st.st_mode))
+                        return true;
+        return false;
+}
+
+void policy_files_done(PolicyFiles *f) {
+        for (size_t i = 0; i < f->n; i++) {
+                free(f->items[i].path);
+                free(f->items[i].by);
+        }
+        free(f->items);
+        *f = (PolicyFiles) {};
+}
+
+static int files_add(PolicyFiles *f, const char *path, PolicyLayer l, PolicyFileState state, const char *by) {
+        _cleanup_free_ char *p = strdup(path), *b = by ? strdup(by) : NULL;
+        PolicyFile *n;
+
+        if (!p || (by && !b))
+                return -ENOMEM;
+        n = realloc(f->items, (f->n + 1) * sizeof(PolicyFile));
+        if (!n)
+                return -ENOMEM;
+        f->items = n;
+        f->items[f->n++] = (PolicyFile) { .path = TAKE_PTR(p), .layer = layer_names[l], .state = state, .by = TAKE_PTR(b) };
+        return 0;
+}
+
+/* One name in one layer. */
+typedef struct Entry {
+        char *name;
+        PolicyLayer layer;
+} Entry;
+
+static int entry_compare(const void *a, const void *b) {
+        const Entry *x = a, *y = b;
+        int c = strcmp(x->name, y->name);
+
+        return c != 0 ? c : (int) x->layer - (int) y->layer;
+}
+
+/* systemd's rule (conf_files_list, null_or_empty): a symbolic link to
+ * /dev/null (or /dev/null itself), or an empty regular file, masks the name. 1 when path is a
+ * mask, 0 when not, <0 when it cannot be looked at. */
+static int is_mask(const char *path) {
+        struct stat st;
+        char target[16];
+        ssize_t n;
+
+        if (lstat(path, &st) < 0)
+                return negative_errno();
+        if (S_ISLNK(st.st_mode)) {
+                n = readlink(path, target, sizeof target - 1);
+                if (n < 0)
+                        return negative_errno();
+                target[n] = 0;
+                if (streq(target, "/dev/null"))
+                        return 1;
+                if (stat(path, &st) < 0)
+                        return 0; /* dangling: read, and refused as a link */
+                return S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+        }
+        if (S_ISCHR(st.st_mode))
+                return st.st_rdev == makedev(1, 3);
+        return S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+static int search_layers(const PolicySearch *s, Diagnostics *d, PolicySet **ret, PolicyFiles *files) {
+        _cleanup_(texts_done) Texts t = {};
+        Entry *entries = NULL;
+        size_t n_entries = 0;
+        bool bad = false;
+        int k = 0;
+
+        for (size_t l = 0; l < _POLICY_LAYER_MAX && k >= 0; l++) {
+                _cleanup_strv_free_ char **names = NULL;
+
+                k = list_dir(s->dirs[l], ".ini", POLICY_COUNT_MAX, &names);
+                if (k == -ENOENT || k == -ENOTDIR) {
+                        k = 0; /* a layer that is not there holds nothing */
+                        continue;
+                }
+                if (k == -ENOMEM)
+                        break;
+                if (k < 0) {
+                        if ((k = io_error(d, s->dirs[l], k)) < 0)
+                                break;
+                        bad = true;
+                        continue;
+                }
+                for (char **nm = names; *nm; nm++) {
+                        Entry *n = realloc(entries, (n_entries + 1) * sizeof(Entry));
+                        char *name = n ? strdup(*nm) : NULL;
+
+                        if (n)
+                                entries = n;
+                        if (!name) {
+                                k = -ENOMEM;
+                                break;
+                        }
+                        entries[n_entries++] = (Entry) { .name = name, .layer = (PolicyLayer) l };
+                }
+        }
+        if (k >= 0 && n_entries > 1)
+                qsort(entries, n_entries, sizeof(Entry), entry_compare);
+
+        for (size_t i = 0; k >= 0 && i < n_entries;) {
+                _cleanup_free_ char *winner = NULL;
+                size_t j = i + 1;
+                int mask;
+
+                while (j < n_entries && streq(entries[j].name, entries[i].name))
+                        j++;
+                if ((k = join_path(s->dirs[entries[i].layer], entries[i].name, &winner)) < 0)
+                        break;
+                mask = is_mask(winner);
+                if (files && (k = files_add(files, winner, entries[i].layer, mask > 0 ? POLICY_FILE_MASK : POLICY_FILE_USED,
+                                            NULL)) < 0)
+                        break;
+                for (size_t m = i + 1; files && m < j; m++) {
+                        _cleanup_free_ char *p = NULL;
+
+                        if ((k = join_path(s->dirs[entries[m].layer], entries[m].name, &p)) < 0 ||
+                            (k = files_add(files, p, entries[m].layer,
+                                           mask > 0 ? POLICY_FILE_MASKED : POLICY_FILE_OVERRIDDEN, winner)) < 0)
+                                break;
+                }
+                if (k < 0)
+                        break;
+                i = j;
+                if (mask > 0)
+                        continue;
+                if (t.n >= POLICY_COUNT_MAX) {
+                        for (size_t m = 0; m < n_entries; m++)
+                                free(entries[m].name);
+                        free(entries);
+                        return too_many(d, s->dirs[POLICY_LAYER_LOCAL], &t, ret);
+                }
+                /* a file that cannot be looked at is read, and its reading says why */
+                k = texts_add(&t, winner, POLICY_FILE_SIZE_MAX, d);
+                if (k < 0)
+                        break;
+                bad = bad || k == 0;
+                k = 0;
+        }
+        for (size_t m = 0; m < n_entries; m++)
+                free(entries[m].name);
+        free(entries);
+        if (k < 0)
+                return k;
+
+        k = policy_set_parse(t.items, t.n, d, ret);
+        if (k >= 0 || k == -EINVAL)
+                /* each policy's layer, from the file it came from */
+                for (size_t i = 0; i < (*ret)->n; i++) {
+                        Policy *p = (*ret)->policies[i];
+
+                        for (size_t l = 0; l < _POLICY_LAYER_MAX; l++) {
+                                size_t n = strlen(s->dirs[l]);
+
+                                if (strneq(p->file, s->dirs[l], n) && p->file[n] == '/' && !strchr(p->file + n + 1, '/')) {
+                                        p->layer = layer_names[l];
+                                        break;
+                                }
+                        }
+                }
+        if (k == -EINVAL || (k >= 0 && bad))
+                return -EINVAL;
+        return k;
+}
+
+int policy_search_read(const PolicySearch *s, Diagnostics *d, PolicySet **ret, PolicyFiles *ret_files) {
+        char *paths[1];
+        int k;
+
+        if (ret_files)
+                *ret_files = (PolicyFiles) {};
+        if (s->path) {
+                paths[0] = s->path;
+                return policy_read_paths(paths, 1, d, ret);
+        }
+        k = search_layers(s, d, ret, ret_files);
+        if (k < 0 && k != -EINVAL && ret_files)
+                policy_files_done(ret_files);
         return k;
 }
 

@@ -199,6 +199,8 @@ typedef struct PolicySetting {
 typedef struct Policy {
         char *file;           /* path as given */
         const char *file_name; /* points into file: the part after the last '/' */
+        const char *layer;    /* "runtime", "local", "vendor" (policy-read.h); NULL: read from a path given */
+        unsigned policy_line; /* of the [policy] header */
 
         char *name;
         unsigned name_line;

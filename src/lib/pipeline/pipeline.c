@@ -249,15 +249,10 @@ static char *config_path(const Pipeline *p) {
         return conf;
 }
 
-/* The policies' directory: the one asked for, or the configuration's below the root. */
-static char *policies_dir(const Pipeline *p, const Config *config) {
-        char *dir = NULL;
-
-        if (p->options.policies)
-                dir = strdup(p->options.policies);
-        else
-                (void) root_host_path(p->observe.root, config->policies_dir, &dir);
-        return dir;
+/* What to read for the policies: the path asked for, or topod.conf's
+ * policies_dir below the root, or the layers below the root. */
+static int policy_search(const Pipeline *p, const Config *config, PolicySearch *ret) {
+        return policy_search_init(ret, p->observe.root, p->options.policies, config->policies_dir);
 }
 
 /* The configuration: a file with errors (in d) still gives one, of its good lines. */
@@ -305,19 +300,24 @@ static int observe_machine(Pipeline *p, char **ret_reason) {
 
 /* The policies, and which are in force now (the load read first). */
 static int read_policies(Pipeline *p, Diagnostics *d, char **ret_reason) {
-        _cleanup_free_ char *dir = policies_dir(p, p->decide.config);
-        char *paths[2] = {};
+        _cleanup_(policy_search_done) PolicySearch search = {};
         bool *in_force;
         PolicyLoadBand *bands;
         PolicyIdle *idle;
         int k;
 
-        if (!dir)
-                return -ENOMEM;
-        paths[0] = dir;
-        k = policy_read_paths(paths, 1, d, &p->decide.policies);
-        if (k < 0 && !p->decide.policies)
-                return fail(k, ret_reason, "cannot read the policies in %s", dir);
+        if ((k = policy_search(p, p->decide.config, &search)) < 0)
+                return k;
+        /* A path named (--policies, policies_dir) that is not there: said
+         * as such, not as a policy with errors. */
+        if (search.path && access(search.path, F_OK) < 0)
+                return fail(-errno, ret_reason, "cannot read the policies in %s", search.path);
+        k = policy_search_read(&search, d, &p->decide.policies, NULL);
+        if (k < 0 && !p->decide.policies) {
+                _cleanup_free_ char *where = policy_search_describe(&search);
+
+                return fail(k, ret_reason, "cannot read the policies in %s", where ?: "?");
+        }
         if ((k = in_force_arrays(p->decide.policies, NULL, NULL, &in_force, &bands, &idle)) < 0)
                 return k;
         use_in_force_arrays(p, in_force, bands, idle);
@@ -407,8 +407,8 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
         PolicyLoadBand *bands;
         PolicyIdle *idle;
         _cleanup_(policy_set_freep) PolicySet *policies = NULL;
-        _cleanup_free_ char *conf = config_path(p), *dir = NULL;
-        char *paths[2] = {};
+        _cleanup_free_ char *conf = config_path(p);
+        _cleanup_(policy_search_done) PolicySearch search = {};
         size_t errors = d->n_errors;
         ClassifyParams params;
         int k;
@@ -420,11 +420,9 @@ int pipeline_reload(Pipeline *p, Diagnostics *d) {
                 return k;
         if (!config)
                 return -EINVAL;
-        dir = policies_dir(p, config);
-        if (!dir)
-                return -ENOMEM;
-        paths[0] = dir;
-        k = policy_read_paths(paths, 1, d, &policies);
+        if ((k = policy_search(p, config, &search)) < 0)
+                return k;
+        k = policy_search_read(&search, d, &policies, NULL);
         if (k < 0 && k != -EINVAL)
                 return k;
         if ((k = settings_judge(config, policies, d, errors)) < 0)

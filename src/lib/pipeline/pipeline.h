@@ -40,8 +40,8 @@
 
 typedef struct PipelineOptions {
         const char *root;     /* NULL: / */
-        const char *config;   /* NULL: /etc/topod/topod.conf below the root, if present */
-        const char *policies; /* NULL: the configuration's policies_dir below the root */
+        const char *config;   /* NULL: TOPOD_CONFIG_PATH below the root, if present */
+        const char *policies; /* NULL: the policies_dir of topod.conf, else the layers (policy-read.h), below the root */
         bool events;          /* subscribe to the proc connector */
         bool keep_events;     /* and keep the events seen, for printing */
         /* Another host class (topoctl plan): its topology from an hwloc XML
