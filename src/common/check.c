@@ -41,13 +41,21 @@ static int prefixed(const char *root_dir, const char *path, char **ret) {
         return asprintf(ret, "%.*s/%s", (int) n, root_dir, path + (path[0] == '/')) < 0 ? -ENOMEM : 0;
 }
 
-/* The machine: topology and kernel caps below root_dir. What cannot be
- * loaded is said on stderr and left NULL, and its checks are skipped. */
-static void load_machine(const char *root_dir, Topology **ret_t, KernelCaps **ret_c, uint64_t *ret_kernel) {
+/* The machine: topology and kernel caps below root_dir (or the other
+ * host's). What cannot be loaded is said on stderr and left NULL, and its
+ * checks are skipped; -1 when that was the other host's, asked for by name
+ * (the check then fails), else 0. */
+static int load_machine(const char *root_dir, const CheckHost *host, Topology **ret_t, KernelCaps **ret_c,
+                         uint64_t *ret_kernel) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_free_ char *release = NULL;
         TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = root_dir };
         int k;
+
+        if (host && host->xml)
+                src = (TopologySource) { .kind = TOPOLOGY_SOURCE_XML, .arg = host->xml };
+        else if (host && host->synthetic)
+                src = (TopologySource) { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = host->synthetic };
 
         *ret_t = NULL;
         *ret_c = NULL;
@@ -55,17 +63,36 @@ static void load_machine(const char *root_dir, Topology **ret_t, KernelCaps **re
         k = root_open(root_dir, &root);
         if (k < 0) {
                 fprintf(stderr, "%s: cannot open root %s: %s; machine checks skipped\n", program_invocation_short_name, root_dir ?: "/", strerror(-k));
-                return;
+                return 0;
         }
         k = topology_load(&src, ret_t);
+        if (k < 0 && src.kind != TOPOLOGY_SOURCE_ROOT) {
+                fprintf(stderr, "%s: cannot load the topology from %s: %s%s\n", program_invocation_short_name, src.arg,
+                        strerror(-k), src.kind == TOPOLOGY_SOURCE_SYNTHETIC ? " (bad description?)" : "");
+                return -1;
+        }
         if (k < 0)
-                fprintf(stderr, "%s: cannot load the topology: %s; topology checks skipped\n", program_invocation_short_name, strerror(-k));
+                fprintf(stderr, "%s: cannot load the topology%s%s: %s; topology checks skipped\n", program_invocation_short_name,
+                        src.kind == TOPOLOGY_SOURCE_ROOT ? "" : " from ", src.kind == TOPOLOGY_SOURCE_ROOT ? "" : src.arg,
+                        strerror(-k));
+        if (host && host->caps) {
+                _cleanup_free_ char *why = NULL;
+
+                k = kernelcaps_load_json_file(host->caps, ret_c, &why);
+                if (k < 0) {
+                        fprintf(stderr, "%s: cannot read the kernel probe %s\n", program_invocation_short_name,
+                                why ?: strerror(-k));
+                        return -1;
+                }
+                return 0; /* that host's kernel version is not in its probe */
+        }
         k = kernelcaps_probe(root, NULL, ret_c);
         if (k < 0)
                 fprintf(stderr, "%s: kernel capability probe failed: %s; kernel checks skipped\n", program_invocation_short_name, strerror(-k));
         if (root_read_line(root, "proc/sys/kernel/osrelease", &release) >= 0 &&
             policy_parse_kernel_version(release, ret_kernel) < 0)
                 *ret_kernel = 0;
+        return 0;
 }
 
 static void print_text(const Diagnostics *d, bool strict) {
@@ -226,6 +253,11 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
 
 int topoctl_check_config(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
                          bool json, const char *root_dir) {
+        return topoctl_check_host(config_path, paths, n_paths, strict, offline, json, root_dir, NULL);
+}
+
+int topoctl_check_host(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                       bool json, const char *root_dir, const CheckHost *host) {
         _cleanup_(diag_freep) Diagnostics *d = diag_new();
         _cleanup_(policy_set_freep) PolicySet *set = NULL;
         _cleanup_(config_freep) Config *config = NULL;
@@ -294,8 +326,8 @@ int topoctl_check_config(const char *config_path, char *const *paths, size_t n_p
         } else if (config_given && check_config_policies(root_dir, config, d, &checked, &set, &files) < 0)
                 goto oom;
         if (set) {
-                if (!offline)
-                        load_machine(root_dir, &topology, &caps, &kernel);
+                if (!offline && load_machine(root_dir, host, &topology, &caps, &kernel) < 0)
+                        return EXIT_FAILURE;
                 k = check_policy_set(set, topology, caps, kernel, d);
                 if (k < 0)
                         goto oom;

@@ -26,3 +26,15 @@ int topoctl_check(char *const *paths, size_t n_paths, bool strict, bool offline,
  * name (topod --check --config FILE), before the paths. */
 int topoctl_check_config(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
                          bool json, const char *root_dir);
+
+/* Another host class to check against instead of this machine: its
+ * topology from an hwloc XML export or synthetic description, its kernel
+ * probe from its `topoctl status --json` (NULL each: this machine's; the
+ * kernel version is then unknown unless the root gives it). */
+typedef struct CheckHost {
+        const char *xml, *synthetic, *caps;
+} CheckHost;
+
+/* topoctl_check_config() against host (NULL: this machine). */
+int topoctl_check_host(const char *config_path, char *const *paths, size_t n_paths, bool strict, bool offline,
+                       bool json, const char *root_dir, const CheckHost *host);

@@ -47,6 +47,8 @@ enum {
         ARG_CONFIG,
         ARG_POLICIES,
         ARG_STATE_DIR,
+        ARG_CHECK,
+        ARG_CAPS,
         _ARG_MAX,
 };
 #define OPT(arg) (1u << ((arg) - ARG_JSON))
@@ -56,9 +58,11 @@ typedef struct Args {
         const char *root;
         const char *xml;
         const char *synthetic;
+        const char *caps;
         bool json;
         bool strict;
         bool offline;
+        bool check;
         ClassifyVerbArgs classify;
         const char *state_dir;
         int argc;      /* positional arguments after the verb */
@@ -95,10 +99,12 @@ static void help(void) {
                "Options:\n"
                "      --json            Print JSON instead of text\n"
                "      --root DIR        Read /proc and /sys below DIR instead of /\n"
-               "      --xml FILE        topology: read an hwloc XML export\n"
-               "      --synthetic DESC  topology: use an hwloc synthetic description\n"
+               "      --xml FILE        topology, check, plan: read an hwloc XML export\n"
+               "      --synthetic DESC  topology, check, plan: use an hwloc synthetic description\n"
+               "      --caps FILE       check, plan: another host's kernel probe (its topoctl status --json)\n"
                "      --strict          check: warnings are errors\n"
                "      --offline         check: no warnings against this machine\n"
+               "      --check           plan: print the drift only; exit 1 on any (skipped items are not)\n"
                "      --samples N       classify, plan: scans after the first (default: window + dwell)\n"
                "      --interval TIME   classify: time between scans (default: sample_interval)\n"
                "      --pid PID         classify: only this process or thread\n"
@@ -278,8 +284,24 @@ static int verb_status(const Args *a) {
         return fflush(stdout) == 0 && !not_running ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* check and plan for another host class: --xml or --synthetic, --caps. */
+static int other_host_usage(const Args *a) {
+        if (a->xml && a->synthetic)
+                return usage_error("%s", "--xml and --synthetic exclude each other");
+        if (a->offline && (a->xml || a->synthetic || a->caps))
+                return usage_error("%s", "--offline checks no machine: it excludes --xml, --synthetic and --caps");
+        if (a->check && (a->xml || a->synthetic || a->caps))
+                return usage_error("%s", "--check compares with this machine: it excludes --xml, --synthetic and --caps");
+        return 0;
+}
+
 static int verb_check(const Args *a) {
-        return topoctl_check(a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root);
+        CheckHost host = { .xml = a->xml, .synthetic = a->synthetic, .caps = a->caps };
+        int u = other_host_usage(a);
+
+        if (u)
+                return u;
+        return topoctl_check_host(NULL, a->argv, (size_t) a->argc, a->strict, a->offline, a->json, a->root, &host);
 }
 
 static int verb_classify(const Args *a) {
@@ -299,13 +321,21 @@ static int verb_plan(const Args *a) {
                 .policies = a->classify.policies,
                 .samples = a->classify.samples,
                 .json = a->json,
+                .check = a->check,
+                .xml = a->xml,
+                .synthetic = a->synthetic,
+                .caps = a->caps,
         };
+        int u = other_host_usage(a);
 
+        if (u)
+                return u;
         if (a->argc > 0)
                 return usage_error("plan takes no arguments, got '%s'", a->argv[0]);
-        if (!a->classify.config && !a->classify.policies && !a->classify.samples) {
+        if (!a->classify.config && !a->classify.policies && !a->classify.samples && !a->xml && !a->synthetic && !a->caps) {
                 _cleanup_free_ char *reason = NULL;
-                int d = ask_daemon(a, BUS_METHOD_PLAN, 0, &reason);
+                int d = a->check ? topoctl_plan_check_daemon(a->root, a->state_dir, a->json, &reason)
+                                 : ask_daemon(a, BUS_METHOD_PLAN, 0, &reason);
 
                 if (d >= 0)
                         return d;
@@ -340,10 +370,11 @@ static const struct {
         { "status", verb_status, OPT_DAEMON },
         { "reload", verb_reload, OPT_DAEMON },
         { "topology", verb_topology, OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_XML) | OPT(ARG_SYNTHETIC) },
-        { "check", verb_check, OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_STRICT) | OPT(ARG_OFFLINE) },
+        { "check", verb_check,
+          OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT(ARG_STRICT) | OPT(ARG_OFFLINE) | OPT(ARG_XML) | OPT(ARG_SYNTHETIC) | OPT(ARG_CAPS) },
         { "classify", verb_classify,
           OPT(ARG_JSON) | OPT(ARG_ROOT) | OPT_RULES | OPT(ARG_INTERVAL) | OPT(ARG_PID) | OPT(ARG_ALL) | OPT(ARG_EVENTS) },
-        { "plan", verb_plan, OPT_DAEMON | OPT_RULES },
+        { "plan", verb_plan, OPT_DAEMON | OPT_RULES | OPT(ARG_CHECK) | OPT(ARG_XML) | OPT(ARG_SYNTHETIC) | OPT(ARG_CAPS) },
         { "reset", verb_reset, OPT_DAEMON },
         { "metrics", verb_metrics, OPT_DAEMON },
 };
@@ -366,6 +397,8 @@ int main(int argc, char *argv[]) {
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "policies", required_argument, NULL, ARG_POLICIES },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "check", no_argument, NULL, ARG_CHECK },
+                { "caps", required_argument, NULL, ARG_CAPS },
                 {},
         };
         Args a = {};
@@ -447,6 +480,12 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_STATE_DIR:
                         a.state_dir = optarg;
+                        break;
+                case ARG_CHECK:
+                        a.check = true;
+                        break;
+                case ARG_CAPS:
+                        a.caps = optarg;
                         break;
                 case '?':
                         if (optopt)

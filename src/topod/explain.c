@@ -19,6 +19,7 @@
 #include "decide/policy-check.h"
 #include "observe/forced-idle.h"
 #include "pipeline/origin.h"
+#include "pipeline/plan-diff.h"
 
 /* Why a policy that looked at the thread did not place it. */
 typedef enum Verdict {
@@ -518,6 +519,48 @@ static void print_through_json(const ExplainContext *x, const ThreadAnswer *a, J
         json_object_end(j);
 }
 
+/* What of the thread's planned group this host cannot apply: skipped,
+ * with the reason (plan_diff_controller_missing()), never drift. */
+static const struct {
+        const char *what, *controller;
+} group_needs[] = {
+        { "cpuset", "cpuset" },
+        { "weight", "cpu" },
+};
+
+static const char *group_skip(const ExplainContext *x, const ThreadAnswer *a, size_t i) {
+        if (!a->pt || a->pt->group < 0)
+                return NULL;
+        if (streq(group_needs[i].what, "weight") && x->plan->groups[a->pt->group].policy < 0)
+                return NULL;
+        return plan_diff_controller_missing(x->p->observe.caps, group_needs[i].controller);
+}
+
+static void print_skips_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
+        for (size_t i = 0; i < ELEMENTSOF(group_needs); i++) {
+                const char *why = group_skip(x, a, i);
+
+                if (why)
+                        fprintf(f, "  %-9s skipped: %s\n", group_needs[i].what, why);
+        }
+}
+
+static void print_skips_json(const ExplainContext *x, const ThreadAnswer *a, Json *j) {
+        json_key(j, "skipped");
+        json_array_begin(j);
+        for (size_t i = 0; i < ELEMENTSOF(group_needs); i++) {
+                const char *why = group_skip(x, a, i);
+
+                if (!why)
+                        continue;
+                json_object_begin(j);
+                json_kv_string(j, "what", group_needs[i].what);
+                json_kv_string(j, "reason", why);
+                json_object_end(j);
+        }
+        json_array_end(j);
+}
+
 static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FILE *f) {
         const ClassifyParams *cp = &x->p->decide.classifier->params;
         _cleanup_free_ char *ev = NULL;
@@ -567,6 +610,7 @@ static void print_thread_text(const ExplainContext *x, const ThreadAnswer *a, FI
                 print_domains_text(f, x->p->observe.topology, a->cpus);
                 fputc('\n', f);
         }
+        print_skips_text(x, a, f);
         {
                 _cleanup_free_ char *llc = llc_decider(x, a);
 
@@ -646,6 +690,7 @@ static void print_thread_json(const ExplainContext *x, const ThreadAnswer *a, Js
         print_domains_json(j, "llcs", topo, a->cpus, true);
         print_domains_json(j, "nodes", topo, a->cpus, false);
         json_object_end(j);
+        print_skips_json(x, a, j);
         {
                 _cleanup_free_ char *llc = llc_decider(x, a);
 

@@ -38,14 +38,43 @@ static void print_json(FILE *f, const Daemon *d, const Diagnostics *dg, int k, i
         json_object_end(j);
 }
 
+/* cgroup_root moved and the pass built the new tree: the old one goes
+ * (only what the journal says topod made there). The systemd driver's
+ * slices are its units' to remove. */
+static void retire_old_root(Daemon *d, const char *old_root) {
+        _cleanup_(reconcile_report_freep) ReconcileReport *r = NULL;
+        Reconciler rc = reconciler(d);
+        int k;
+
+        if (!old_root || !d->p->decide.config->cgroup_root || streq(old_root, d->p->decide.config->cgroup_root) ||
+            d->writers.unit_bus)
+                return;
+        k = reconcile_retire_cgroup_root(&rc, old_root, &r);
+        if (k < 0) {
+                log_error(d, "cgroup_root moved from %s to %s: the old tree stays: %s", old_root,
+                          d->p->decide.config->cgroup_root, strerror(-k));
+                return;
+        }
+        log_info(d, "cgroup_root moved from %s to %s: the old tree removed (%u done, %u already so, %u failed)",
+                 old_root, d->p->decide.config->cgroup_root, r->counts[RECONCILE_DONE], r->counts[RECONCILE_ALREADY],
+                 r->counts[RECONCILE_FAILED]);
+        for (size_t i = 0; i < r->n; i++)
+                if (r->items[i].status == RECONCILE_FAILED)
+                        log_warning(d, "old tree: %s: %s, ignoring", r->items[i].what, r->items[i].reason ?: "failed");
+}
+
 int reload(Daemon *d, bool json, char **ret_messages) {
         _cleanup_(diag_freep) Diagnostics *dg = diag_new();
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *old_root = NULL;
         size_t len = 0;
         FILE *f;
         int k, pk = 0;
 
         if (!dg)
+                return -ENOMEM;
+        /* The tree in place now: taken down if the new one is elsewhere. */
+        if (d->p->decide.config && d->p->decide.config->cgroup_root &&
+            !(old_root = strdup(d->p->decide.config->cgroup_root)))
                 return -ENOMEM;
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, pipeline_now_usec());
         k = pipeline_reload(d->p, dg);
@@ -72,8 +101,10 @@ int reload(Daemon *d, bool json, char **ret_messages) {
                 if (pk < 0)
                         log_error(d, "reloaded %zu policies, but the pass after it failed: %s", d->p->decide.policies->n,
                                   strerror(-pk));
-                else
+                else {
                         log_info(d, "reloaded: %zu policies", d->p->decide.policies->n);
+                        retire_old_root(d, old_root);
+                }
                 d->reloads.last = pk < 0 ? strdup("ok, but the pass after it failed") : strdup("ok");
         }
         f = open_memstream(&text, &len);

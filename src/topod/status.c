@@ -60,7 +60,12 @@ void status_print_text(const Daemon *d, FILE *f) {
                         pipeline_forced_idle_holds(d->p, i) ? "holds" : "does not hold",
                         d->p->observe.caps->schedstats.available ? "" : "; not accounted: kernel.sched_schedstats is off");
         }
-        if (d->pass.plan)
+        /* Paused, everything was put back: nothing is managed, whatever
+         * the last plan held. */
+        if (d->pass.plan && d->paused)
+                fprintf(f, "managed: nothing, paused (the plan would place %zu tasks in %zu groups)\n",
+                        d->pass.plan->n_tasks, d->pass.plan->n_groups);
+        else if (d->pass.plan)
                 fprintf(f, "managed: %zu tasks in %zu groups, %zu cookie groups\n", d->pass.plan->n_tasks, d->pass.plan->n_groups,
                         d->pass.plan->n_cookie_groups);
         if (d->pass.count > 0)
@@ -129,9 +134,14 @@ void status_print_json(const Daemon *d, Json *j) {
                 json_uint(j, d->p->decide.load_percent);
         else
                 json_null(j);
-        json_kv_uint(j, "tasks_managed", d->pass.plan ? d->pass.plan->n_tasks : 0);
-        json_kv_uint(j, "groups", d->pass.plan ? d->pass.plan->n_groups : 0);
-        json_kv_uint(j, "cookie_groups", d->pass.plan ? d->pass.plan->n_cookie_groups : 0);
+        {
+                const Plan *in_force = d->paused ? NULL : d->pass.plan;
+
+                json_kv_uint(j, "tasks_managed", in_force ? in_force->n_tasks : 0);
+                json_kv_uint(j, "groups", in_force ? in_force->n_groups : 0);
+                json_kv_uint(j, "cookie_groups", in_force ? in_force->n_cookie_groups : 0);
+                json_kv_uint(j, "tasks_planned", d->pass.plan ? d->pass.plan->n_tasks : 0);
+        }
         json_kv_uint(j, "passes", d->pass.count);
         json_kv_uint(j, "last_pass_ago_usec", d->pass.count ? now - d->pass.last_usec : 0);
         json_kv_uint(j, "last_pass_cost_usec", d->pass.last_cost_usec);
@@ -186,6 +196,7 @@ void status_print_plan(const Daemon *d, bool json, FILE *f) {
                 json_array_end(j);
                 json_key(j, "counts");
                 plan_diff_print_counts(&counts, j, NULL);
+                json_kv_bool(j, "drift", counts.differs > 0);
                 json_key(j, "last_apply");
                 if (d->pass.report)
                         (void) reconcile_report_print_json(j, d->pass.report);

@@ -880,6 +880,60 @@ static void test_apply_restore(void) {
         teardown(TAKE_PTR(root));
 }
 
+/* cgroup_root moved (a reload): the new tree built and the processes
+ * moved there keep their originals; the old tree goes (a process that
+ * came in by itself moved out to the nearest cgroup topod did not make),
+ * the controllers on the path both share stay; a restore then puts
+ * everything back from the new tree. */
+static void test_retire_root(void) {
+        _cleanup_(root_freep) Root *root = setup();
+        _cleanup_(plan_freep) Plan *p = standard_plan(), *p2 = plan_new_root("/topod-b.slice");
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(cgroup_report_freep) CgroupReport *r = NULL, *r2 = NULL, *r3 = NULL;
+        CgroupEnv env = env_for(root);
+
+        env.cgroup_root = "/topod.slice";
+        j = apply_standard(&env, p);
+        add_task(300, 300, 3000, "/topod.slice/node0/llc0");
+
+        add_group(p2, "node0", "0-7", "0", 100, false);
+        add_group(p2, "node0/llc0", "0-3", "0", 200, false);
+        add_group(p2, "node0/llc1", "4-7", "0", 300, false);
+        add_plan_task(p2, 100, 100, 1000, 1);
+        add_plan_task(p2, 200, 200, 2000, 2);
+        add_plan_task(p2, 201, 200, 2001, 2);
+        env.cgroup_root = "/topod-b.slice";
+        ASSERT_OK(cgroup_report_new(&r));
+        ASSERT_EQ(cgroup_apply(&env, p2, j, r), 0);
+        ASSERT_STREQ(task_cgroup(100), "/topod-b.slice/node0/llc0");
+        ASSERT_STREQ(task_cgroup(200), "/topod-b.slice/node0/llc1");
+
+        ASSERT_OK(cgroup_report_new(&r2));
+        ASSERT_EQ(cgroup_retire_root(&env, j, "/topod.slice", r2), 0);
+        dump(r2);
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod.slice"), 0);
+        ASSERT_GT(root_exists(root, "sys/fs/cgroup/topod-b.slice/node0/llc1"), 0);
+        ASSERT_STREQ(task_cgroup(300), "/");
+        ASSERT_STREQ(task_cgroup(100), "/topod-b.slice/node0/llc0");
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "cpuset cpu");
+        ASSERT_STREQ(journal_get_task(j, 100, 1000)->cgroup, "/system.slice/a.service");
+        for (size_t i = 0; i < j->n_cgroups; i++)
+                ASSERT_FALSE(cgroup_path_is_below(j->cgroups[i], "/topod.slice"));
+        /* Again: nothing of it left to take down. */
+        cgroup_report_clear(r2);
+        ASSERT_EQ(cgroup_retire_root(&env, j, "/topod.slice", r2), 0);
+        ASSERT_EQ(r2->n, 0u);
+
+        ASSERT_OK(cgroup_report_new(&r3));
+        ASSERT_EQ(cgroup_restore(&env, j, r3), 0);
+        ASSERT_STREQ(task_cgroup(100), "/system.slice/a.service");
+        ASSERT_STREQ(task_cgroup(201), "/user.slice");
+        ASSERT_EQ(root_exists(root, "sys/fs/cgroup/topod-b.slice"), 0);
+        ASSERT_STREQ(fake_read("sys/fs/cgroup/cgroup.subtree_control"), "");
+        ASSERT_TRUE(journal_is_empty(j));
+        teardown(TAKE_PTR(root));
+}
+
 /* A pass that lets the fast path in (base/yield.h): it moves each
  * process as before, but leaves alone one that changed meanwhile. The
  * original it recorded already stays if the process was moved meanwhile
@@ -1979,6 +2033,7 @@ int main(void) {
         RUN(test_parse_proc_cgroup);
         RUN(test_plan_processes);
         RUN(test_apply_restore);
+        RUN(test_retire_root);
         RUN(test_yield_changed);
         RUN(test_pass_pins_once);
         RUN(test_pass_pin_reused);

@@ -616,3 +616,54 @@ int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
                 return k;
         return (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
 }
+
+/* An entry (a cgroup, or a controller's cgroup) of the old root's tree
+ * that the new root's does not use: at or below old_root, neither on the
+ * path down to new_root nor inside its tree. */
+static bool entry_retires(const char *entry, const char *old_root, const char *new_root) {
+        const char *m = strstr(entry, CGROUP_SUBTREE_MARK);
+        _cleanup_free_ char *cg = m ? (m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry))) : NULL;
+        const char *path = m ? cg : entry;
+
+        if (!path || !cgroup_path_is_below(path, old_root))
+                return false;
+        return !new_root || (!cgroup_path_is_below(new_root, path) && !cgroup_path_is_below(path, new_root));
+}
+
+int cgroup_retire_root(const CgroupEnv *env_in, Journal *journal, const char *old_root, CgroupReport *r) {
+        _cleanup_(origins_done) Origins origins = {};
+        size_t start = r->n;
+        CgroupEnv env;
+        int k;
+
+        if (!old_root || streq(old_root, "/") || (env_in->cgroup_root && streq(old_root, env_in->cgroup_root)))
+                return 0;
+        k = cgroup_env_check(env_in, NULL, &env);
+        if (k < 0)
+                return k;
+        if ((k = origins_take(journal, &origins)) < 0)
+                return k;
+        /* 1. Whatever still sits in the old tree's cgroups (the pass moved
+         *    what the plan places, and let go of the journaled rest). */
+        for (size_t i = 0; i < journal->n_cgroups; i++)
+                if (!strstr(journal->cgroups[i], CGROUP_SUBTREE_MARK) &&
+                    entry_retires(journal->cgroups[i], old_root, env.cgroup_root))
+                        CGROUP_STEP(evict_unknown(&env, r, journal, &origins, journal->cgroups[i]));
+        /* 2. Its cgroups and controllers, newest first, as a restore. */
+        for (size_t i = journal->n_cgroups; i > 0; i--) {
+                _cleanup_free_ char *entry = NULL;
+
+                if (i > journal->n_cgroups || !entry_retires(journal->cgroups[i - 1], old_root, env.cgroup_root))
+                        continue;
+                if (!(entry = strdup(journal->cgroups[i - 1])))
+                        return -ENOMEM;
+                if (strstr(entry, CGROUP_SUBTREE_MARK))
+                        CGROUP_STEP(undo_controller(&env, r, journal, entry));
+                else
+                        CGROUP_STEP(remove_dir(&env, r, journal, entry));
+        }
+        k = cgroup_journal_commit(journal);
+        if (k < 0)
+                return k;
+        return (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
+}

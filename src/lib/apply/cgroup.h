@@ -293,6 +293,17 @@ int cgroup_apply(const CgroupEnv *env, const Plan *plan, Journal *journal, Cgrou
  * journal could not be committed (the report holds what was done). */
 int cgroup_restore(const CgroupEnv *env, Journal *journal, CgroupReport *report);
 
+/* After cgroup_root changed (a reload) and a pass built the new tree: the
+ * old tree goes, journal-driven, as a restore would take it: what still
+ * sits in its cgroups is moved out (a forked child back with its parent's
+ * original, else to the nearest cgroup topod did not create), the cgroups
+ * topod created there are removed, children first, and the controllers it
+ * enabled there disabled; cgroups it did not create stay, and so do those
+ * on the path down to the new root (env->cgroup_root). Their entries are
+ * forgotten and the journal committed. The number of items that failed,
+ * or a negative errno; 0 when old_root is the new one. */
+int cgroup_retire_root(const CgroupEnv *env, Journal *journal, const char *old_root, CgroupReport *report);
+
 /* The threads now in the cgroups topod created (the journal's "cgroup"
  * entries: their cgroup.threads), sorted, each once: for what they may
  * have inherited from a process topod placed. A cgroup gone meanwhile

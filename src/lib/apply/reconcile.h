@@ -121,6 +121,12 @@ int reconcile_apply(const Reconciler *r, const Plan *plan, ReconcileReport **ret
  * caller when empty). */
 int reconcile_restore(const Reconciler *r, ReconcileReport **ret);
 
+/* cgroup_root changed (rc->cgroup_root is the new one) and a pass built
+ * the new tree: the old tree, below old_root, goes (cgroup_retire_root(),
+ * the cgroupfs writer's entries only). Returns 0 and the report, or a
+ * negative errno. */
+int reconcile_retire_cgroup_root(const Reconciler *r, const char *old_root, ReconcileReport **ret);
+
 /* Clear the cookies that threads in topod's cgroups inherited from those
  * topod gave and the journal does not name (a child forked, a thread
  * started, since the last pass), as reconcile_restore() does first; the

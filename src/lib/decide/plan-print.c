@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "base/escape.h"
 #include "base/util.h"
 
 static const char *policy_name(const PolicySet *ps, int i) {
@@ -68,8 +69,10 @@ int plan_print_text(FILE *f, const Plan *p, const PolicySet *ps) {
         for (size_t i = 0; i < p->n_tasks; i++) {
                 const PlanTask *t = &p->tasks[i];
 
-                fprintf(f, "task %d (process %d, %s): %s → %s", (int) t->tid, (int) t->tgid,
-                        policy_class_to_string(t->class), policy_name(ps, t->policy), p->groups[t->group].path);
+                fprintf(f, "task %d (", (int) t->tid);
+                escape_write(f, t->comm, ESCAPE_CONTROL);
+                fprintf(f, ", process %d, %s): %s → %s", (int) t->tgid, policy_class_to_string(t->class),
+                        policy_name(ps, t->policy), p->groups[t->group].path);
                 if (t->cookie_group >= 0)
                         fprintf(f, ", cookie %d", t->cookie_group);
                 fputc('\n', f);
@@ -172,6 +175,7 @@ int plan_print_json(Json *j, const Plan *p, const PolicySet *ps) {
                 json_object_begin(j);
                 json_kv_int(j, "tid", t->tid);
                 json_kv_int(j, "tgid", t->tgid);
+                json_kv_string(j, "comm", t->comm);
                 json_kv_string(j, "class", policy_class_to_string(t->class));
                 json_kv_string(j, "policy", policy_name(ps, t->policy));
                 json_kv_string(j, "group", p->groups[t->group].path);

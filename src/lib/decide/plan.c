@@ -205,7 +205,7 @@ static int place_process(Builder *b, size_t i, size_t j) {
         for (; i < j; i++) {
                 const PlanTaskInput *ti = &in->tasks[b->members[i].task];
 
-                p->tasks[p->n_tasks++] = (PlanTask) {
+                p->tasks[p->n_tasks] = (PlanTask) {
                         .tid = ti->tid,
                         .tgid = ti->tgid,
                         .start_time = ti->start_time,
@@ -214,6 +214,9 @@ static int place_process(Builder *b, size_t i, size_t j) {
                         .group = g,
                         .cookie_group = -1,
                 };
+                if (ti->match.comm)
+                        strncpy(p->tasks[p->n_tasks].comm, ti->match.comm, PLAN_COMM_MAX - 1);
+                p->n_tasks++;
                 p->groups[g].n_tasks++;
                 p->groups[g].n_runnable += ti->runnable;
         }

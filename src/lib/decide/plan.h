@@ -114,8 +114,11 @@ typedef struct PlanGroup {
         unsigned capacity; /* a policy group's domain's, as pack and spread count it (see above) */
 } PlanGroup;
 
+#define PLAN_COMM_MAX 64 /* as observe's (the kernel's is 16) */
+
 typedef struct PlanTask {
         pid_t tid, tgid;
+        char comm[PLAN_COMM_MAX]; /* the thread's, as scanned (may hold control characters) */
         uint64_t start_time;
         PolicyClass class;
         int policy;       /* -1: no policy places it */

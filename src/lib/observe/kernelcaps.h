@@ -171,6 +171,17 @@ typedef struct KernelProbeOps {
 extern const KernelProbeOps kernel_probe_ops_host;
 
 int kernelcaps_probe(const Root *root, const KernelProbeOps *ops, KernelCaps **ret);
+
+/* The probe of another host, from its `topoctl status --json` (the kernel
+ * object, or a running topod's status holding it as "kernel"): to check
+ * and plan for that host class here (kernelcaps-json.c). 0 and *ret;
+ * -EINVAL with *ret_error saying why (a line, the missing object);
+ * -ENOMEM. */
+int kernelcaps_from_json(const char *text, size_t len, KernelCaps **ret, char **ret_error);
+/* The same from a file (at most KERNELCAPS_JSON_MAX bytes); *ret_error
+ * names the file. */
+#define KERNELCAPS_JSON_MAX (4u * 1024u * 1024u)
+int kernelcaps_load_json_file(const char *path, KernelCaps **ret, char **ret_error);
 KernelCaps *kernelcaps_free(KernelCaps *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KernelCaps *, kernelcaps_free);
 

@@ -187,12 +187,26 @@ static Bitmap *read_online(const Pipeline *p) {
         return b;
 }
 
+/* The topology's source: the options' other host, or the root. */
+static TopologySource topology_source(const Pipeline *p) {
+        if (p->options.xml)
+                return (TopologySource) { .kind = TOPOLOGY_SOURCE_XML, .arg = p->options.xml };
+        if (p->options.synthetic)
+                return (TopologySource) { .kind = TOPOLOGY_SOURCE_SYNTHETIC, .arg = p->options.synthetic };
+        return (TopologySource) { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+}
+
 int pipeline_refresh_topology(Pipeline *p) {
-        _cleanup_(bitmap_freep) Bitmap *online = read_online(p);
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+        _cleanup_(bitmap_freep) Bitmap *online = NULL;
+        TopologySource src = topology_source(p);
         const Plan *plan = p->fast->plan;
         Topology *t = NULL;
         int k;
+
+        /* Another host's topology does not follow this one's CPUs. */
+        if (src.kind != TOPOLOGY_SOURCE_ROOT)
+                return 0;
+        online = read_online(p);
 
         /* Read again only when the list changed since it was last acted
          * on, and the topology does not have it already: a tree whose list
@@ -264,14 +278,20 @@ static int settings_judge(const Config *config, const PolicySet *policies, const
 
 /* The machine: its topology, the CPUs online, what the kernel offers, its version. */
 static int observe_machine(Pipeline *p, char **ret_reason) {
-        TopologySource src = { .kind = TOPOLOGY_SOURCE_ROOT, .arg = p->options.root };
+        TopologySource src = topology_source(p);
         _cleanup_free_ char *release = NULL;
         int k;
 
         if ((k = topology_load(&src, &p->observe.topology)) < 0)
-                return fail(k, ret_reason, "cannot load the topology");
-        p->observe.online = read_online(p);
-        if ((k = kernelcaps_probe(p->observe.root, NULL, &p->observe.caps)) < 0)
+                return fail(k, ret_reason, "cannot load the topology%s%s", src.kind == TOPOLOGY_SOURCE_ROOT ? "" : " from ",
+                            src.kind == TOPOLOGY_SOURCE_ROOT ? "" : src.arg);
+        p->observe.online = src.kind == TOPOLOGY_SOURCE_ROOT ? read_online(p) : bitmap_copy(p->observe.topology->cpus);
+        if (p->options.caps) {
+                _cleanup_free_ char *why = NULL;
+
+                if ((k = kernelcaps_load_json_file(p->options.caps, &p->observe.caps, &why)) < 0)
+                        return fail(k, ret_reason, "cannot read the kernel probe %s", why ?: p->options.caps);
+        } else if ((k = kernelcaps_probe(p->observe.root, NULL, &p->observe.caps)) < 0)
                 return fail(k, ret_reason, "kernel capability probe failed");
         if (root_read_line(p->observe.root, "proc/sys/kernel/osrelease", &release) >= 0)
                 (void) policy_parse_kernel_version(release, &p->observe.kernel_version);

@@ -44,6 +44,11 @@ typedef struct PipelineOptions {
         const char *policies; /* NULL: the policies_dir of topod.conf, else the layers (policy-read.h), below the root */
         bool events;          /* subscribe to the proc connector */
         bool keep_events;     /* and keep the events seen, for printing */
+        /* Another host class (topoctl plan): its topology from an hwloc XML
+         * export or synthetic description instead of the root's, and its
+         * kernel probe from its `topoctl status --json` instead of this
+         * kernel's. NULL: this machine's. */
+        const char *xml, *synthetic, *caps;
 } PipelineOptions;
 
 /* What observe found, and what reads the machine: the machine itself, the

@@ -14,14 +14,21 @@
 #include "pipeline/pipeline.h"
 
 typedef struct PlanDiffCounts {
-        unsigned differs, same, unknown;
+        unsigned differs, same, unknown, skipped;
 } PlanDiffCounts;
 
+/* Why what needs controller ("cpuset", "cpu") cannot be applied on this
+ * host (no cgroup2 mount, or the mount lacks the controller), or NULL
+ * when it can. Such an item is skipped, never drift. */
+const char *plan_diff_controller_missing(const KernelCaps *c, const char *controller);
+
 /* Each item compared: into j, as the objects of the array the caller has
- * begun ({kind, what, state: same | differs | unknown, planned, current}),
- * or, with j NULL, a line to out for each that is not the same. plan
- * NULL, or no scan yet: nothing compared. 0. */
+ * begun ({kind, what, state: same | differs | unknown | skipped, planned,
+ * current, reason}), or, with j NULL, a line to out for each that is not
+ * the same. An item this host cannot apply (a controller, core scheduling,
+ * features or cgroup_mode it lacks) is skipped with the reason, and not
+ * read. plan NULL, or no scan yet: nothing compared. 0. */
 int plan_diff(const Pipeline *p, const Plan *plan, Json *j, FILE *out, PlanDiffCounts *ret);
 
-/* {differs, same, unknown} into j, or the summary line to out. */
+/* {differs, same, unknown, skipped} into j, or the summary line to out. */
 void plan_diff_print_counts(const PlanDiffCounts *c, Json *j, FILE *out);
