@@ -75,7 +75,7 @@ step_install() { # the policy, then apt-get install ./topod.deb; systemctl enabl
 		echo "deb=$deb"
 		dpkg-deb -f "$deb" Package Version Depends
 		echo "--- apt-get install $deb"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "$deb"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y "$deb"
 		echo "apt_rc=$?"
 	} > "$OUT/install.log" 2>&1
 	local apt_rc
