@@ -179,7 +179,10 @@ def step_remove(c, r, kv):
     c.eq(set(cookies_of(m).values()), {"0"}, "after the remove: no crunch thread has a cookie")
     # every unit's properties, every process's cgroup, every thread's cookie
     # as before the install (the comparison sd-services makes after a stop)
-    test_services.check_reconciled(c, r, "remove", "before", "removed", {"stop_rc": m.get("remove_rc")})
+    # (its first check, "systemctl stop topod succeeded", is the remove's
+    # status here: the stop is the package's prerm's)
+    test_services.check_reconciled(c, r, "apt-get remove (the prerm's stop)", "before", "removed",
+                                   {"stop_rc": m.get("remove_rc")})
     jr = r.out("journal-topod.txt")
     restored = [l for l in jr.splitlines() if "restored (" in l]
     c.true(restored and " 0 failed)" in restored[-1] and " 0 done," not in restored[-1],
