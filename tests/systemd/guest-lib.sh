@@ -2,6 +2,8 @@
 # directory; sdlib.py copies it to payload/).
 #
 #   bash payload/guest-lib.sh install   topod from payload/ installed as shipped
+#   bash payload/guest-lib.sh helpers   only the test's tools and files (the test
+#                                       installs topod itself: sd-package)
 #   bash payload/guest-lib.sh collect   topod's journal and the system's state into out/
 #   . payload/guest-lib.sh              (in a test script) the helpers below
 #
@@ -86,6 +88,14 @@ topod_units() {
 		awk '{print $1}' | sort
 }
 
+# The test's tools and its own files (its units, their programs: payload/root/).
+install_helpers() {
+	install -D -m 755 "$P/workload" /usr/local/bin/workload &&
+	install -D -m 755 "$P/sdsnap" /usr/local/bin/sdsnap &&
+	install -D -m 755 "$P/ticker" /usr/local/bin/ticker &&
+	{ [ ! -d "$P/root" ] || cp -r "$P/root/." /; }
+}
+
 install_topod() {
 	local unit=$P/topod.service start reload
 	start=$(sed -n 's/^ExecStart=//p' "$unit" | awk '{print $1}')
@@ -99,11 +109,7 @@ install_topod() {
 	local etc=/etc
 	[ ! -f "$P/paths.sh" ] || etc=$(. "$P/paths.sh"; echo "$SYSCONFDIR")
 	install -D -m 644 "$P/topod.conf" "$etc/topod/topod.conf" &&
-	install -D -m 755 "$P/workload" /usr/local/bin/workload &&
-	install -D -m 755 "$P/sdsnap" /usr/local/bin/sdsnap &&
-	install -D -m 755 "$P/ticker" /usr/local/bin/ticker &&
-	# the test's own files (its units, their programs) under payload/root/
-	{ [ ! -d "$P/root" ] || cp -r "$P/root/." /; } &&
+	install_helpers &&
 	mkdir -p "$etc/topod/policies.d" || return 1
 	cp "$P"/policies/*.ini "$etc/topod/policies.d/" 2>/dev/null
 	if ldd "$start" "$reload" | grep 'not found'; then return 1; fi
@@ -128,5 +134,9 @@ install)
 	mkdir -p "$OUT"
 	if install_topod > "$OUT/install.log" 2>&1; then touch "$OUT/installed"; else
 		echo "install FAILED" >> "$OUT/install.log"; cat "$OUT/install.log"; exit 1; fi ;;
+helpers) # the tools only: the test installs topod itself (sd-package)
+	mkdir -p "$OUT"
+	install_helpers > "$OUT/helpers.log" 2>&1 && systemctl daemon-reload ||
+		{ echo "helpers install FAILED" >> "$OUT/helpers.log"; cat "$OUT/helpers.log"; exit 1; } ;;
 collect) collect ;;
 esac

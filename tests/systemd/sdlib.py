@@ -155,12 +155,16 @@ CRUNCH = {
 }
 
 
-def boot(name, args, script, policies=None, shipped=False, files=None, timeout=600):
+def boot(name, args, script, policies=None, shipped=False, files=None, timeout=600, install=True, payload_files=None):
     """Boot the guest once: install topod from the build (args), the
     policies ({file name: text}, into SYSCONFDIR/topod/policies.d, with the
     shipped policies/*.ini too when shipped), files ({guest path: (text,
     mode)}, before the install's daemon-reload), run tests/systemd/SCRIPT.
-    Returns an SdResult; raises Skip / VMFailure as vmlib does."""
+    With install=False only the test's tools and files are installed: the
+    script installs topod itself and touches out/installed when it did
+    (its out/install.log says how it went). payload_files: {name: host file}
+    copied to /host/payload/NAME. Returns an SdResult; raises Skip /
+    VMFailure as vmlib does."""
     run_dir = os.path.abspath(os.path.join(vmlib.default_logdir(), "%s@%s" % (name, KERNEL)))
     if os.environ.get("TOPOD_SD_RECHECK") == "1" and os.path.isdir(os.path.join(run_dir, "out")):
         # Check the last run's outputs again, without a boot (editing the checks).
@@ -186,6 +190,8 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
                      (args.conf, "topod.conf"), (args.workload, "workload"), (args.sdsnap, "sdsnap"), (args.ticker, "ticker"),
                      (GUEST_LIB, "guest-lib.sh"), (os.path.join(HERE, script), "test.sh")):
         shutil.copy(src, os.path.join(payload, dst))
+    for dst, src in (payload_files or {}).items():
+        shutil.copy(src, os.path.join(payload, dst))
     if shipped:
         for p in sorted(glob.glob(os.path.join(args.policies_dir, "*.ini"))):
             shutil.copy(p, os.path.join(payload, "policies", os.path.basename(p)))
@@ -202,9 +208,9 @@ def boot(name, args, script, policies=None, shipped=False, files=None, timeout=6
         with open(os.path.join(payload, "policies", fname), "w") as f:
             f.write(text)
     with open(os.path.join(rig, "cmd"), "w") as f:
-        f.write("echo %s; cd /host && bash payload/guest-lib.sh install && "
+        f.write("echo %s; cd /host && bash payload/guest-lib.sh %s && "
                 "bash payload/test.sh > out/test.log 2>&1; rc=$?; "
-                "bash payload/guest-lib.sh collect; exit $rc\n" % MARK_STARTED)
+                "bash payload/guest-lib.sh collect; exit $rc\n" % (MARK_STARTED, "install" if install else "helpers"))
 
     argv = _qemu_argv(qemu, kernel, img, rig, run_dir)
     with open(os.path.join(run_dir, "qemu-cmdline.txt"), "w") as f:
