@@ -3,7 +3,7 @@
 #
 # Verbs, and after a verb only the options that verb takes (topoctl refuses
 # the others); values: PIDs for explain and --pid, files for check, --xml,
-# --config and --policies, directories for --root and --state-dir.
+# --caps, --config and --policies, directories for --root and --state-dir.
 # Works with bash-completion's helpers when they are loaded, without them
 # otherwise.
 
@@ -62,12 +62,13 @@ _topoctl() {
         [status]="$daemon"
         [reload]="$daemon"
         [topology]='--json --root --xml --synthetic'
-        [check]='--json --root --strict --offline'
+        [check]='--json --root --strict --offline --xml --synthetic --caps'
         [classify]="--json --root $rules --interval --pid --all --events"
-        [plan]="$daemon $rules"
+        [plan]="$daemon $rules --check --xml --synthetic --caps"
         [reset]="$daemon"
+        [metrics]="$daemon"
     )
-    local with_arg=' --root --xml --synthetic --samples --interval --pid --config --policies --state-dir '
+    local with_arg=' --root --xml --synthetic --caps --samples --interval --pid --config --policies --state-dir '
 
     # The verb, and the words after it, skipping options and their values.
     local i w verb= nargs=0
@@ -90,7 +91,7 @@ _topoctl() {
     --root | --state-dir)
         __topod_files -d "$cur"
         return ;;
-    --xml | --config | --policies)
+    --xml | --caps | --config | --policies)
         __topod_files "$cur"
         return ;;
     --pid)

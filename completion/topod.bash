@@ -27,7 +27,7 @@ _topod() {
         [daemon]='--root --state-dir --log-level --config --policies --oneshot --restore --check'
         [--oneshot]='--root --dry-run --json --samples --config --policies --state-dir'
         [--restore]='--root --state-dir --json'
-        [--check]='--root --json --strict --offline'
+        [--check]='--root --json --strict --offline --config --policies'
     )
 
     local i w mode=daemon
