@@ -17,6 +17,18 @@
 set -u
 
 POLICY=/etc/topod/policies.d/50-pkg-crunch.ini
+# node_exporter's textfile directory, the one the shipped topod.conf names
+# (commented out) and the unit may write (ReadWritePaths=-...: it must
+# exist when topod starts)
+PROM_DIR=/var/lib/prometheus/node-exporter
+PROM=$PROM_DIR/topod.prom
+
+# topod's change entries about the test's policy, as an operator asks for
+# them: JSON lines in out/NAME.fields.json
+fields() { # NAME
+	journalctl --sync 2>/dev/null
+	journalctl -b -u topod TOPOD_POLICY=pkg-crunch -o json --no-pager > "$OUT/$1.fields.json" 2>&1
+}
 CG=/sys/fs/cgroup/system.slice/crunch.service
 
 crunch_pids() { pgrep -x 'crunch(-w[12])?' | sort -n | tr '\n' ' '; }
@@ -65,7 +77,7 @@ step_before() { # crunch running, topod not installed
 }
 
 step_install() { # the policy, then apt-get install ./topod.deb; systemctl enable --now
-	mkdir -p "${POLICY%/*}"
+	mkdir -p "${POLICY%/*}" "$PROM_DIR"
 	cp "$P/policies/crunch.ini" "$POLICY"
 	# under its own name, where apt's unprivileged user can read it
 	local deb
@@ -104,17 +116,23 @@ step_placed() { # crunch where the policy puts it
 	state > "$OUT/placed.kv" 2>&1
 	topoctl status --json > "$OUT/placed.status.json" 2> "$OUT/placed.status.err"
 	topoctl explain "$(systemctl show -p MainPID --value crunch)" > "$OUT/placed.explain" 2>&1
+	fields placed
 }
 
-step_reload() { # the policy edited, systemctl reload topod
+step_reload() { # the policy edited, the metrics file turned on, systemctl reload topod
 	cat "$P/policies/crunch-edited.ini" > "$POLICY"
+	sed -i 's|^#metrics_file = |metrics_file = |' /etc/topod/topod.conf
+	grep '^metrics_file' /etc/topod/topod.conf > "$OUT/reload.conf" 2>&1
 	{
 		systemctl reload topod
 		echo "reload_rc=$?"
 	} > "$OUT/reload.kv" 2>&1
 	wait_placed reloaded 0-1 120
+	wait_for 30 test -s "$PROM"
 	sleep 2
 	state >> "$OUT/reload.kv" 2>&1
+	{ cat "$PROM" || echo "no $PROM"; } > "$OUT/reload.prom" 2>&1
+	stat -c 'prom.mode=%a' "$PROM" >> "$OUT/reload.kv" 2>&1
 }
 
 step_remove() { # apt-get remove topod: its prerm stops it, which puts everything back
@@ -126,7 +144,9 @@ step_remove() { # apt-get remove topod: its prerm stops it, which puts everythin
 	{
 		sed -n 's/^remove_rc=/remove_rc=/p' "$OUT/remove.log"
 		state
+		echo "prom=$([ -e "$PROM" ] && echo present || echo absent)"
 	} > "$OUT/remove.kv" 2>&1
+	fields remove
 	snap removed
 }
 

@@ -22,14 +22,23 @@ writes out/STEP.*; each step's checks are one function here (STEPS):
 - placed:  crunch's unit cgroup at the policy's CPUs and weight, read back
            from cpuset.cpus.effective and cpu.weight, and systemd's
            AllowedCPUs / CPUWeight; one cookie on every crunch thread;
-- reload:  the policy edited (CPUs 0-1, weight 120), `systemctl reload
-           topod` (status 0): the new values in the same files;
+- placed:  also topod's journal entries for the policy (`journalctl -u
+           topod TOPOD_POLICY=pkg-crunch`): crunch's unit properties set
+           and its cookies given, as done;
+- reload:  the policy edited (CPUs 0-1, weight 120) and the shipped
+           topod.conf's metrics_file line uncommented, `systemctl reload
+           topod` (status 0): the new values in the same files; the
+           metrics file written where node_exporter reads it, mode 0644,
+           accepted by `promtool check metrics` (on the host), counting
+           the policy's tasks and the reload;
 - remove:  `apt-get remove topod`: no topod process, its unit gone,
            its transient units and /topod.slice gone, crunch running
            (same processes, no restart) with its unit properties and cgroup
            files as before the install, every process in the cgroup it was
            in before, no process in a cgroup that held none, no cookie; the
-           restore in topod's journal (0 failed); topod.conf kept;
+           restore in topod's journal (0 failed) and its entries with
+           TOPOD_ACTION=restore for the properties and cookies; the metrics
+           file removed; topod.conf kept;
 - purge:   `apt-get purge topod`: the package's configuration gone, the
            test's own policy file kept, no enablement left.
 A check to add (a metrics file, a journal field) goes into the step whose
@@ -39,8 +48,10 @@ function here reads and checks it. Exit 0 pass, 1 fail, 77 skip."""
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -148,6 +159,27 @@ def step_placed(c, r, kv):
            "placed: every crunch thread has one and the same cookie", str(ck))
     c.eq(p.get("pids"), kv["before"].get("pids"), "placed: the same crunch processes as before (none restarted)")
     c.contains(r.out("placed.explain"), "pkg-crunch", "topoctl explain MAINPID names the policy")
+    es = test_services.entries(r.out("placed.fields.json"))
+    c.true(es and all(e.get("_SYSTEMD_UNIT") == "topod.service" for e in es),
+           "journalctl -u topod TOPOD_POLICY=pkg-crunch: topod's entries (%d)" % len(es))
+    test_services.check_fields(c, "placed", es, {"TOPOD_POLICY": "pkg-crunch", "TOPOD_ACTION": "property",
+                                                 "TOPOD_RESULT": "done", "TOPOD_UNIT": "crunch.service"})
+    test_services.check_fields(c, "placed", es, {"TOPOD_POLICY": "pkg-crunch", "TOPOD_ACTION": "cookie",
+                                                 "TOPOD_RESULT": "done", "TOPOD_PID": p.get("crunch.MainPID")})
+
+
+def promtool_check(c, text):
+    """`promtool check metrics` (Debian's prometheus package) on the host."""
+    promtool = shutil.which("promtool")
+    if not promtool:
+        c.true(False, "promtool on the host to check the exposition (.ci/deps installs prometheus)")
+        return
+    with tempfile.TemporaryFile("w+") as f:
+        f.write(text)
+        f.seek(0)
+        p = subprocess.run([promtool, "check", "metrics"], stdin=f, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    c.eq(p.returncode, 0, "promtool check metrics accepts the metrics file", p.stdout)
 
 
 def step_reload(c, r, kv):
@@ -157,6 +189,23 @@ def step_reload(c, r, kv):
     c.eq(waits.get("reloaded.rc", "").split()[:1], ["0"], "the edit in force within 30 s of the reload")
     check_crunch_at(c, "reloaded", q, EDITED)
     c.eq(q.get("topod.MainPID"), kv["placed"].get("topod.MainPID"), "reloaded: the same topod process (no restart)")
+    c.contains(r.out("reload.conf"), "metrics_file = /var/lib/prometheus/node-exporter/topod.prom",
+               "the shipped topod.conf names node_exporter's textfile directory (uncommented by the test)")
+    prom = r.out("reload.prom")
+    c.eq(q.get("prom.mode"), "644", "the metrics file is readable by node_exporter (mode 0644)")
+    samples = {}
+    for line in prom.splitlines():
+        if line and not line.startswith("#") and " " in line:
+            name, value = line.rsplit(" ", 1)
+            samples[name] = value
+    managed = [n for n in samples if n.startswith("topod_tasks_managed{") and 'policy="pkg-crunch"' in n]
+    c.true(managed and sum(float(samples[n]) for n in managed) >= 3,
+           "metrics: topod_tasks_managed counts crunch's threads for pkg-crunch", "\n".join(managed) or prom[:2000])
+    c.true(float(samples.get("topod_reloads_total", "0")) >= 1 and samples.get("topod_reloads_refused_total") == "0",
+           "metrics: the reload counted, none refused",
+           "%r %r" % (samples.get("topod_reloads_total"), samples.get("topod_reloads_refused_total")))
+    c.true(float(samples.get("topod_passes_total", "0")) >= 1, "metrics: passes counted")
+    promtool_check(c, prom)
 
 
 def step_remove(c, r, kv):
@@ -188,6 +237,13 @@ def step_remove(c, r, kv):
     c.true(restored and " 0 failed)" in restored[-1] and " 0 done," not in restored[-1],
            "topod's journal: the stop the package's prerm made restored what it had changed, none failed",
            "\n".join(restored) or "(no 'restored' line)")
+    es = test_services.entries(r.out("remove.fields.json"))
+    test_services.check_fields(c, "removed", es, {"TOPOD_POLICY": "pkg-crunch", "TOPOD_ACTION": "restore",
+                                                  "TOPOD_KIND": "property", "TOPOD_RESULT": "done",
+                                                  "TOPOD_UNIT": "crunch.service"})
+    test_services.check_fields(c, "removed", es, {"TOPOD_POLICY": "pkg-crunch", "TOPOD_ACTION": "restore",
+                                                  "TOPOD_KIND": "cookie", "TOPOD_RESULT": "done"})
+    c.eq(m.get("prom"), "absent", "after the remove: the metrics file removed by topod's stop")
 
 
 def step_purge(c, r, kv):
