@@ -546,6 +546,41 @@ bool cgroup_restore_path_is_topods(const CgroupEnv *env, const Journal *j, const
         return false;
 }
 
+/* An entry (a cgroup, or a controller's cgroup) of the old root's tree
+ * that the new root's does not use: at or below old_root, neither on the
+ * path down to new_root nor inside its tree. */
+static bool entry_retires(const char *entry, const char *old_root, const char *new_root) {
+        const char *m = strstr(entry, CGROUP_SUBTREE_MARK);
+        _cleanup_free_ char *cg = m ? (m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry))) : NULL;
+        const char *path = m ? cg : entry;
+
+        if (!path || !cgroup_path_is_below(path, old_root))
+                return false;
+        return !new_root || (!cgroup_path_is_below(new_root, path) && !cgroup_path_is_below(path, new_root));
+}
+
+/* The cgroups topod created and the controllers it enabled, newest first
+ * (children before parents, a parent's controllers after its children
+ * went): all of them, or with old_root those of its tree that the root in
+ * use does not need (entry_retires()). An entry undone leaves the journal,
+ * so the index is checked against its count at each step. */
+static int undo_created(const CgroupEnv *env, CgroupReport *r, Journal *journal, const char *old_root) {
+        for (size_t i = journal->n_cgroups; i > 0; i--) {
+                _cleanup_free_ char *entry = NULL;
+
+                if (i > journal->n_cgroups ||
+                    (old_root && !entry_retires(journal->cgroups[i - 1], old_root, env->cgroup_root)))
+                        continue;
+                if (!(entry = strdup(journal->cgroups[i - 1])))
+                        return -ENOMEM;
+                if (strstr(entry, CGROUP_SUBTREE_MARK))
+                        CGROUP_STEP(undo_controller(env, r, journal, entry));
+                else
+                        CGROUP_STEP(remove_dir(env, r, journal, entry));
+        }
+        return 0;
+}
+
 /* 0. The "cgroup" entries outside every cgroup_root (a damaged or edited
  *    journal naming /system.slice), reported and forgotten before any step
  *    reads them: none is removed, none taken for topod's, so that no
@@ -600,34 +635,12 @@ int cgroup_restore(const CgroupEnv *env_in, Journal *journal, CgroupReport *r) {
 
         /* 3. Created cgroups and enabled controllers, newest first: children
          *    before parents, a parent's controllers after its children went. */
-        for (size_t i = journal->n_cgroups; i > 0; i--) {
-                _cleanup_free_ char *entry = strdup(journal->cgroups[i - 1]);
-
-                if (!entry)
-                        return -ENOMEM;
-                if (strstr(entry, CGROUP_SUBTREE_MARK))
-                        CGROUP_STEP(undo_controller(&env, r, journal, entry));
-                else
-                        CGROUP_STEP(remove_dir(&env, r, journal, entry));
-        }
+        CGROUP_STEP(undo_created(&env, r, journal, NULL));
 
         k = cgroup_journal_commit(journal);
         if (k < 0)
                 return k;
         return (int) MIN(cgroup_report_failed_since(r, start), (size_t) INT32_MAX);
-}
-
-/* An entry (a cgroup, or a controller's cgroup) of the old root's tree
- * that the new root's does not use: at or below old_root, neither on the
- * path down to new_root nor inside its tree. */
-static bool entry_retires(const char *entry, const char *old_root, const char *new_root) {
-        const char *m = strstr(entry, CGROUP_SUBTREE_MARK);
-        _cleanup_free_ char *cg = m ? (m == entry ? strdup("/") : strndup(entry, (size_t) (m - entry))) : NULL;
-        const char *path = m ? cg : entry;
-
-        if (!path || !cgroup_path_is_below(path, old_root))
-                return false;
-        return !new_root || (!cgroup_path_is_below(new_root, path) && !cgroup_path_is_below(path, new_root));
 }
 
 int cgroup_retire_root(const CgroupEnv *env_in, Journal *journal, const char *old_root, CgroupReport *r) {
@@ -650,18 +663,7 @@ int cgroup_retire_root(const CgroupEnv *env_in, Journal *journal, const char *ol
                     entry_retires(journal->cgroups[i], old_root, env.cgroup_root))
                         CGROUP_STEP(evict_unknown(&env, r, journal, &origins, journal->cgroups[i]));
         /* 2. Its cgroups and controllers, newest first, as a restore. */
-        for (size_t i = journal->n_cgroups; i > 0; i--) {
-                _cleanup_free_ char *entry = NULL;
-
-                if (i > journal->n_cgroups || !entry_retires(journal->cgroups[i - 1], old_root, env.cgroup_root))
-                        continue;
-                if (!(entry = strdup(journal->cgroups[i - 1])))
-                        return -ENOMEM;
-                if (strstr(entry, CGROUP_SUBTREE_MARK))
-                        CGROUP_STEP(undo_controller(&env, r, journal, entry));
-                else
-                        CGROUP_STEP(remove_dir(&env, r, journal, entry));
-        }
+        CGROUP_STEP(undo_created(&env, r, journal, old_root));
         k = cgroup_journal_commit(journal);
         if (k < 0)
                 return k;
