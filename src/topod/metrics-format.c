@@ -212,6 +212,34 @@ int metrics_format_text(FILE *f, const MetricsSnapshot *s) {
                 }
         }
 
+        if (s->n_idle_groups > 0) {
+                static const struct {
+                        const char *name, *help;
+                        size_t offset;
+                } per_group[] = {
+                        { "topod_group_forced_idle_seconds_total", "Forced idle the kernel counted for a group of a "
+                          "policy with [when] forced_idle (cpu.stat core_sched.force_idle_usec) at the last reading.",
+                          offsetof(MetricsIdleGroup, force_idle_usec) },
+                        { "topod_group_cpu_seconds_total", "CPU time of such a group (cpu.stat usage_usec) at the "
+                          "last reading.", offsetof(MetricsIdleGroup, usage_usec) },
+                };
+
+                for (size_t m = 0; m < ELEMENTSOF(per_group); m++) {
+                        family(f, per_group[m].name, "counter", per_group[m].help);
+                        for (size_t i = 0; i < s->n_idle_groups; i++) {
+                                const MetricsIdleGroup *g = &s->idle_groups[i];
+
+                                fprintf(f, "%s{policy=\"", per_group[m].name);
+                                put_label(f, g->policy);
+                                fputs("\",group=\"", f);
+                                put_label(f, g->group);
+                                fputs("\"} ", f);
+                                put_usec_seconds(f, *(const uint64_t *) ((const char *) g + per_group[m].offset));
+                                fputc('\n', f);
+                        }
+                }
+        }
+
         family(f, "topod_passes_total", "counter", "Passes (scan, plan, apply) done.");
         put_uint(f, "topod_passes_total", s->passes);
         family(f, "topod_pass_failures_total", "counter", "Passes that failed before their plan was in use.");
@@ -296,6 +324,17 @@ void metrics_format_json(Json *j, const MetricsSnapshot *s) {
                         json_kv_uint(j, "usage_usec", p->usage_usec);
                         json_object_end(j);
                 }
+                json_object_end(j);
+        }
+        json_array_end(j);
+        json_key(j, "forced_idle_groups");
+        json_array_begin(j);
+        for (size_t i = 0; i < s->n_idle_groups; i++) {
+                json_object_begin(j);
+                json_kv_string(j, "policy", s->idle_groups[i].policy);
+                json_kv_string(j, "group", s->idle_groups[i].group);
+                json_kv_uint(j, "force_idle_usec", s->idle_groups[i].force_idle_usec);
+                json_kv_uint(j, "usage_usec", s->idle_groups[i].usage_usec);
                 json_object_end(j);
         }
         json_array_end(j);

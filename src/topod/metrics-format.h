@@ -55,6 +55,14 @@ typedef struct MetricsPolicy {
         uint64_t force_idle_usec, usage_usec; /* summed over those groups */
 } MetricsPolicy;
 
+/* One group of a policy with [when] forced_idle, at the last reading:
+ * its cpu.stat core_sched.force_idle_usec and usage_usec. */
+typedef struct MetricsIdleGroup {
+        const char *policy;
+        const char *group; /* its path below cgroup_root */
+        uint64_t force_idle_usec, usage_usec;
+} MetricsIdleGroup;
+
 typedef struct MetricsSnapshot {
         const char *version;
         bool paused;
@@ -62,6 +70,8 @@ typedef struct MetricsSnapshot {
         size_t n_policies;
         const MetricsTasks *tasks;
         size_t n_tasks;
+        const MetricsIdleGroup *idle_groups;
+        size_t n_idle_groups;
         uint64_t groups;              /* policy groups in the plan in force */
         uint64_t passes, passes_failed;
         Histogram pass_duration;

@@ -28,7 +28,22 @@ _Static_assert((int) _RECONCILE_STATUS_MAX == (int) _METRICS_APPLY_MAX, "every a
 
 /* What the printers take, from the Daemon as it is; the arrays in
  * *ret_policies and *ret_tasks are the caller's to free. */
-static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_policies, MetricsTasks **ret_tasks) {
+/* The groups' forced idle readings, as the pipeline kept them. */
+static int idle_groups(const PipelineMeasure *m, MetricsIdleGroup **ret) {
+        MetricsIdleGroup *g = calloc(m->n_idle_groups ?: 1, sizeof(MetricsIdleGroup));
+
+        if (!g)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_idle_groups; i++)
+                g[i] = (MetricsIdleGroup) { .policy = m->idle_groups[i].policy, .group = m->idle_groups[i].path,
+                                            .force_idle_usec = m->idle_groups[i].stat.force_idle_usec,
+                                            .usage_usec = m->idle_groups[i].stat.usage_usec };
+        *ret = g;
+        return 0;
+}
+
+static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_policies, MetricsTasks **ret_tasks,
+                    MetricsIdleGroup **ret_idle) {
         const PolicySet *set = d->p->decide.policies;
         const Plan *plan = d->pass.plan;
         _cleanup_free_ MetricsPolicy *pol = NULL;
@@ -82,6 +97,12 @@ static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_pol
         }
         if ((k = metrics_count_tasks(plan, set, &tasks, &n_tasks)) < 0)
                 return k;
+        if ((k = idle_groups(&d->p->measure, ret_idle)) < 0) {
+                free(tasks);
+                return k;
+        }
+        s->idle_groups = *ret_idle;
+        s->n_idle_groups = d->p->measure.n_idle_groups;
         s->policies = pol;
         s->n_policies = set->n;
         s->tasks = tasks;
@@ -94,10 +115,11 @@ static int snapshot(const Daemon *d, MetricsSnapshot *s, MetricsPolicy **ret_pol
 int metrics_print(const Daemon *d, bool json, FILE *f) {
         _cleanup_free_ MetricsPolicy *pol = NULL;
         _cleanup_free_ MetricsTasks *tasks = NULL;
+        _cleanup_free_ MetricsIdleGroup *idle = NULL;
         MetricsSnapshot s;
         int k;
 
-        if ((k = snapshot(d, &s, &pol, &tasks)) < 0)
+        if ((k = snapshot(d, &s, &pol, &tasks, &idle)) < 0)
                 return k;
         if (json) {
                 _cleanup_(json_freep) Json *j = json_new(f, true);

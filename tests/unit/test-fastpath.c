@@ -2686,6 +2686,16 @@ static void test_forced_idle_band(void) {
         write_cpu_stat("svc-node1", 2000000, 300000);
         ASSERT_EQ(pipeline_measure_forced_idle(w.p, plan1), 1);
         ASSERT_EQ(w.p->decide.idle[svc].share_permille, 250u);
+        /* each group's reading kept, for the metrics */
+        ASSERT_EQ(w.p->measure.n_idle_groups, 2u);
+        for (size_t i = 0; i < 2; i++) {
+                const ForcedIdleGroup *g = &w.p->measure.idle_groups[i];
+
+                ASSERT_STREQ(g->policy, "svc");
+                ASSERT_EQ(g->stat.usage_usec, 2000000u);
+                ASSERT_EQ(g->stat.force_idle_usec, streq(g->path, "svc-node0") ? 200000u : 300000u);
+                ASSERT_TRUE(streq(g->path, "svc-node0") || streq(g->path, "svc-node1"));
+        }
         ASSERT_FALSE(w.p->decide.in_force[svc]);
         ASSERT_FALSE(pipeline_forced_idle_holds(w.p, svc));
 
@@ -2694,6 +2704,7 @@ static void test_forced_idle_band(void) {
         ASSERT_STREQ(process_cgroup(200), "/user.slice");
         ASSERT_EQ(pipeline_measure_forced_idle(w.p, plan2), 1); /* no groups: 0%, and back */
         ASSERT_EQ(w.p->decide.idle[svc].groups, 0u);
+        ASSERT_EQ(w.p->measure.n_idle_groups, 0u);
         ASSERT_TRUE(w.p->decide.in_force[svc]);
         plan3 = pass(&w, &r3);
         ASSERT_STREQ(process_cgroup(200), "/topod.slice/svc-node0");

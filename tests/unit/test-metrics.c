@@ -30,6 +30,11 @@ static const MetricsTasks tasks[] = {
         { "we\"ird\\\nname\t", "", "other", 1 },
 };
 
+static const MetricsIdleGroup idle_groups[] = {
+        { "avx", "node0/llc0/avx", 1000000, 8000004 },
+        { "avx", "node0/llc1/\"q\"", 500000, 4000003 },
+};
+
 static void fake_snapshot(MetricsSnapshot *s) {
         *s = (MetricsSnapshot) {
                 .version = "1.2.3",
@@ -37,6 +42,8 @@ static void fake_snapshot(MetricsSnapshot *s) {
                 .n_policies = ELEMENTSOF(policies),
                 .tasks = tasks,
                 .n_tasks = ELEMENTSOF(tasks),
+                .idle_groups = idle_groups,
+                .n_idle_groups = ELEMENTSOF(idle_groups),
                 .groups = 2,
                 .passes = 7,
                 .passes_failed = 1,
@@ -92,6 +99,15 @@ static const char expected_text[] =
         "# HELP topod_forced_idle_cpu_seconds CPU time of a policy's groups at the last reading (cpu.stat usage_usec, summed).\n"
         "# TYPE topod_forced_idle_cpu_seconds gauge\n"
         "topod_forced_idle_cpu_seconds{policy=\"avx\"} 12.000007\n"
+        "# HELP topod_group_forced_idle_seconds_total Forced idle the kernel counted for a group of a policy with "
+        "[when] forced_idle (cpu.stat core_sched.force_idle_usec) at the last reading.\n"
+        "# TYPE topod_group_forced_idle_seconds_total counter\n"
+        "topod_group_forced_idle_seconds_total{policy=\"avx\",group=\"node0/llc0/avx\"} 1.000000\n"
+        "topod_group_forced_idle_seconds_total{policy=\"avx\",group=\"node0/llc1/\\\"q\\\"\"} 0.500000\n"
+        "# HELP topod_group_cpu_seconds_total CPU time of such a group (cpu.stat usage_usec) at the last reading.\n"
+        "# TYPE topod_group_cpu_seconds_total counter\n"
+        "topod_group_cpu_seconds_total{policy=\"avx\",group=\"node0/llc0/avx\"} 8.000004\n"
+        "topod_group_cpu_seconds_total{policy=\"avx\",group=\"node0/llc1/\\\"q\\\"\"} 4.000003\n"
         "# HELP topod_passes_total Passes (scan, plan, apply) done.\n"
         "# TYPE topod_passes_total counter\n"
         "topod_passes_total 7\n"
@@ -199,6 +215,7 @@ static void test_text_empty(void) {
         ASSERT_STR_CONTAINS(text, "topod_exec_to_placed_seconds_sum 0.000000000\n");
         ASSERT_STR_NOT_CONTAINS(text, "topod_policy_in_force");
         ASSERT_STR_NOT_CONTAINS(text, "topod_forced_idle");
+        ASSERT_STR_NOT_CONTAINS(text, "topod_group_");
         ASSERT_STR_NOT_CONTAINS(text, "topod_last_pass_stage_seconds");
 }
 
@@ -222,6 +239,8 @@ static void test_json(void) {
         ASSERT_STR_CONTAINS(text, "\"forced_idle\":{\"permille\":123,\"groups\":2,\"force_idle_usec\":1500000,"
                                   "\"usage_usec\":12000007}");
         ASSERT_STR_CONTAINS(text, "{\"policy\":\"avx\",\"group\":\"node0/llc0/avx\",\"class\":\"avx\",\"tasks\":3}");
+        ASSERT_STR_CONTAINS(text, "\"forced_idle_groups\":[{\"policy\":\"avx\",\"group\":\"node0/llc0/avx\","
+                                  "\"force_idle_usec\":1000000,\"usage_usec\":8000004},");
         ASSERT_STR_CONTAINS(text, "\"pass_duration\":{\"count\":3,\"sum_ns\":12043000000,\"buckets\":[{\"le_ns\":100000,\"count\":0}");
         ASSERT_STR_CONTAINS(text, "{\"le_ns\":5000000,\"count\":1}");
         ASSERT_STR_CONTAINS(text, "{\"le_ns\":null,\"count\":3}]}");

@@ -122,3 +122,11 @@ int forced_idle_read_task(const Root *root, pid_t tid, uint64_t *ret_usec) {
                 return k;
         return forced_idle_parse_task_sched(text, len, ret_usec);
 }
+
+void forced_idle_groups_free(ForcedIdleGroup *g, size_t n) {
+        for (size_t i = 0; g && i < n; i++) {
+                free(g[i].policy);
+                free(g[i].path);
+        }
+        free(g);
+}

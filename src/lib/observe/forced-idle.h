@@ -32,6 +32,16 @@ typedef struct ForcedIdleStat {
         bool has_force_idle; /* the line is there (a kernel with core scheduling) */
 } ForcedIdleStat;
 
+/* One group's reading, as the pipeline keeps it for the metrics: the
+ * policy's name and the group's path below cgroup_root (both owned). */
+typedef struct ForcedIdleGroup {
+        char *policy;
+        char *path;
+        ForcedIdleStat stat;
+} ForcedIdleGroup;
+
+void forced_idle_groups_free(ForcedIdleGroup *g, size_t n);
+
 /* A cgroup's cpu.stat: usage_usec (required: -ENODATA without), and
  * core_sched.force_idle_usec where present. -EINVAL for a malformed value. */
 int forced_idle_parse_cpu_stat(const char *text, size_t len, ForcedIdleStat *ret);

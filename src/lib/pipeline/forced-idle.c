@@ -21,9 +21,36 @@ bool pipeline_forced_idle_holds(const Pipeline *p, size_t i) {
         return !pi->band.started || pi->band.holds;
 }
 
-/* The sums of cpu.stat over policy i's groups in the plan: how many
- * groups were read. */
-static unsigned read_policy_groups(const Pipeline *p, const Plan *applied, size_t i, ForcedIdleStat *ret) {
+/* The readings kept for the metrics (PipelineMeasure.idle_groups). */
+typedef struct GroupReadings {
+        ForcedIdleGroup *g;
+        size_t n, cap;
+} GroupReadings;
+
+static int readings_add(GroupReadings *gr, const char *policy, const char *path, const ForcedIdleStat *s) {
+        if (gr->n == gr->cap) {
+                size_t cap = gr->cap ? gr->cap * 2 : 8;
+                ForcedIdleGroup *g = realloc(gr->g, cap * sizeof(ForcedIdleGroup));
+
+                if (!g)
+                        return -ENOMEM;
+                gr->g = g;
+                gr->cap = cap;
+        }
+        gr->g[gr->n] = (ForcedIdleGroup) { .policy = strdup(policy), .path = strdup(path), .stat = *s };
+        if (!gr->g[gr->n].policy || !gr->g[gr->n].path) {
+                free(gr->g[gr->n].policy);
+                free(gr->g[gr->n].path);
+                return -ENOMEM;
+        }
+        gr->n++;
+        return 0;
+}
+
+/* The sums of cpu.stat over policy i's groups in the plan, each group's
+ * reading also in gr: how many groups were read. */
+static unsigned read_policy_groups(const Pipeline *p, const Plan *applied, size_t i, GroupReadings *gr,
+                                   ForcedIdleStat *ret) {
         const char *mount = p->observe.caps->cgroup2_mount;
         ForcedIdleStat sum = {};
         unsigned n = 0;
@@ -39,6 +66,8 @@ static unsigned read_policy_groups(const Pipeline *p, const Plan *applied, size_
                         continue;
                 if (forced_idle_read_cgroup(p->observe.root, mount, path, &s) < 0)
                         continue;
+                /* short of memory: the metrics lack it, the band does not */
+                (void) readings_add(gr, p->decide.policies->policies[i]->name, pg->path, &s);
                 sum.usage_usec += s.usage_usec;
                 sum.force_idle_usec += s.force_idle_usec;
                 sum.has_force_idle = sum.has_force_idle || s.has_force_idle;
@@ -63,6 +92,7 @@ static unsigned share_permille(const ForcedIdleStat *last, const ForcedIdleStat 
 
 int pipeline_measure_forced_idle(Pipeline *p, const Plan *applied) {
         uint64_t now = pipeline_now_usec();
+        GroupReadings gr = {};
         bool any = false;
 
         for (size_t i = 0; i < p->decide.policies->n; i++) {
@@ -75,7 +105,7 @@ int pipeline_measure_forced_idle(Pipeline *p, const Plan *applied) {
                 if (!any && kernelcaps_refresh_schedstats(p->observe.caps, p->observe.root) == -ENOMEM)
                         return -ENOMEM;
                 any = true;
-                pi->groups = read_policy_groups(p, applied, i, &s);
+                pi->groups = read_policy_groups(p, applied, i, &gr, &s);
                 if (pi->groups == 0) {
                         /* nothing placed: nothing kept idle */
                         pi->have_last = false;
@@ -94,5 +124,8 @@ int pipeline_measure_forced_idle(Pipeline *p, const Plan *applied) {
                                                   pi->share_permille / 10u, p->decide.config->load_hysteresis,
                                                   p->decide.config->load_dwell_usec, now);
         }
+        forced_idle_groups_free(p->measure.idle_groups, p->measure.n_idle_groups);
+        p->measure.idle_groups = gr.g;
+        p->measure.n_idle_groups = gr.n;
         return any ? (int) pipeline_refresh_in_force(p, false) : 0;
 }

@@ -52,6 +52,7 @@ static void pipeline_measure_done(PipelineMeasure *m) {
         free(m->readings);
         free(m->readings_at);
         free(m->usage);
+        forced_idle_groups_free(m->idle_groups, m->n_idle_groups);
 }
 
 Pipeline *pipeline_free(Pipeline *p) {

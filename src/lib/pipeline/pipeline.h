@@ -23,6 +23,7 @@
 #include "decide/diag.h"
 #include "decide/place.h"
 #include "decide/plan.h"
+#include "observe/forced-idle.h"
 #include "decide/policy.h"
 #include "observe/events.h"
 #include "observe/forced-idle.h"
@@ -119,6 +120,11 @@ typedef struct PipelineMeasure {
         uint64_t *readings_at; /* and when each was read (the middle of its read) */
         PlanUsage *usage;      /* the figures, for groups read twice (paths point into reading_paths) */
         size_t n_usage;
+        /* Each group of a policy with [when] forced_idle at the last
+         * reading of forced idle (pipeline_measure_forced_idle()), for the
+         * metrics: what cpu.stat said. */
+        ForcedIdleGroup *idle_groups;
+        size_t n_idle_groups;
 } PipelineMeasure;
 
 typedef struct Pipeline {
