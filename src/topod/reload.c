@@ -46,9 +46,13 @@ static void retire_old_root(Daemon *d, const char *old_root) {
         Reconciler rc = reconciler(d);
         int k;
 
-        if (!old_root || !d->p->decide.config->cgroup_root || streq(old_root, d->p->decide.config->cgroup_root) ||
-            d->writers.unit_bus)
+        if (!old_root || !d->p->decide.config->cgroup_root || streq(old_root, d->p->decide.config->cgroup_root))
                 return;
+        if (d->writers.unit_bus) {
+                log_notice(d, "cgroup_root moved from %s to %s: the old slices stay until topod stops (stopping a "
+                              "slice would end whatever else is still in it)", old_root, d->p->decide.config->cgroup_root);
+                return;
+        }
         k = reconcile_retire_cgroup_root(&rc, old_root, &r);
         if (k < 0) {
                 log_error(d, "cgroup_root moved from %s to %s: the old tree stays: %s", old_root,
