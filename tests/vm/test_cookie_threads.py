@@ -36,7 +36,9 @@ UP = ("topod --config /etc/topod-test/topod.conf >> /tmp/topod.log 2>&1 & echo $
 SCENARIO = ("/tmp/thr1 threads 1 30 > /tmp/seed.out & S=$!; "
             "for i in $(seq 300); do c=$(workload cookie $S | cut -d' ' -f2); "
             "[ -n \"$c\" ] && [ \"$c\" != 0 ] && break; sleep 0.1; done; echo seed $c; "
-            "( while [ -d /proc/$S ]; do echo watch $(workload cookie $S | cut -d' ' -f2); sleep 0.5; done ) "
+            # until a read fails: the seed gone (a read between its
+            # exit and the loop's test is not a reading)
+            "( while c=$(workload cookie $S | cut -d' ' -f2) && [ -n \"$c\" ]; do echo watch $c; sleep 0.5; done ) "
             "> /tmp/watch & W=$!; "
             "P=; for r in $(seq %d); do for n in %s; do /tmp/thr$n threads $n 6 > /tmp/out-$r-$n & P=\"$P $!\"; "
             "done; sleep 1; done; wait $P; wait $S; wait $W; "
