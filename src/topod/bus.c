@@ -58,10 +58,6 @@ struct BusServer {
         BusListener listeners[2]; /* anyone's socket, root's socket */
         sd_event_source *reaper; /* drops doomed connections, outside their callbacks */
         sd_event_source *tick;   /* each second while connections live: rates, timeouts */
-        sd_event_source *resume; /* anyone's socket accepted from again, at the next slot */
-        uint64_t slot_start_usec;
-        unsigned slot_accepts;   /* from anyone's socket in this slot */
-        uint64_t public_accepts; /* and since the start */
         BusCloser *closer;
         BusHandler handler;
         void *userdata;
@@ -83,9 +79,6 @@ unsigned bus_server_connections(const BusServer *s) {
         return s ? s->n_conns : 0;
 }
 
-uint64_t bus_server_public_accepts(const BusServer *s) {
-        return s ? s->public_accepts : 0;
-}
 
 static BusConnection *connection_free(BusConnection *c) {
         if (!c)
@@ -485,55 +478,21 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_resume(sd_event_source *es, uint64_t usec, void *userdata) {
-        BusServer *s = userdata;
-
-        (void) es;
-        (void) usec;
-        return sd_event_source_set_enabled(s->listeners[0].source, SD_EVENT_ON);
-}
-
-/* Whether anyone's socket may be accepted from now: false when this
- * slot's accepts are used up (the socket is then left alone until the
- * next slot). */
-static bool public_slot_open(BusServer *s) {
-        uint64_t now = now_usec();
-
-        if (now - s->slot_start_usec >= BUS_ACCEPT_SLOT_USEC) {
-                s->slot_start_usec = now;
-                s->slot_accepts = 0;
-        }
-        if (s->slot_accepts < BUS_ACCEPTS_PER_SLOT)
-                return true;
-        (void) sd_event_source_set_enabled(s->listeners[0].source, SD_EVENT_OFF);
-        (void) sd_event_source_set_time(s->resume, s->slot_start_usec + BUS_ACCEPT_SLOT_USEC);
-        (void) sd_event_source_set_enabled(s->resume, SD_EVENT_ONESHOT);
-        return false;
-}
-
 static int on_accept(sd_event_source *es, int lfd, uint32_t revents, void *userdata) {
         BusServer *s = userdata;
-        bool public = es == s->listeners[0].source;
-
+        (void) es;
         (void) revents;
-        /* Take the whole backlog at each wake-up (within the slot's accepts
-         * for anyone's socket), so that a peer that only connects cannot
-         * keep it full for the others. */
+        /* Take the whole backlog at each wake-up, so that a peer that
+         * only connects cannot keep it full for the others. */
         for (unsigned n = 0; n < 4 * BUS_CONNECTIONS_MAX; n++) {
                 _cleanup_(connection_freep) BusConnection *c = NULL;
                 struct ucred cred = {};
                 socklen_t len = sizeof(cred);
                 int fd, off = 0;
 
-                if (public && !public_slot_open(s))
-                        return 0;
                 fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0)
                         return 0; /* EAGAIN: done; or a peer gone before we took it */
-                if (public) {
-                        s->slot_accepts++;
-                        s->public_accepts++;
-                }
                 /* A peer that closed before we took it (a connect/close
                  * loop on the backlog): nothing to read, nobody to answer,
                  * so no connection to make, register and reap. */
@@ -617,8 +576,7 @@ int bus_server_new(sd_event *e, const char *path, BusHandler handler, void *user
             (k = sd_event_source_set_enabled(s->reaper, SD_EVENT_OFF)) < 0 ||
             (k = sd_event_add_time_relative(e, &s->tick, CLOCK_MONOTONIC, 1000000, 0, on_tick, s)) < 0 ||
             (k = sd_event_source_set_enabled(s->tick, SD_EVENT_OFF)) < 0 ||
-            (k = sd_event_add_time_relative(e, &s->resume, CLOCK_MONOTONIC, BUS_ACCEPT_SLOT_USEC, 0, on_resume, s)) < 0 ||
-            (k = sd_event_source_set_enabled(s->resume, SD_EVENT_OFF)) < 0 || (k = bus_closer_new(&s->closer)) < 0)
+ (k = bus_closer_new(&s->closer)) < 0)
                 return k;
         *ret = TAKE_PTR(s);
         return 0;
@@ -641,7 +599,6 @@ BusServer *bus_server_free(BusServer *s) {
         }
         sd_event_source_disable_unref(s->reaper);
         sd_event_source_disable_unref(s->tick);
-        sd_event_source_disable_unref(s->resume);
         bus_closer_free(s->closer);
         sd_event_unref(s->event);
         free(s);

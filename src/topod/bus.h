@@ -22,11 +22,7 @@
  *     BUS_BAN_USEC;
  *   - time: BUS_CALLS_PER_SECOND calls per second per uid other than
  *     root; past that its connections are not read until the next second
- *     (the calls wait in the kernel's socket buffer, costing us nothing);
- *     anyone's socket is accepted from at most BUS_ACCEPTS_PER_SLOT times
- *     in BUS_ACCEPT_SLOT_USEC, then left alone for the rest of the slot:
- *     a connect/close loop then fills the kernel's backlog, whose refusals
- *     cost the daemon nothing (root's socket is never held back). */
+ *     (the calls wait in the kernel's socket buffer, costing us nothing). */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -48,8 +44,6 @@
 #define BUS_READS_PER_WAKEUP 4u
 #define BUS_PROCESS_MAX 64u
 #define BUS_RIGHTS_MAX 253u /* SCM_MAX_FD: all one message can carry */
-#define BUS_ACCEPTS_PER_SLOT 64u
-#define BUS_ACCEPT_SLOT_USEC (100u * 1000u)
 
 typedef struct BusCall {
         BusMethod method;
@@ -74,6 +68,4 @@ BusServer *bus_server_free(BusServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BusServer *, bus_server_free);
 
 unsigned bus_server_connections(const BusServer *s);
-/* Connections taken from anyone's socket since the start (the accept
- * slots' count them). */
-uint64_t bus_server_public_accepts(const BusServer *s);
+

@@ -11,8 +11,6 @@
 
 #include <errno.h>
 #include <grp.h>
-#include <inttypes.h>
-#include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,83 +167,6 @@ static int child_mute(const char *path) {
         return took < BUS_AUTH_USEC - 100000u ? 1 : took > BUS_AUTH_USEC + 2000000u ? 2 : 0;
 }
 
-/* Child: as nobody, connect and close on anyone's socket as fast as it
- * can for 1.5 s. */
-static int child_churn(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        uint64_t end;
-
-        become_nobody();
-        strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-        end = now_usec() + 1500000u;
-        while (now_usec() < end) {
-                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-                if (fd < 0)
-                        return 100;
-                (void) connect(fd, (struct sockaddr *) &sa, sizeof(sa)); /* EAGAIN once the backlog is full */
-                close(fd);
-        }
-        return 0;
-}
-
-/* Child: root's Status on root's socket, five times during the churn,
- * each answered within 1 s. */
-static int child_root_status(const char *path) {
-        char root_path[128];
-
-        snprintf(root_path, sizeof(root_path), "%s" BUS_ROOT_SOCKET_SUFFIX, path);
-        usleep(300000);
-        for (int i = 0; i < 5; i++) {
-                uint64_t t0 = now_usec();
-
-                if (call(root_path, "Status", NULL) < 0)
-                        return 1;
-                if (now_usec() - t0 > 1000000u)
-                        return 2;
-                usleep(200000);
-        }
-        return 0;
-}
-
-/* Child: nobody's Status on anyone's socket. */
-static int child_status(const char *path) {
-        become_nobody();
-        return call(path, "Status", NULL) < 0;
-}
-
-/* Run the server's loop until every child exits (at most 15 s); the
- * first non-zero status, or 0. */
-static int serve_until_all_exit(sd_event *e, const pid_t *children, size_t n) {
-        uint64_t end = now_usec() + 15 * 1000000ull;
-        int rc = 0;
-        size_t left = n;
-        bool done[8] = {};
-
-        while (left > 0 && now_usec() < end) {
-                (void) sd_event_run(e, 1000);
-                for (size_t i = 0; i < n; i++) {
-                        int st;
-
-                        if (!done[i] && waitpid(children[i], &st, WNOHANG) == children[i]) {
-                                int r = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-
-                                done[i] = true;
-                                left--;
-                                if (r != 0 && rc == 0)
-                                        rc = r;
-                        }
-                }
-        }
-        for (size_t i = 0; i < n; i++)
-                if (!done[i]) {
-                        kill(children[i], SIGKILL);
-                        waitpid(children[i], NULL, 0);
-                        rc = rc ?: -1;
-                }
-        return rc;
-}
-
 /* This program again as the child KIND on path: fork and exec, nothing
  * allocated in between. */
 static pid_t spawn(const char *kind, const char *path) {
@@ -273,12 +194,6 @@ int main(int argc, char **argv) {
                 return child_flood(argv[2]);
         if (argc == 3 && strcmp(argv[1], "--mute") == 0)
                 return child_mute(argv[2]);
-        if (argc == 3 && strcmp(argv[1], "--churn") == 0)
-                return child_churn(argv[2]);
-        if (argc == 3 && strcmp(argv[1], "--root-status") == 0)
-                return child_root_status(argv[2]);
-        if (argc == 3 && strcmp(argv[1], "--status") == 0)
-                return child_status(argv[2]);
         if (geteuid() != 0) {
                 fprintf(stderr, "test-bus: needs root (clients drop to uid %d): skipped\n", NOBODY);
                 return 77;
@@ -318,29 +233,6 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 100 && bus_server_connections(s) > 0; i++)
                 (void) sd_event_run(e, 1000);
         ASSERT_EQ(bus_server_connections(s), 0u);
-
-        /* A connect/close loop on anyone's socket: taken from at most
-         * BUS_ACCEPTS_PER_SLOT times a slot, root answered on its own
-         * socket meanwhile, and anyone's socket served again after. */
-        {
-                pid_t kids[2];
-                uint64_t a0 = bus_server_public_accepts(s), t0 = now_usec(), slots, accepts;
-
-                kids[0] = spawn("--churn", path);
-                kids[1] = spawn("--root-status", path);
-                rc = serve_until_all_exit(e, kids, 2);
-                ASSERT_EQ(rc, 0);
-                slots = (now_usec() - t0) / BUS_ACCEPT_SLOT_USEC + 2;
-                accepts = bus_server_public_accepts(s) - a0;
-                printf("churn: %" PRIu64 " accepts from anyone's socket in %" PRIu64 " slots\n", accepts, slots);
-                ASSERT_LE(accepts, slots * BUS_ACCEPTS_PER_SLOT);
-                ASSERT_GT(accepts, (uint64_t) BUS_ACCEPTS_PER_SLOT); /* slots after the first were open */
-                for (int i = 0; i < 200; i++)
-                        (void) sd_event_run(e, 1000);
-                pid = spawn("--status", path);
-                rc = serve_until_exit(e, pid);
-                ASSERT_EQ(rc, 0);
-        }
 
         s = bus_server_free(s);
         sd_event_unref(e);
