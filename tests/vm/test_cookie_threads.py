@@ -6,11 +6,12 @@ share one cookie group, placed by the fast path at their exec. A seed
 member (thr1, one thread) gives the group its cookie. Then, twice, new
 members are exec'd that start 1, 2 and 8 threads at once after exec
 (`workload threads N SECS`, copied to /tmp/thrN): each thread reads the
-main thread's cookie and its own every 2 ms, and counts the samples where
-the main thread holds a cookie and it holds another (still 2 ms later).
+main thread's cookie and its own every 2 ms, and times each window where
+the main thread holds a cookie and it holds another.
 
-Checks: no thread of any member was ever outside its process's cookie
-(outside 0, and samples taken); every thread ends in the group's cookie,
+Checks: no thread of any member was outside its process's cookie for
+longer than OUTSIDE_MS (and samples were taken); every thread ends in the
+group's cookie,
 which is the seed's; the seed's cookie, read every half second while the
 group grows, never changes. Exit 0 pass, 1 fail, 77 skip."""
 
@@ -27,6 +28,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "cookie-threads")
 SIZES = (1, 2, 8)
 ROUNDS = 2
+# The kernel sets a process's threads one after the other, so a thread can
+# see the main thread's new cookie before its own for as long as the walk
+# takes: microseconds, or as long as a virtual CPU of an emulated guest
+# waits for its host (tens of milliseconds on a busy host). A thread the
+# placement missed stays outside until topod's next pass joins it, for
+# hundreds of milliseconds at least.
+OUTSIDE_MS = 100
 
 SETUP = "for n in %s; do cp /usr/bin/workload /tmp/thr$n; done" % " ".join(str(n) for n in SIZES)
 UP = ("topod --config /etc/topod-test/topod.conf >> /tmp/topod.log 2>&1 & echo $! > /tmp/topod.pid; "
@@ -47,11 +55,11 @@ SCENARIO = ("/tmp/thr1 threads 1 30 > /tmp/seed.out & S=$!; "
 STOP = ("T=$(cat /tmp/topod.pid); kill -TERM $T; "
         "for i in $(seq 300); do [ -d /proc/$T ] || exit 0; sleep 0.1; done; exit 1")
 
-LINE = re.compile(r"^thread (\d+) (\d+) samples (\d+) outside (\d+) cookie (\d+)$")
+LINE = re.compile(r"^thread (\d+) (\d+) samples (\d+) windows (\d+) longest (\d+) cookie (\d+)$")
 
 
 def parse(text):
-    """{name: [(index, tid, samples, outside, cookie)]}, the seed's first
+    """{name: [(index, tid, samples, windows, longest_ms, cookie)]}, the seed's first
     cookie, the watcher's readings."""
     out, name, seed, watch = {}, None, None, []
     for l in text.splitlines():
@@ -82,6 +90,9 @@ def test(args):
     out, seed, watch = parse(r.stdout(2))
     c.true(seed not in (None, 0), "the seed member has the group's cookie", "seed %r" % (seed,))
     print("  group cookie %s; watched %d times while the group grew" % (seed, len(watch)))
+    rows = [row for rs in out.values() for row in rs]
+    print("  %d windows outside a process's cookie, the longest %d ms" %
+          (sum(row[3] for row in rows), max([row[4] for row in rows] or [0])))
     c.true(len(watch) >= 4 and all(w == seed for w in watch),
            "the group's cookie never changed while it only grew", "readings %r" % (watch,))
     c.eq(len(out.get("seed", [])), 1, "the seed reported its thread")
@@ -90,9 +101,11 @@ def test(args):
             name = "out-%d-%d" % (rnd, n)
             rows = out.get(name, [])
             c.eq(len(rows), n, "%s: every thread reported" % name)
-            for (i, tid, samples, outside, ck) in rows:
+            for (i, tid, samples, windows, longest, ck) in rows:
                 c.true(samples > 0, "%s thread %d (tid %d) sampled" % (name, i, tid), "samples %d" % samples)
-                c.eq(outside, 0, "%s thread %d (tid %d): samples outside its process's cookie" % (name, i, tid))
+                c.true(longest <= OUTSIDE_MS,
+                       "%s thread %d (tid %d) outside its process's cookie at most %d ms" % (name, i, tid, OUTSIDE_MS),
+                       "%d windows, the longest %d ms" % (windows, longest))
                 c.eq(ck, seed, "%s thread %d (tid %d) ends in the group's cookie" % (name, i, tid))
     c.eq(r.rc(3), 0, "topod stopped")
     if c.failed:

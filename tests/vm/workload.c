@@ -25,13 +25,20 @@
  *   workload threads N SECS    start N-1 threads at once (N in all, at most
  *                              64) and, in each, read the main thread's
  *                              cookie and then its own, every 2 ms, for
- *                              SECS seconds; a sample where the main thread
- *                              holds a cookie and this thread another, still
- *                              so 2 ms later (the kernel sets a process's
- *                              threads one after the other), is a thread
- *                              outside its process's cookie. Prints a line
- *                              per thread, "thread I TID samples S outside
- *                              O cookie C" (C: its last), and exits
+ *                              SECS seconds. Where the main thread holds a
+ *                              cookie and this thread another, it reads
+ *                              both every millisecond until they agree
+ *                              again or the main thread's changes: that
+ *                              stretch is a window outside its process's
+ *                              cookie. The kernel sets a process's threads
+ *                              one after the other, so a window of a few
+ *                              milliseconds is the kernel's walk (longer
+ *                              when a virtual CPU stalls mid-walk); one
+ *                              that lasts until topod's next pass is a
+ *                              thread it missed. Prints a line per thread,
+ *                              "thread I TID samples S windows W longest L
+ *                              cookie C" (L: the longest window, in ms; C:
+ *                              its last cookie), and exits
  *
  * A busy loop that shares its vCPU with others under TCG gets less than a
  * whole CPU: the guest test's topod.conf asks for 50%.
@@ -45,6 +52,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/sched-attr.h"
@@ -113,12 +121,19 @@ static unsigned long long core_cookie(pid_t tid) {
 
 typedef struct Sampler {
         pid_t tid;
-        unsigned long samples, outside;
-        unsigned long long cookie;
+        unsigned long samples, windows;
+        unsigned long long longest_us, cookie;
 } Sampler;
 
 static pid_t main_tid;
 static volatile int samplers_stop;
+
+static unsigned long long now_us(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (unsigned long long) ts.tv_sec * 1000000ULL + (unsigned long long) ts.tv_nsec / 1000ULL;
+}
 
 static void *sampler(void *arg) {
         Sampler *s = arg;
@@ -129,9 +144,17 @@ static void *sampler(void *arg) {
 
                 s->samples++;
                 if (m != 0 && m != ~0ULL && me != m) {
-                        usleep(2000);
-                        if (core_cookie(main_tid) == m && core_cookie(0) != m)
-                                s->outside++;
+                        unsigned long long start = now_us(), len;
+
+                        /* Until this thread holds the main thread's cookie,
+                         * or the main thread holds another (or has gone). */
+                        while (!samplers_stop && core_cookie(main_tid) == m && core_cookie(0) != m)
+                                usleep(1000);
+                        len = now_us() - start;
+                        s->windows++;
+                        if (len > s->longest_us)
+                                s->longest_us = len;
+                        me = core_cookie(0);
                 }
                 s->cookie = me;
                 usleep(2000);
@@ -160,8 +183,8 @@ static int threads(int n, int secs) {
         for (int i = 1; i < n; i++)
                 pthread_join(t[i], NULL);
         for (int i = 0; i < n; i++)
-                printf("thread %d %d samples %lu outside %lu cookie %llu\n", i, (int) st[i].tid, st[i].samples,
-                       st[i].outside, st[i].cookie);
+                printf("thread %d %d samples %lu windows %lu longest %llu cookie %llu\n", i, (int) st[i].tid,
+                       st[i].samples, st[i].windows, st[i].longest_us / 1000ULL, st[i].cookie);
         return 0;
 }
 
