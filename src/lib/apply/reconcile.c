@@ -368,14 +368,21 @@ typedef struct CookieRun {
 } CookieRun;
 
 /* The members of cookie group g to give its cookie, in run->tasks: those
- * that changed since the scan are reported skipped. How many. */
+ * that changed since the scan are reported skipped. How many. The main
+ * threads come last: the kernel is asked for the members one after the
+ * other, and a process whose main thread holds the group's cookie has its
+ * other threads in it already (what explain shows of a process is its
+ * main thread's). */
 static int cookie_group_members(const Reconciler *rc, const Plan *plan, size_t g, CookieRun *run, ReconcileReport *r,
                                 size_t *ret_n) {
         size_t n = 0;
         int k;
 
-        for (size_t i = 0; i < plan->n_tasks; i++) {
-                if (plan->tasks[i].cookie_group != (int) g)
+        for (size_t j = 0; j < 2 * plan->n_tasks; j++) {
+                size_t i = j % plan->n_tasks;
+                bool main_thread = plan->tasks[i].tid == plan->tasks[i].tgid;
+
+                if (plan->tasks[i].cookie_group != (int) g || main_thread != (j >= plan->n_tasks))
                         continue;
                 /* Exec'd or renamed since the scan: the fast path has
                  * it, or the next pass. */
