@@ -176,6 +176,8 @@ typedef struct FakeCookies {
         uint64_t next;
         unsigned self_gets; /* PR_SCHED_CORE_GET of the calling thread: one per clearing job */
         unsigned gets;      /* and of other threads */
+        uint64_t given[COOKIES_DIRECT]; /* when a fake thread last got a cookie (fc.n_given then) */
+        uint64_t n_given;
 } FakeCookies;
 
 static FakeCookies fc = { .lock = PTHREAD_MUTEX_INITIALIZER, .next = 1 };
@@ -238,6 +240,8 @@ static int fk_create(pid_t tid, void *userdata) {
                 return -ESRCH;
         pthread_mutex_lock(&fc.lock);
         *cookie_slot(tid) = fc.next++;
+        if (tid > 0 && is_fake(tid))
+                fc.given[tid] = ++fc.n_given;
         pthread_mutex_unlock(&fc.lock);
         if (tid > 0 && tid == exit_after_create)
                 fake_process_exit(tid);
@@ -260,6 +264,8 @@ static int fk_share_to(pid_t tid, void *userdata) {
                 return -ESRCH;
         pthread_mutex_lock(&fc.lock);
         *cookie_slot(tid) = *cookie_slot(0);
+        if (is_fake(tid))
+                fc.given[tid] = ++fc.n_given;
         pthread_mutex_unlock(&fc.lock);
         return 0;
 }
@@ -2607,14 +2613,21 @@ static void test_group_grows_keeps_cookie(void) {
         ASSERT_NE(svc, 0);
         ASSERT_EQ(cookie_of(201), svc);
 
+        /* A process of the group without the cookie (its main thread
+         * cleared from outside) and with a new thread: both join it, the
+         * thread before the main thread, so that a main thread in the
+         * cookie means its process is. */
         fake_thread(200, 2000, "svc-a");
-        ASSERT_EQ(cookie_of(2000), 0);
+        pthread_mutex_lock(&fc.lock);
+        *cookie_slot(200) = 0;
+        pthread_mutex_unlock(&fc.lock);
         ASSERT_OK(pipeline_sample(w.p, true)); /* a thread is found by a full scan, or its event */
         plan2 = pass(&w, &r2);
         ASSERT_EQ(r2->counts[RECONCILE_FAILED], 0);
         ASSERT_EQ(cookie_of(2000), svc);
         ASSERT_EQ(cookie_of(200), svc);
         ASSERT_EQ(cookie_of(201), svc);
+        ASSERT_LT(fc.given[2000], fc.given[200]);
         it = find_item(r2, "cookie group", 2000);
         ASSERT_NOT_NULL(it);
         ASSERT_EQ(it->status, RECONCILE_DONE);
@@ -2630,6 +2643,7 @@ static void test_group_grows_keeps_cookie(void) {
         ASSERT_NE(cookie_of(200), 0);
         ASSERT_EQ(cookie_of(201), cookie_of(200));
         ASSERT_EQ(cookie_of(2000), cookie_of(200));
+        ASSERT_LT(fc.given[2000], fc.given[200]);
         ASSERT_OK(pipeline_use_plan(w.p, NULL));
         plan_free(plan1);
         plan_free(plan2);
